@@ -1,0 +1,1 @@
+//! ioi-sandbox (work in progress).

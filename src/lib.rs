@@ -1,0 +1,8 @@
+//! ioi-run: judge C++ solutions to IOI problems natively, in a real sandbox, on every core.
+//!
+//! Data flows one way: the CLI loads problems, tests and submissions, plans which tests to run,
+//! judges them (compile once, run tests in `ioi_sandbox`), scores them and writes results and
+//! reports. Nothing below calls back up.
+
+pub mod dataset;
+pub mod score;
