@@ -6,3 +6,4 @@
 
 pub mod dataset;
 pub mod score;
+pub mod problem;

@@ -1,0 +1,137 @@
+//! The problem model: a problem with its subtasks, limits, task type, grader files and tests,
+//! whatever layout it was loaded from (a CMS task folder, open-r1/ioi rows, Piston requests).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One IOI problem, ready to judge. Subtasks are in their sorted (judging) order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// Contest year (0 when the source does not say).
+    pub year: i64,
+    /// Problem id: the base name of the submission file `graders/<id>.cpp`, lowercase.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Contest day; `"practice"` problems are excluded from yearly totals.
+    pub day: String,
+    pub task: TaskType,
+    /// CPU time limit per test and per user process, in seconds.
+    pub time_limit: f64,
+    /// Memory limit per user process, in bytes.
+    pub memory_limit: u64,
+    pub subtasks: Vec<Subtask>,
+    /// Every grader file with its path relative to the task root (`graders/grader.cpp`,
+    /// `checker/checker.cpp`, ...).
+    pub grader_files: Vec<GraderFile>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskType {
+    Batch,
+    Communication(Communication),
+}
+
+/// Parameters of a Communication task (SPEC §2.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Communication {
+    /// Number of user processes (at least 1).
+    pub num_processes: usize,
+    pub user_io: UserIo,
+    /// Extra arguments for the manager, after the FIFO paths.
+    pub manager_args: Vec<String>,
+}
+
+/// How a Communication user process talks to the manager.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserIo {
+    /// stdin/stdout are the FIFOs.
+    StdIo,
+    /// The FIFO paths are passed as arguments.
+    FifoIo,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subtask {
+    /// e.g. `00-samples`, `01-N2`.
+    pub name: String,
+    /// Points of the subtask.
+    pub points: f64,
+    /// Decimals used when rounding scores.
+    pub score_precision: u32,
+    /// Tests of the subtask, in order (a test may belong to several subtasks).
+    pub test_names: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraderFile {
+    /// Path relative to the task root, with `/` separators.
+    pub path: String,
+    pub content: Vec<u8>,
+}
+
+impl Problem {
+    /// The grader file at `path`, if the problem has one.
+    pub fn grader_file(&self, path: &str) -> Option<&GraderFile> {
+        self.grader_files.iter().find(|f| f.path == path)
+    }
+
+    /// The checker source (`checker/checker.cpp`), if any; without it outputs are compared by
+    /// white-diff.
+    pub fn checker(&self) -> Option<&GraderFile> {
+        self.grader_file("checker/checker.cpp")
+    }
+
+    /// The manager source (`graders/manager.cpp`), required by Communication tasks.
+    pub fn manager(&self) -> Option<&GraderFile> {
+        self.grader_file("graders/manager.cpp")
+    }
+
+    /// Grader sources compiled together with the submission (`graders/grader.cpp` and/or
+    /// `graders/stub.cpp`), in that order.
+    pub fn compiled_graders(&self) -> Vec<&GraderFile> {
+        ["graders/grader.cpp", "graders/stub.cpp"]
+            .iter()
+            .filter_map(|p| self.grader_file(p))
+            .collect()
+    }
+
+    /// Every distinct test name, in the order subtasks first use them.
+    pub fn test_names(&self) -> Vec<&str> {
+        let mut seen = std::collections::HashSet::new();
+        self.subtasks
+            .iter()
+            .flat_map(|s| s.test_names.iter())
+            .filter(|t| seen.insert(t.as_str()))
+            .map(|t| t.as_str())
+            .collect()
+    }
+
+    /// The subtask named `name`.
+    pub fn subtask(&self, name: &str) -> Option<&Subtask> {
+        self.subtasks.iter().find(|s| s.name == name)
+    }
+}
+
+/// One test: where its input and expected output are on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestCase {
+    pub name: String,
+    pub input: PathBuf,
+    pub output: PathBuf,
+}
+
+/// The tests of one problem, as files on disk. Tests that came from parquet are written to a
+/// temporary folder owned by the set and removed with it.
+#[derive(Debug, Default)]
+pub struct TestSet {
+    pub cases: BTreeMap<String, TestCase>,
+    /// Keeps materialised tests alive as long as the set.
+    pub _storage: Option<tempfile::TempDir>,
+}
+
+impl TestSet {
+    pub fn get(&self, name: &str) -> Option<&TestCase> {
+        self.cases.get(name)
+    }
+}
