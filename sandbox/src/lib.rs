@@ -1,1 +1,213 @@
-//! ioi-sandbox (work in progress).
+//! Run one untrusted command in a fresh box under exact limits, and report what happened.
+//!
+//! # Theory of operation
+//!
+//! ```text
+//! caller thread (the keeper)          new user+pid+mount+net+ipc+uts namespaces
+//! ──────────────────────────          ─────────────────────────────────────────
+//! create cgroup, set limits
+//! clone(CLONE_NEW*) ───────────────▶  init (pid 1): waits for "go"
+//! write uid_map/gid_map, send "go"    opens stdin/stdout/stderr (host paths, FIFOs)
+//!                                     builds a tmpfs root: ro binds of /usr, /lib*, /etc
+//!                                     files; rw box; fresh /proc, /dev, /tmp, /dev/shm;
+//!                                     pivot_root into it
+//!                                     fork ──▶ program (pid 2): joins the cgroup, sets
+//!                                              rlimits, drops to an unprivileged uid and
+//!                                              every capability, no_new_privs, seccomp,
+//!                                              execve
+//! poll: status pipe, wall clock,      init reaps orphans until the program exits, writes
+//!       cgroup CPU time               its status on the status pipe and exits: the kernel
+//! kill init on a limit                then kills every process left in the pid namespace
+//! waitpid(init), read cgroup
+//! (CPU, peak memory, OOM kills),
+//! remove cgroup, classify → Outcome
+//! ```
+//!
+//! Only the program and its descendants are in the cgroup, so CPU time and memory are the
+//! program's own, all threads and children included. The init dies with the keeper
+//! (`PR_SET_PDEATHSIG`), and with the init the whole pid namespace, so no process survives the
+//! caller, even after a crash; mounts live in the run's private mount namespace and vanish with
+//! it. Cgroups are removed after every run, by [`abort_all`] on an interrupt, and stale ones
+//! of dead keepers are removed when the next [`Sandbox`] starts.
+//!
+//! Between `clone` and `execve` the child only makes raw system calls on data prepared before
+//! the clone: the caller is multi-threaded and a forked copy must not allocate.
+
+mod cgroup;
+mod child;
+pub mod host;
+mod keeper;
+mod mounts;
+mod rlimits;
+mod seccomp;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use cgroup::CgroupVersion;
+pub use keeper::{abort_all, Sandbox, SandboxOptions};
+
+/// What to run, where, and under which limits.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// argv; `argv[0]` is a path inside the box, or a name looked up in `PATH` of `env`.
+    pub argv: Vec<String>,
+    /// The environment (cleared by default: nothing of the caller's leaks in).
+    pub env: Vec<(String, String)>,
+    /// Host directory mounted read-write at [`BOX_PATH`].
+    pub box_dir: PathBuf,
+    /// Working directory inside the box (default [`BOX_PATH`]).
+    pub cwd: PathBuf,
+    /// Extra bind mounts.
+    pub binds: Vec<Bind>,
+    pub stdin: Stdio,
+    pub stdout: Stdio,
+    pub stderr: Stdio,
+    pub limits: Limits,
+}
+
+/// Where the box directory appears inside the sandbox.
+pub const BOX_PATH: &str = "/box";
+
+impl RunSpec {
+    /// A spec with the given argv in `box_dir`, stdio to /dev/null, no limits, and a `PATH`.
+    pub fn new(box_dir: impl Into<PathBuf>, argv: impl IntoIterator<Item = impl Into<String>>) -> RunSpec {
+        RunSpec {
+            argv: argv.into_iter().map(Into::into).collect(),
+            env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+            box_dir: box_dir.into(),
+            cwd: PathBuf::from(BOX_PATH),
+            binds: Vec::new(),
+            stdin: Stdio::Null,
+            stdout: Stdio::Null,
+            stderr: Stdio::Null,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A host file or directory made visible inside the box.
+#[derive(Debug, Clone)]
+pub struct Bind {
+    pub host: PathBuf,
+    /// Absolute path inside the sandbox.
+    pub inside: PathBuf,
+    pub writable: bool,
+}
+
+impl Bind {
+    pub fn read_only(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Bind {
+        Bind { host: host.into(), inside: inside.into(), writable: false }
+    }
+    pub fn writable(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Bind {
+        Bind { host: host.into(), inside: inside.into(), writable: true }
+    }
+}
+
+/// One standard stream of the program. Paths are host paths, opened by the sandbox before it
+/// enters the new root (stdin first, then stdout, then stderr, so that FIFO pairs between two
+/// sandboxes open without deadlock when the peer opens its write end first).
+#[derive(Debug, Clone)]
+pub enum Stdio {
+    Null,
+    /// Read from this file (stdin) or create/truncate it (stdout/stderr).
+    Path(PathBuf),
+    /// Append to this file (stdout/stderr).
+    Append(PathBuf),
+    /// Open this existing file or FIFO for writing without truncating it.
+    Existing(PathBuf),
+    /// An open file descriptor of the caller (e.g. a pipe end); it is duplicated.
+    Fd(std::sync::Arc<std::os::fd::OwnedFd>),
+}
+
+/// Limits of one run. `None` means unlimited.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// CPU time (user+sys) of the program, all threads and descendants, from the cgroup.
+    pub cpu_time: Option<Duration>,
+    /// Wall-clock time from start to exit.
+    pub wall_time: Option<Duration>,
+    /// Memory of the program and its descendants (cgroup, no swap), in bytes.
+    pub memory: Option<u64>,
+    /// Processes and threads (cgroup pids controller).
+    pub processes: Option<u64>,
+    /// Largest file the program may write, in bytes (RLIMIT_FSIZE).
+    pub output_size: Option<u64>,
+    /// Open file descriptors (RLIMIT_NOFILE).
+    pub open_files: Option<u64>,
+    /// Stack size (RLIMIT_STACK); unlimited by default, as at IOI.
+    pub stack: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            cpu_time: None,
+            wall_time: None,
+            memory: None,
+            processes: Some(256),
+            output_size: None,
+            open_files: Some(256),
+            stack: None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Exited with code 0 within every limit.
+    Ok,
+    /// Exited with a non-zero code.
+    RuntimeError,
+    /// Killed by a signal not caused by a limit.
+    Signaled,
+    /// CPU time above the limit.
+    TimeLimit,
+    /// Still running at the wall-clock limit.
+    WallTimeLimit,
+    /// Killed by the out-of-memory killer of its cgroup.
+    MemoryLimit,
+    /// Wrote past the output file size limit.
+    OutputLimit,
+    /// The sandbox itself failed: not the program's fault.
+    InternalError,
+}
+
+/// What happened in one run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    pub status: Status,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// CPU seconds (user+sys) of the program and its descendants.
+    pub cpu_time: f64,
+    /// Wall-clock seconds.
+    pub wall_time: f64,
+    /// Peak memory of the program and its descendants, in bytes.
+    pub memory: u64,
+    /// Human explanation (e.g. "killed by signal 11 (SIGSEGV)", or the internal error).
+    pub message: String,
+}
+
+impl Outcome {
+    pub(crate) fn internal(message: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Status::InternalError,
+            exit_code: None,
+            signal: None,
+            cpu_time: 0.0,
+            wall_time: 0.0,
+            memory: 0,
+            message: message.into(),
+        }
+    }
+}
+
+/// Name of a signal number, e.g. `SIGSEGV`.
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
+}

@@ -1,0 +1,334 @@
+//! What runs after the clone: the init (pid 1 of the new namespaces) and the program it forks.
+//!
+//! Everything here is async-signal-safe: raw system calls on the [`ChildPlan`] prepared by the
+//! keeper before the clone, no allocation, no locks, no panics (failures are reported on a pipe
+//! as a step number and an errno, and the process exits).
+
+use std::ffi::CString;
+
+use crate::mounts::{self, MountOp};
+use crate::rlimits::{self, Rlimit};
+use crate::seccomp::Filters;
+
+/// How a standard stream is opened by the init.
+#[derive(Debug)]
+pub(crate) enum StdioPlan {
+    Open { path: CString, flags: libc::c_int },
+    Fd(libc::c_int),
+}
+
+/// Everything the child needs, prepared before the clone.
+pub(crate) struct ChildPlan<'a> {
+    /// The init reads one byte here once the keeper has written the id maps.
+    pub go_read: libc::c_int,
+    /// The init writes its [`Report`] here.
+    pub report_write: libc::c_int,
+    /// Descriptors to keep in the init, sorted; every other one is closed.
+    pub keep_fds: Vec<libc::c_int>,
+    pub stdio: [StdioPlan; 3],
+    pub mounts: Vec<MountOp>,
+    pub new_root: CString,
+    pub cgroup_procs: Vec<libc::c_int>,
+    pub rlimits: Vec<Rlimit>,
+    pub cwd: CString,
+    pub uid: libc::uid_t,
+    pub gid: libc::gid_t,
+    /// Clear supplementary groups (only possible when the keeper is root).
+    pub clear_groups: bool,
+    /// argv[0] candidates: the literal path, or `dir/name` for each PATH directory.
+    pub exe_candidates: Vec<CString>,
+    pub argv: Vec<*const libc::c_char>,
+    pub envp: Vec<*const libc::c_char>,
+    pub seccomp: &'a Filters,
+}
+
+/// What the init tells the keeper, as fixed-size bytes on the report pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Report {
+    Exited(i32),
+    Signaled(i32),
+    /// Setup failed at `step` with `errno` (see [`Step`]).
+    SetupFailed { step: u32, errno: i32 },
+}
+
+/// Setup steps, for error messages. Mount operations are numbered from `MOUNTS`.
+pub(crate) struct Step;
+impl Step {
+    pub const OPEN_STDIN: u32 = 1;
+    pub const OPEN_STDOUT: u32 = 2;
+    pub const OPEN_STDERR: u32 = 3;
+    pub const HOSTNAME: u32 = 4;
+    pub const PRIVATE_MOUNTS: u32 = 5;
+    pub const PIVOT_ROOT: u32 = 6;
+    pub const READONLY_ROOT: u32 = 7;
+    pub const FORK: u32 = 8;
+    pub const JOIN_CGROUP: u32 = 9;
+    pub const RLIMITS: u32 = 10;
+    pub const DUP_STDIO: u32 = 11;
+    pub const CHDIR: u32 = 12;
+    pub const SET_IDS: u32 = 13;
+    pub const DROP_CAPS: u32 = 14;
+    pub const SECCOMP: u32 = 15;
+    pub const EXEC: u32 = 16;
+    pub const MOUNTS: u32 = 100;
+
+    pub fn describe(step: u32, mounts: &[MountOp]) -> String {
+        match step {
+            Self::OPEN_STDIN => "open stdin".into(),
+            Self::OPEN_STDOUT => "open stdout".into(),
+            Self::OPEN_STDERR => "open stderr".into(),
+            Self::HOSTNAME => "set the hostname".into(),
+            Self::PRIVATE_MOUNTS => "make mounts private".into(),
+            Self::PIVOT_ROOT => "pivot_root into the box".into(),
+            Self::READONLY_ROOT => "make the root read-only".into(),
+            Self::FORK => "fork the program".into(),
+            Self::JOIN_CGROUP => "join the cgroup".into(),
+            Self::RLIMITS => "set resource limits".into(),
+            Self::DUP_STDIO => "set up stdin/stdout/stderr".into(),
+            Self::CHDIR => "enter the working directory".into(),
+            Self::SET_IDS => "switch to the sandbox user".into(),
+            Self::DROP_CAPS => "drop capabilities".into(),
+            Self::SECCOMP => "install the seccomp filter".into(),
+            Self::EXEC => "execute the program".into(),
+            s if s >= Self::MOUNTS => mounts
+                .get((s - Self::MOUNTS) as usize)
+                .map(|m| m.describe())
+                .unwrap_or_else(|| format!("mount step {s}")),
+            s => format!("step {s}"),
+        }
+    }
+}
+
+impl Report {
+    pub const SIZE: usize = 12;
+
+    pub fn encode(self) -> [u8; Self::SIZE] {
+        let (kind, a, b): (u32, i32, i32) = match self {
+            Report::Exited(c) => (0, c, 0),
+            Report::Signaled(s) => (1, s, 0),
+            Report::SetupFailed { step, errno } => (2, step as i32, errno),
+        };
+        let mut out = [0u8; Self::SIZE];
+        out[..4].copy_from_slice(&kind.to_ne_bytes());
+        out[4..8].copy_from_slice(&a.to_ne_bytes());
+        out[8..].copy_from_slice(&b.to_ne_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8; Self::SIZE]) -> Option<Report> {
+        let word = |i: usize| i32::from_ne_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        Some(match word(0) {
+            0 => Report::Exited(word(4)),
+            1 => Report::Signaled(word(4)),
+            2 => Report::SetupFailed { step: word(4) as u32, errno: word(8) },
+            _ => return None,
+        })
+    }
+}
+
+fn errno() -> i32 {
+    nix::errno::Errno::last_raw()
+}
+
+fn write_all(fd: libc::c_int, bytes: &[u8]) {
+    // SAFETY: write(2) of a valid buffer; short writes on a pipe of 12 bytes do not happen.
+    unsafe {
+        libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+    }
+}
+
+fn fail(plan: &ChildPlan, step: u32, errno: i32) -> ! {
+    write_all(plan.report_write, &Report::SetupFailed { step, errno }.encode());
+    // SAFETY: _exit is always safe.
+    unsafe { libc::_exit(1) }
+}
+
+/// Closes every descriptor not in the sorted `keep` list (other threads of the keeper may have
+/// had pipes of other runs open at the time of the clone).
+fn close_others(keep: &[libc::c_int]) {
+    let mut from: libc::c_uint = 3;
+    for &fd in keep {
+        let fd = fd as libc::c_uint;
+        if fd > from {
+            // SAFETY: close_range on a range of descriptors this process owns.
+            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0) };
+        }
+        from = from.max(fd + 1);
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, from, libc::c_uint::MAX, 0) };
+}
+
+/// A fork that runs no `atfork` handlers (the keeper's other threads may hold C library locks).
+fn raw_fork() -> libc::pid_t {
+    // SAFETY: clone without CLONE_VM behaves like fork; the child continues on a copy of the stack.
+    unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) as libc::pid_t }
+}
+
+/// The init: sets up the box, forks the program, reaps until it exits, reports, exits.
+pub(crate) fn init_main(plan: &ChildPlan) -> ! {
+    close_others(&plan.keep_fds);
+    // SAFETY: prctl/read on plain values.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        let mut go = 0u8;
+        if libc::read(plan.go_read, (&mut go as *mut u8).cast(), 1) != 1 {
+            libc::_exit(1); // the keeper died or gave up
+        }
+        libc::close(plan.go_read);
+    }
+    let mut fds = [-1; 3];
+    for (i, stdio) in plan.stdio.iter().enumerate() {
+        fds[i] = match stdio {
+            StdioPlan::Fd(fd) => *fd,
+            // SAFETY: open of a prepared path.
+            StdioPlan::Open { path, flags } => unsafe { libc::open(path.as_ptr(), *flags | libc::O_CLOEXEC, 0o644) },
+        };
+        if fds[i] < 0 {
+            fail(plan, Step::OPEN_STDIN + i as u32, errno());
+        }
+    }
+    // SAFETY: raw system calls on prepared strings.
+    unsafe {
+        if libc::sethostname(c"ioi-box".as_ptr(), 7) != 0 {
+            fail(plan, Step::HOSTNAME, errno());
+        }
+        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+            fail(plan, Step::PRIVATE_MOUNTS, errno());
+        }
+    }
+    for (i, op) in plan.mounts.iter().enumerate() {
+        if let Err(e) = mounts::apply(op) {
+            fail(plan, Step::MOUNTS + i as u32, e);
+        }
+    }
+    // SAFETY: as above.
+    unsafe {
+        if libc::chdir(plan.new_root.as_ptr()) != 0
+            || libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) != 0
+            || libc::umount2(c".".as_ptr(), libc::MNT_DETACH) != 0
+            || libc::chdir(c"/".as_ptr()) != 0
+        {
+            fail(plan, Step::PIVOT_ROOT, errno());
+        }
+        let ro = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), ro, std::ptr::null()) != 0 {
+            fail(plan, Step::READONLY_ROOT, errno());
+        }
+    }
+    let mut err_pipe = [-1; 2];
+    // SAFETY: pipe2 into a local array.
+    if unsafe { libc::pipe2(err_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        fail(plan, Step::FORK, errno());
+    }
+    let program = raw_fork();
+    if program < 0 {
+        fail(plan, Step::FORK, errno());
+    }
+    if program == 0 {
+        // SAFETY: closing our copy of the read end.
+        unsafe { libc::close(err_pipe[0]) };
+        program_main(plan, &fds, err_pipe[1]);
+    }
+    // SAFETY: closing descriptors the init no longer needs: the program has its own copies, and
+    // a FIFO peer must see end-of-file when the program exits.
+    unsafe {
+        libc::close(err_pipe[1]);
+        for fd in fds.iter().chain(plan.cgroup_procs.iter()) {
+            libc::close(*fd);
+        }
+    }
+    let mut failure = [0u8; 8];
+    // SAFETY: read into a local buffer; returns 0 when exec closed the pipe.
+    let n = unsafe { libc::read(err_pipe[0], failure.as_mut_ptr().cast(), failure.len()) };
+    if n == 8 {
+        let step = u32::from_ne_bytes([failure[0], failure[1], failure[2], failure[3]]);
+        let errno = i32::from_ne_bytes([failure[4], failure[5], failure[6], failure[7]]);
+        write_all(plan.report_write, &Report::SetupFailed { step, errno }.encode());
+        // SAFETY: _exit.
+        unsafe { libc::_exit(1) };
+    }
+    let report = loop {
+        let mut status = 0;
+        // SAFETY: waitpid into a local.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid == program {
+            break if libc::WIFSIGNALED(status) {
+                Report::Signaled(libc::WTERMSIG(status))
+            } else {
+                Report::Exited(libc::WEXITSTATUS(status))
+            };
+        }
+        if pid < 0 && errno() != libc::EINTR {
+            break Report::SetupFailed { step: Step::FORK, errno: errno() };
+        }
+    };
+    write_all(plan.report_write, &report.encode());
+    // Exiting kills every process left in the pid namespace.
+    // SAFETY: _exit.
+    unsafe { libc::_exit(0) }
+}
+
+/// The program: joins the cgroup, limits itself, becomes unprivileged, executes.
+fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> ! {
+    let fail = |step: u32, errno: i32| -> ! {
+        let mut buf = [0u8; 8];
+        buf[..4].copy_from_slice(&step.to_ne_bytes());
+        buf[4..].copy_from_slice(&errno.to_ne_bytes());
+        write_all(err, &buf);
+        // SAFETY: _exit.
+        unsafe { libc::_exit(127) }
+    };
+    if let Err(e) = crate::cgroup::join_self(&plan.cgroup_procs) {
+        fail(Step::JOIN_CGROUP, e);
+    }
+    if let Err(e) = rlimits::apply(&plan.rlimits) {
+        fail(Step::RLIMITS, e);
+    }
+    // SAFETY: raw system calls on prepared values.
+    unsafe {
+        for (target, &fd) in fds.iter().enumerate() {
+            if libc::dup2(fd, target as libc::c_int) < 0 {
+                fail(Step::DUP_STDIO, errno());
+            }
+        }
+        if libc::chdir(plan.cwd.as_ptr()) != 0 {
+            fail(Step::CHDIR, errno());
+        }
+        // Drop the capability bounding set while we still may (CAP_SETPCAP).
+        for cap in 0..=63 {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
+        }
+        if plan.clear_groups && libc::setgroups(0, std::ptr::null()) != 0 {
+            fail(Step::SET_IDS, errno());
+        }
+        if libc::setresgid(plan.gid, plan.gid, plan.gid) != 0 || libc::setresuid(plan.uid, plan.uid, plan.uid) != 0 {
+            fail(Step::SET_IDS, errno());
+        }
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);
+        // capset: empty effective, permitted and inheritable sets.
+        let header = [0x2008_0522u32, 0]; // _LINUX_CAPABILITY_VERSION_3, this process
+        let data = [0u32; 6];
+        if libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) != 0 {
+            fail(Step::DROP_CAPS, errno());
+        }
+        // Everything but stdio closes on exec (including the error pipe).
+        libc::syscall(libc::SYS_close_range, 3u32, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC);
+    }
+    if let Err(e) = crate::seccomp::install(plan.seccomp) {
+        fail(Step::SECCOMP, e);
+    }
+    let mut last = libc::ENOENT;
+    for exe in &plan.exe_candidates {
+        // SAFETY: execve with NUL-terminated argv/envp arrays prepared before the clone.
+        unsafe { libc::execve(exe.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr()) };
+        let e = errno();
+        if e != libc::ENOENT && e != libc::ENOTDIR {
+            last = e;
+            if e != libc::EACCES {
+                break;
+            }
+        }
+    }
+    fail(Step::EXEC, last)
+}

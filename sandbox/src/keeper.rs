@@ -1,0 +1,415 @@
+//! The keeper: the caller's side of a run. It prepares the cgroup and the child plan, clones
+//! the init into new namespaces, writes the id maps, watches the wall clock and the cgroup's
+//! CPU time, kills the init on a limit, collects the statistics and classifies the outcome.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
+use crate::child::{self, ChildPlan, Report, StdioPlan, Step};
+use crate::mounts::{self, SystemLayout};
+use crate::{rlimits, seccomp, Outcome, RunSpec, Status, Stdio};
+
+/// Options of a [`Sandbox`].
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    /// Host uid/gid the program runs as when the keeper is root (default 60000): an
+    /// unprivileged id that owns nothing on the host. As a normal user, the user's own ids.
+    pub sandbox_uid: u32,
+    pub sandbox_gid: u32,
+    /// Size of the private `/tmp` and `/dev/shm` (their content also counts as memory).
+    pub tmp_size: u64,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        SandboxOptions { sandbox_uid: 60000, sandbox_gid: 60000, tmp_size: 1 << 30 }
+    }
+}
+
+/// A configured sandbox: host facts detected once, shared by every run. `run` may be called
+/// from many threads at once.
+pub struct Sandbox {
+    cgroups: CgroupRoot,
+    system: SystemLayout,
+    filters: seccomp::Filters,
+    root_mountpoint: PathBuf,
+    options: SandboxOptions,
+    keeper_is_root: bool,
+}
+
+/// Inside the namespaces the program is always this uid/gid.
+const INSIDE_ID: u32 = 1000;
+
+/// Runs in progress, by init pid, with their cgroups: what [`abort_all`] kills and removes.
+fn active() -> &'static Mutex<HashMap<i32, Arc<RunCgroup>>> {
+    static ACTIVE: OnceLock<Mutex<HashMap<i32, Arc<RunCgroup>>>> = OnceLock::new();
+    ACTIVE.get_or_init(Default::default)
+}
+
+/// Kills every run in progress and removes its cgroup. Call it from an interrupt handler
+/// before exiting, so that nothing survives the caller.
+pub fn abort_all() {
+    let runs: Vec<(i32, Arc<RunCgroup>)> = match active().lock() {
+        Ok(mut map) => map.drain().collect(),
+        Err(_) => return,
+    };
+    for (pid, cgroup) in runs {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        cgroup.remove();
+    }
+}
+
+impl Sandbox {
+    /// Detects the host (cgroups, system directories) and compiles the seccomp filter. Fails
+    /// with a message saying what to enable when a mechanism is missing.
+    pub fn new(options: SandboxOptions) -> Result<Sandbox> {
+        let cgroups = CgroupRoot::detect()?;
+        cgroups.prepare()?;
+        let system = SystemLayout::detect()?;
+        let filters = seccomp::build()?;
+        let root_mountpoint = std::env::temp_dir().join("ioi-sandbox-root");
+        std::fs::create_dir_all(&root_mountpoint)
+            .with_context(|| format!("cannot create {}", root_mountpoint.display()))?;
+        let keeper_is_root = nix::unistd::geteuid().is_root();
+        Ok(Sandbox { cgroups, system, filters, root_mountpoint, options, keeper_is_root })
+    }
+
+    /// The cgroup version in use.
+    pub fn cgroup_version(&self) -> CgroupVersion {
+        self.cgroups.version()
+    }
+
+    /// Host uid and gid that files written by the program belong to; a writable box directory
+    /// must be writable by them.
+    pub fn box_owner(&self) -> (u32, u32) {
+        if self.keeper_is_root {
+            (self.options.sandbox_uid, self.options.sandbox_gid)
+        } else {
+            (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw())
+        }
+    }
+
+    /// Runs one command and reports what happened. Never fails: a broken setup is an
+    /// [`Outcome`] with [`Status::InternalError`], never blamed on the program.
+    pub fn run(&self, spec: &RunSpec) -> Outcome {
+        match self.try_run(spec) {
+            Ok(outcome) => outcome,
+            Err(e) => Outcome::internal(format!("{e:#}")),
+        }
+    }
+
+    fn try_run(&self, spec: &RunSpec) -> Result<Outcome> {
+        if spec.argv.is_empty() {
+            bail!("empty command");
+        }
+        let cgroup = Arc::new(self.cgroups.create_run(spec.limits.memory, spec.limits.processes)?);
+        let result = self.run_in(spec, &cgroup);
+        cgroup.remove();
+        result
+    }
+
+    fn run_in(&self, spec: &RunSpec, cgroup: &Arc<RunCgroup>) -> Result<Outcome> {
+        let procs = cgroup.open_procs()?;
+        let (go_read, go_write) = pipe()?;
+        let (report_read, report_write) = pipe()?;
+        let tmp_size = spec.limits.memory.unwrap_or(self.options.tmp_size).min(self.options.tmp_size);
+        let mount_ops = mounts::plan(&self.root_mountpoint, &self.system, spec, tmp_size)?;
+        let stdio = [
+            stdio_plan(&spec.stdin, true)?,
+            stdio_plan(&spec.stdout, false)?,
+            stdio_plan(&spec.stderr, false)?,
+        ];
+        let argv_c = to_cstrings(&spec.argv)?;
+        let env_c = to_cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")))?;
+        let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str()).unwrap_or("");
+        let exe_candidates = exe_candidates(&spec.argv[0], path_var)?;
+        let mut keep_fds: Vec<i32> = vec![go_read.as_raw_fd(), report_write.as_raw_fd()];
+        keep_fds.extend(cgroup::raw(&procs));
+        keep_fds.extend(stdio.iter().filter_map(|s| match s {
+            StdioPlan::Fd(fd) => Some(*fd),
+            _ => None,
+        }));
+        keep_fds.sort_unstable();
+        let plan = ChildPlan {
+            go_read: go_read.as_raw_fd(),
+            report_write: report_write.as_raw_fd(),
+            keep_fds,
+            stdio,
+            new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
+            mounts: mount_ops,
+            cgroup_procs: cgroup::raw(&procs),
+            rlimits: rlimits::plan(&spec.limits),
+            cwd: CString::new(spec.cwd.as_os_str().as_bytes())?,
+            uid: INSIDE_ID,
+            gid: INSIDE_ID,
+            clear_groups: self.keeper_is_root,
+            exe_candidates,
+            argv: null_terminated(&argv_c),
+            envp: null_terminated(&env_c),
+            seccomp: &self.filters,
+        };
+
+        let flags = libc::CLONE_NEWUSER
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWNET
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS;
+        // SAFETY: a fork-like clone (no CLONE_VM, no new stack); the child only runs
+        // `init_main`, which is async-signal-safe, and never returns.
+        let pid = unsafe {
+            libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize)
+        } as i32;
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            bail!("cannot create the namespaces ({e}); check that user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)");
+        }
+        if pid == 0 {
+            child::init_main(&plan);
+        }
+        drop(go_read);
+        drop(report_write);
+        drop(procs);
+        if let Ok(mut map) = active().lock() {
+            map.insert(pid, cgroup.clone());
+        }
+        let outcome = self.watch(pid, go_write, report_read, cgroup, spec, &plan);
+        if let Ok(mut map) = active().lock() {
+            map.remove(&pid);
+        }
+        outcome
+    }
+
+    /// Writes the id maps, starts the init and watches it until it reports or a limit hits.
+    fn watch(
+        &self,
+        pid: i32,
+        go_write: OwnedFd,
+        report_read: OwnedFd,
+        cgroup: &RunCgroup,
+        spec: &RunSpec,
+        plan: &ChildPlan,
+    ) -> Result<Outcome> {
+        let init = nix::unistd::Pid::from_raw(pid);
+        let kill_init = || {
+            let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
+        };
+        if let Err(e) = self.write_id_maps(pid) {
+            kill_init();
+            let _ = nix::sys::wait::waitpid(init, None);
+            return Err(e);
+        }
+        let start = Instant::now();
+        if nix::unistd::write(&go_write, b"g").is_err() {
+            kill_init();
+        }
+        drop(go_write);
+
+        let limits = &spec.limits;
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u32;
+        let mut limit_hit: Option<Status> = None;
+        let mut report_bytes = [0u8; Report::SIZE];
+        let mut got = 0usize;
+        loop {
+            // Sleep until the report arrives, or until the earliest moment a limit could be hit.
+            let mut wait = Duration::from_millis(500);
+            if let Some(wall) = limits.wall_time {
+                wait = wait.min(wall.saturating_sub(start.elapsed()));
+            }
+            if let Some(cpu) = limits.cpu_time {
+                let left = cpu.saturating_sub(cgroup.cpu_time());
+                wait = wait.min((left / cores).max(Duration::from_millis(2)));
+            }
+            let timeout = PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(std::os::fd::AsFd::as_fd(&report_read), PollFlags::POLLIN)];
+            match poll(&mut fds, timeout) {
+                Ok(n) if n > 0 => {
+                    match nix::unistd::read(&report_read, &mut report_bytes[got..]) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            got += n;
+                            if got == Report::SIZE {
+                                break;
+                            }
+                        }
+                        Err(nix::errno::Errno::EINTR) => {}
+                        Err(_) => break,
+                    }
+                }
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => {
+                    kill_init();
+                    let _ = nix::sys::wait::waitpid(init, None);
+                    bail!("poll failed: {e}");
+                }
+            }
+            if limit_hit.is_none() {
+                if limits.cpu_time.is_some_and(|cpu| cgroup.cpu_time() > cpu) {
+                    limit_hit = Some(Status::TimeLimit);
+                } else if limits.wall_time.is_some_and(|wall| start.elapsed() >= wall) {
+                    limit_hit = Some(Status::WallTimeLimit);
+                }
+                if limit_hit.is_some() {
+                    kill_init();
+                }
+            }
+        }
+        let wall_time = start.elapsed();
+        let _ = nix::sys::wait::waitpid(init, None);
+        let report = if got == Report::SIZE { Report::decode(&report_bytes) } else { None };
+        let stats = Stats { cpu: cgroup.cpu_time(), memory: cgroup.memory_peak(), oom_kills: cgroup.oom_kills() };
+        Ok(classify(report, limit_hit, &stats, wall_time, spec, plan))
+    }
+
+    fn write_id_maps(&self, pid: i32) -> Result<()> {
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let write = |file: &str, content: &str| {
+            std::fs::write(proc_dir.join(file), content)
+                .with_context(|| format!("cannot write {file} of the sandbox ({content:?})"))
+        };
+        if self.keeper_is_root {
+            // The init stays root inside (it must create the mount points); the program becomes
+            // INSIDE_ID, which is the unprivileged sandbox id on the host.
+            write("uid_map", &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_uid))?;
+            write("gid_map", &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_gid))?;
+        } else {
+            write("setgroups", "deny")?;
+            write("uid_map", &format!("{INSIDE_ID} {} 1\n", nix::unistd::geteuid()))?;
+            write("gid_map", &format!("{INSIDE_ID} {} 1\n", nix::unistd::getegid()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.cgroups.release();
+    }
+}
+
+struct Stats {
+    cpu: Duration,
+    memory: u64,
+    oom_kills: u64,
+}
+
+/// Decides the status: sandbox failures first, then memory (an OOM kill is never a runtime
+/// error), CPU time over the limit (even if the program finished), the wall clock, the output
+/// limit, signals and exit codes.
+fn classify(
+    report: Option<Report>,
+    limit_hit: Option<Status>,
+    stats: &Stats,
+    wall: Duration,
+    spec: &RunSpec,
+    plan: &ChildPlan,
+) -> Outcome {
+    let mut out = Outcome {
+        status: Status::Ok,
+        exit_code: None,
+        signal: None,
+        cpu_time: stats.cpu.as_secs_f64(),
+        wall_time: wall.as_secs_f64(),
+        memory: stats.memory,
+        message: String::new(),
+    };
+    match report {
+        Some(Report::SetupFailed { step, errno }) => {
+            let what = Step::describe(step, &plan.mounts);
+            let err = std::io::Error::from_raw_os_error(errno);
+            if step == Step::EXEC {
+                // A missing or non-executable program is the caller's command, not the sandbox.
+                out.status = Status::RuntimeError;
+                out.exit_code = Some(127);
+                out.message = format!("cannot execute {}: {err}", spec.argv[0]);
+            } else {
+                out.status = Status::InternalError;
+                out.message = format!("sandbox setup failed: cannot {what}: {err}");
+            }
+            return out;
+        }
+        Some(Report::Exited(code)) => out.exit_code = Some(code),
+        Some(Report::Signaled(sig)) => out.signal = Some(sig),
+        None if limit_hit.is_none() => {
+            out.status = Status::InternalError;
+            out.message = "the sandbox init died without reporting".into();
+            return out;
+        }
+        None => out.signal = Some(libc::SIGKILL),
+    }
+    let cpu_over = spec.limits.cpu_time.is_some_and(|cpu| stats.cpu > cpu);
+    let memory_near = spec.limits.memory.is_some_and(|m| stats.memory >= m.saturating_sub(m / 50));
+    let killed = out.signal == Some(libc::SIGKILL);
+    (out.status, out.message) = if stats.oom_kills > 0 || (killed && memory_near && limit_hit.is_none()) {
+        (Status::MemoryLimit, format!("memory limit exceeded (peak {} bytes)", stats.memory))
+    } else if cpu_over || limit_hit == Some(Status::TimeLimit) {
+        (Status::TimeLimit, format!("time limit exceeded ({:.3} s CPU)", stats.cpu.as_secs_f64()))
+    } else if limit_hit == Some(Status::WallTimeLimit) {
+        (Status::WallTimeLimit, format!("wall time limit exceeded ({:.3} s)", wall.as_secs_f64()))
+    } else if out.signal == Some(libc::SIGXFSZ) {
+        (Status::OutputLimit, "output limit exceeded".into())
+    } else if let Some(sig) = out.signal {
+        (Status::Signaled, format!("killed by signal {sig} ({})", crate::signal_name(sig)))
+    } else if out.exit_code != Some(0) {
+        (Status::RuntimeError, format!("exited with code {}", out.exit_code.unwrap_or(-1)))
+    } else {
+        (Status::Ok, "ok".into())
+    };
+    out
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("cannot create a pipe")
+}
+
+fn stdio_plan(stdio: &Stdio, input: bool) -> Result<StdioPlan> {
+    let open = |path: &Path, flags: libc::c_int| -> Result<StdioPlan> {
+        Ok(StdioPlan::Open { path: CString::new(path.as_os_str().as_bytes())?, flags })
+    };
+    match stdio {
+        Stdio::Null => open(Path::new("/dev/null"), if input { libc::O_RDONLY } else { libc::O_WRONLY }),
+        Stdio::Path(p) if input => open(p, libc::O_RDONLY),
+        Stdio::Path(p) => open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC),
+        Stdio::Append(p) => open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND),
+        Stdio::Existing(p) => open(p, if input { libc::O_RDONLY } else { libc::O_WRONLY }),
+        Stdio::Fd(fd) => Ok(StdioPlan::Fd(fd.as_raw_fd())),
+    }
+}
+
+fn to_cstrings(items: impl IntoIterator<Item = impl Into<String>>) -> Result<Vec<CString>> {
+    items
+        .into_iter()
+        .map(|s| CString::new(s.into()).context("argument or environment contains a NUL byte"))
+        .collect()
+}
+
+fn null_terminated(items: &[CString]) -> Vec<*const libc::c_char> {
+    items.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+}
+
+/// Where to look for argv[0] inside the box: itself if it contains a `/`, else each `PATH`
+/// directory (the lookup happens in the child, inside the new root).
+fn exe_candidates(argv0: &str, path_var: &str) -> Result<Vec<CString>> {
+    if argv0.contains('/') {
+        return Ok(vec![CString::new(argv0)?]);
+    }
+    path_var
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Ok(CString::new(format!("{}/{argv0}", d.trim_end_matches('/')))?))
+        .collect()
+}
+
+
+
+

@@ -1,0 +1,161 @@
+//! The seccomp filter: kill the process on system calls a submission never needs (debugging
+//! other processes, mounting, changing namespaces, loading kernel code, non-unix sockets, ...)
+//! while compilers, shells and ordinary programs keep working.
+//!
+//! Two filters are installed: the kill list (with `clone` killed when it asks for a new
+//! namespace), and `clone3` answered with ENOSYS. `clone3` passes
+//! its flags in memory that seccomp cannot inspect, so it is refused softly and the C library
+//! falls back to `clone`, whose namespace flags the kill list does inspect.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
+
+/// Syscalls that kill the process unconditionally.
+const KILLED: &[&str] = &[
+    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "unshare",
+    "setns", "kexec_load", "kexec_file_load", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "reboot", "init_module",
+    "finit_module", "delete_module", "swapon", "swapoff", "acct", "settimeofday", "clock_settime",
+    "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "iopl", "ioperm", "open_by_handle_at",
+    "name_to_handle_at", "fanotify_init", "quotactl", "syslog", "vhangup", "mount_setattr", "move_mount",
+    "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "pidfd_getfd",
+];
+
+/// Namespace-creating clone flags.
+const CLONE_NAMESPACE_FLAGS: [libc::c_int; 7] = [
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWCGROUP,
+];
+
+/// The compiled filters, ready to install in the program.
+pub(crate) struct Filters {
+    pub programs: Vec<BpfProgram>,
+}
+
+fn arch() -> Result<TargetArch> {
+    TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| anyhow::anyhow!("seccomp: unsupported architecture {}: {e:?}", std::env::consts::ARCH))
+}
+
+fn syscall_number(name: &str) -> Option<i64> {
+    // Names this libc does not know on this architecture are simply not filtered.
+    let n = match name {
+        "ptrace" => libc::SYS_ptrace,
+        "process_vm_readv" => libc::SYS_process_vm_readv,
+        "process_vm_writev" => libc::SYS_process_vm_writev,
+        "mount" => libc::SYS_mount,
+        "umount2" => libc::SYS_umount2,
+        "pivot_root" => libc::SYS_pivot_root,
+        "chroot" => libc::SYS_chroot,
+        "unshare" => libc::SYS_unshare,
+        "setns" => libc::SYS_setns,
+        "kexec_load" => libc::SYS_kexec_load,
+        "kexec_file_load" => libc::SYS_kexec_file_load,
+        "bpf" => libc::SYS_bpf,
+        "perf_event_open" => libc::SYS_perf_event_open,
+        "keyctl" => libc::SYS_keyctl,
+        "add_key" => libc::SYS_add_key,
+        "request_key" => libc::SYS_request_key,
+        "io_uring_setup" => libc::SYS_io_uring_setup,
+        "io_uring_enter" => libc::SYS_io_uring_enter,
+        "io_uring_register" => libc::SYS_io_uring_register,
+        "userfaultfd" => libc::SYS_userfaultfd,
+        "reboot" => libc::SYS_reboot,
+        "init_module" => libc::SYS_init_module,
+        "finit_module" => libc::SYS_finit_module,
+        "delete_module" => libc::SYS_delete_module,
+        "swapon" => libc::SYS_swapon,
+        "swapoff" => libc::SYS_swapoff,
+        "acct" => libc::SYS_acct,
+        "settimeofday" => libc::SYS_settimeofday,
+        "clock_settime" => libc::SYS_clock_settime,
+        "clock_adjtime" => libc::SYS_clock_adjtime,
+        "adjtimex" => libc::SYS_adjtimex,
+        "sethostname" => libc::SYS_sethostname,
+        "setdomainname" => libc::SYS_setdomainname,
+        #[cfg(target_arch = "x86_64")]
+        "iopl" => libc::SYS_iopl,
+        #[cfg(target_arch = "x86_64")]
+        "ioperm" => libc::SYS_ioperm,
+        "open_by_handle_at" => libc::SYS_open_by_handle_at,
+        "name_to_handle_at" => libc::SYS_name_to_handle_at,
+        "fanotify_init" => libc::SYS_fanotify_init,
+        "quotactl" => libc::SYS_quotactl,
+        "syslog" => libc::SYS_syslog,
+        "vhangup" => libc::SYS_vhangup,
+        "mount_setattr" => libc::SYS_mount_setattr,
+        "move_mount" => libc::SYS_move_mount,
+        "open_tree" => libc::SYS_open_tree,
+        "fsopen" => libc::SYS_fsopen,
+        "fsconfig" => libc::SYS_fsconfig,
+        "fsmount" => libc::SYS_fsmount,
+        "fspick" => libc::SYS_fspick,
+        "pidfd_getfd" => libc::SYS_pidfd_getfd,
+        _ => return None,
+    };
+    Some(n)
+}
+
+/// Builds both filters once; they are shared by every run.
+pub(crate) fn build() -> Result<Filters> {
+    let arch = arch()?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for name in KILLED {
+        if let Some(n) = syscall_number(name) {
+            rules.insert(n, Vec::new());
+        }
+    }
+    // socket(domain != AF_UNIX): no network, even if a network namespace were misconfigured.
+    rules.insert(
+        libc::SYS_socket,
+        vec![SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )?])?],
+    );
+    // clone with any namespace flag: one rule per flag (rules of a syscall are OR-ed).
+    let clone_rules = CLONE_NAMESPACE_FLAGS
+        .iter()
+        .map(|&flag| {
+            SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(flag as u64),
+                flag as u64,
+            )?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_clone, clone_rules);
+    let kill: BpfProgram = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::KillProcess, arch)?
+        .try_into()
+        .context("cannot compile the seccomp kill list")?;
+    let mut clone3: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    clone3.insert(libc::SYS_clone3, Vec::new());
+    let clone3: BpfProgram =
+        SeccompFilter::new(clone3, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)?
+            .try_into()
+            .context("cannot compile the seccomp clone3 filter")?;
+    Ok(Filters { programs: vec![kill, clone3] })
+}
+
+/// Installs the filters (and no_new_privs): async-signal-safe, no allocation.
+pub(crate) fn install(filters: &Filters) -> Result<(), i32> {
+    for program in &filters.programs {
+        if seccompiler::apply_filter(program).is_err() {
+            return Err(nix::errno::Errno::last_raw().max(1));
+        }
+    }
+    Ok(())
+}

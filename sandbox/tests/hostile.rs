@@ -1,0 +1,298 @@
+//! Hostile programs, each contained and classified correctly by the real sandbox.
+
+mod common;
+use std::time::Duration;
+
+use common::*;
+use ioi_sandbox::{Limits, Status, Stdio};
+
+#[test]
+fn plain_program_runs_and_reports_usage() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <cstdio>
+        #include <vector>
+        int main(){ std::vector<char> v(64<<20, 1); long s=0; for(char c: v) s+=c; printf("%ld\n", s); }"#,
+        limits(2.0, 256),
+    );
+    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(b.read("stdout").trim(), (64u64 << 20).to_string());
+    assert!(o.memory >= 64 << 20 && o.memory < 128 << 20, "peak memory {}", o.memory);
+    assert_eq!(o.exit_code, Some(0));
+}
+
+#[test]
+fn exit_code_and_signal_are_reported() {
+    let b = TestBox::new();
+    let o = b.run_cpp("int main(){ return 3; }", limits(1.0, 64));
+    assert_eq!((o.status, o.exit_code), (Status::RuntimeError, Some(3)), "{o:?}");
+    let o = b.run_cpp("int main(){ volatile int *p = nullptr; *p = 1; }", limits(1.0, 64));
+    assert_eq!((o.status, o.signal), (Status::Signaled, Some(libc::SIGSEGV)), "{o:?}");
+}
+
+#[test]
+fn fork_bomb_is_contained_by_the_pids_limit() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <unistd.h>
+        int main(){ for(;;) fork(); }"#,
+        Limits { processes: Some(32), ..limits(1.0, 256) },
+    );
+    assert!(matches!(o.status, Status::TimeLimit | Status::WallTimeLimit), "{o:?}");
+    assert!(o.wall_time < 5.0, "{o:?}");
+}
+
+#[test]
+fn memory_bomb_touching_pages_is_memory_limit() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <cstdlib>
+        #include <cstring>
+        int main(){ for(int i=0;i<64;i++){ char *p=(char*)malloc(16<<20); memset(p, 1, 16<<20); } return 0; }"#,
+        limits(5.0, 128),
+    );
+    assert_eq!(o.status, Status::MemoryLimit, "{o:?}");
+}
+
+#[test]
+fn address_space_alone_is_not_memory() {
+    // Reserving 4 GiB without touching it is fine: IOI limits memory in use, not address space.
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <sys/mman.h>
+        int main(){ void *p = mmap(0, 4ul<<30, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0); return p == MAP_FAILED; }"#,
+        limits(1.0, 64),
+    );
+    assert_eq!(o.status, Status::Ok, "{o:?}");
+}
+
+#[test]
+fn cpu_time_counts_every_thread() {
+    // Four threads each burn 0.3 s of their own CPU time: the cgroup must count all of it,
+    // whatever the load on the machine.
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <thread>
+        #include <vector>
+        #include <ctime>
+        static double thread_cpu(){ timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+        int main(){ std::vector<std::thread> t; for(int i=0;i<4;i++) t.emplace_back([]{ volatile unsigned long x=0; while (thread_cpu() < 0.3) x++; }); for(auto&th:t) th.join(); }"#,
+        Limits { wall_time: Some(Duration::from_secs(20)), ..limits(5.0, 256) },
+    );
+    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert!(o.cpu_time >= 1.2 && o.cpu_time < 2.0, "{o:?}");
+}
+
+#[test]
+fn threads_burning_cpu_hit_the_time_limit() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <thread>
+        #include <vector>
+        int main(){ std::vector<std::thread> t; for(int i=0;i<4;i++) t.emplace_back([]{ volatile unsigned long x=0; for(;;) x++; }); for(auto&th:t) th.join(); }"#,
+        Limits { wall_time: Some(Duration::from_secs(20)), ..limits(1.0, 256) },
+    );
+    assert_eq!(o.status, Status::TimeLimit, "{o:?}");
+    assert!(o.cpu_time > 1.0, "{o:?}");
+}
+
+#[test]
+fn sleeping_forever_hits_the_wall_limit() {
+    let b = TestBox::new();
+    let o = b.run_cpp("#include <unistd.h>\nint main(){ for(;;) pause(); }", limits(0.5, 64));
+    assert_eq!(o.status, Status::WallTimeLimit, "{o:?}");
+    assert!(o.cpu_time < 0.1 && o.wall_time >= 2.5 && o.wall_time < 4.0, "{o:?}");
+}
+
+#[test]
+fn endless_stdout_hits_the_output_limit() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        "#include <cstdio>\nint main(){ for(;;) puts(\"all work and no play makes jack a dull boy\"); }",
+        Limits { output_size: Some(1 << 20), ..limits(5.0, 64) },
+    );
+    assert_eq!(o.status, Status::OutputLimit, "{o:?}");
+    assert!(std::fs::metadata(b.path().join("stdout")).unwrap().len() <= 1 << 20);
+}
+
+#[test]
+fn huge_file_hits_the_output_limit() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <cstdio>
+        #include <vector>
+        int main(){ FILE *f = fopen("big", "w"); std::vector<char> buf(1<<20, 'x'); for(int i=0;i<1024;i++) fwrite(buf.data(), 1, buf.size(), f); fclose(f); }"#,
+        Limits { output_size: Some(8 << 20), ..limits(5.0, 64) },
+    );
+    assert_eq!(o.status, Status::OutputLimit, "{o:?}");
+}
+
+#[test]
+fn network_sockets_are_killed() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <sys/socket.h>
+        #include <netinet/in.h>
+        #include <arpa/inet.h>
+        int main(){ int s = socket(AF_INET, SOCK_STREAM, 0); sockaddr_in a{}; a.sin_family=AF_INET; a.sin_port=htons(80); a.sin_addr.s_addr=inet_addr("1.1.1.1"); return connect(s,(sockaddr*)&a,sizeof a) == 0 ? 0 : 42; }"#,
+        limits(1.0, 64),
+    );
+    assert_eq!((o.status, o.signal), (Status::Signaled, Some(libc::SIGSYS)), "{o:?}");
+}
+
+#[test]
+fn ptrace_is_killed() {
+    let b = TestBox::new();
+    let o = b.run_cpp("#include <sys/ptrace.h>\nint main(){ ptrace(PTRACE_TRACEME, 0, 0, 0); return 0; }", limits(1.0, 64));
+    assert_eq!((o.status, o.signal), (Status::Signaled, Some(libc::SIGSYS)), "{o:?}");
+}
+
+#[test]
+fn host_files_outside_the_box_are_invisible() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret.txt");
+    std::fs::write(&secret, "expected output").unwrap();
+    let b = TestBox::new();
+    let source = format!(
+        r#"#include <cstdio>
+        #include <initializer_list>
+        int main(){{ int seen = 0; for (const char *p : {{"{}", "/etc/shadow", "/root/.bashrc", "/proc/1/environ"}}) {{ if (FILE *f = fopen(p, "r")) {{ int c = fgetc(f); if (c != EOF) {{ printf("read %s\n", p); seen++; }} }} }} return seen; }}"#,
+        secret.display()
+    );
+    let o = b.run_cpp(&source, limits(1.0, 64));
+    assert_eq!(o.status, Status::Ok, "{o:?} {}", b.read("stdout"));
+}
+
+#[test]
+fn writing_outside_the_box_fails() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <cstdio>
+        #include <initializer_list>
+        int main(){ int ok = 0; for (const char *p : {"/usr/bin/evil", "/etc/passwd", "/evil", "/proc/sys/kernel/hostname"}) if (FILE *f = fopen(p, "w")) { if (fputs("x", f) >= 0 && fclose(f) == 0) { printf("wrote %s\n", p); ok++; } } FILE *f = fopen("inside", "w"); return ok + (f == nullptr) * 100; }"#,
+        limits(1.0, 64),
+    );
+    assert_eq!(o.status, Status::Ok, "{o:?} {}", b.read("stdout"));
+    assert!(b.path().join("inside").exists());
+}
+
+#[test]
+fn kill_minus_one_reaches_nothing_outside() {
+    // A process of the sandbox user on the host: kill(-1) inside must not reach it.
+    let (uid, gid) = sandbox().box_owner();
+    let mut sentinel = {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("sleep").arg("30").uid(uid).gid(gid).spawn().unwrap()
+    };
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        "#include <csignal>\n#include <cstdio>\nint main(){ int r = kill(-1, SIGKILL); printf(\"%d\\n\", r); return 0; }",
+        limits(1.0, 64),
+    );
+    let alive = sentinel.try_wait().unwrap().is_none();
+    let _ = sentinel.kill();
+    let _ = sentinel.wait();
+    assert!(alive, "kill(-1) inside the sandbox killed a host process");
+    assert_ne!(o.status, Status::InternalError, "{o:?}");
+}
+
+#[test]
+fn double_forked_daemon_does_not_survive() {
+    let marker = "4242.0017";
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        &format!(
+            r#"#include <unistd.h>
+            int main(){{ if (fork() == 0) {{ setsid(); if (fork() == 0) {{ execl("/bin/sleep", "sleep", "{marker}", (char*)0); }} _exit(0); }} return 0; }}"#
+        ),
+        limits(1.0, 64),
+    );
+    assert_eq!(o.status, Status::Ok, "{o:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    let survivors: Vec<_> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(marker))
+        .collect();
+    assert!(survivors.is_empty(), "the daemon survived the run");
+}
+
+#[test]
+fn deep_recursion_uses_an_unlimited_stack() {
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <cstdio>
+        int depth(int n){ volatile char pad[200]; pad[0] = (char)n; if (n == 0) return pad[0]; return depth(n - 1) + pad[0] % 2; }
+        int main(){ printf("%d\n", depth(1000000)); }"#,
+        limits(5.0, 512),
+    );
+    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert!(o.memory > 100 << 20, "the stack should really have been used: {o:?}");
+}
+
+#[test]
+fn missing_program_is_the_command_not_the_sandbox() {
+    let b = TestBox::new();
+    let o = sandbox().run(&b.spec(&["/box/does-not-exist"]));
+    assert_eq!((o.status, o.exit_code), (Status::RuntimeError, Some(127)), "{o:?}");
+    assert!(o.message.contains("cannot execute"), "{o:?}");
+}
+
+#[test]
+fn gcc_and_bash_work_inside() {
+    let b = TestBox::new();
+    std::fs::write(b.path().join("a.cpp"), "#include <bits/stdc++.h>\nint main(){ std::cout << 6*7 << std::endl; }").unwrap();
+    let mut spec = b.spec(&["bash", "-c", "g++ -O2 -pipe -o a a.cpp && ./a"]);
+    spec.limits = limits(20.0, 1024);
+    spec.stdout = Stdio::Path(b.path().join("out"));
+    spec.stderr = Stdio::Path(b.path().join("err"));
+    let o = sandbox().run(&spec);
+    assert_eq!(o.status, Status::Ok, "{o:?} {}", b.read("err"));
+    assert_eq!(b.read("out").trim(), "42");
+}
+
+#[test]
+fn stdin_comes_from_a_host_file() {
+    let b = TestBox::new();
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(input.path(), "20 22\n").unwrap();
+    b.compile("#include <cstdio>\nint main(){ int a,b; scanf(\"%d %d\",&a,&b); printf(\"%d\\n\", a+b); }");
+    let mut spec = b.spec(&["./prog"]);
+    spec.stdin = Stdio::Path(input.path().to_path_buf());
+    spec.stdout = Stdio::Path(b.path().join("out"));
+    let o = sandbox().run(&spec);
+    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(b.read("out").trim(), "42");
+}
+
+#[test]
+fn parallel_runs_do_not_interfere() {
+    let verdicts: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                s.spawn(move || {
+                    let b = TestBox::new();
+                    // Even runs do 0.2 s of work within 2 s; odd runs burn forever (TLE at 0.5 s).
+                    let src = if i % 2 == 0 {
+                        "#include <ctime>\nint main(){ volatile unsigned long x=0; while (clock() < CLOCKS_PER_SEC/5) x++; }"
+                    } else {
+                        "int main(){ volatile unsigned long x=0; for(;;) x++; }"
+                    };
+                    // A wall limit far above the CPU limit: 8 runs share 2 cores here.
+                    let cpu = if i % 2 == 0 { 2.0 } else { 0.5 };
+                    let limits = Limits { wall_time: Some(Duration::from_secs(30)), ..limits(cpu, 64) };
+                    (i, b.run_cpp(src, limits))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, o) in verdicts {
+        let expected = if i % 2 == 0 { Status::Ok } else { Status::TimeLimit };
+        assert_eq!(o.status, expected, "run {i}: {o:?}");
+        if i % 2 == 0 {
+            assert!(o.cpu_time >= 0.2 && o.cpu_time < 0.5, "run {i}: CPU time inflated by load: {o:?}");
+        }
+    }
+}
