@@ -7,3 +7,4 @@
 pub mod dataset;
 pub mod score;
 pub mod problem;
+pub mod cli;

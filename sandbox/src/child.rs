@@ -299,10 +299,14 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
         for cap in 0..=63 {
             libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
         }
-        if plan.clear_groups && libc::setgroups(0, std::ptr::null()) != 0 {
+        // Raw system calls: the C library's wrappers synchronise every thread of the process,
+        // and the keeper's other threads do not exist in this copy (they would never answer).
+        if plan.clear_groups && libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) != 0 {
             fail(Step::SET_IDS, errno());
         }
-        if libc::setresgid(plan.gid, plan.gid, plan.gid) != 0 || libc::setresuid(plan.uid, plan.uid, plan.uid) != 0 {
+        if libc::syscall(libc::SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0
+            || libc::syscall(libc::SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0
+        {
             fail(Step::SET_IDS, errno());
         }
         libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);

@@ -1,0 +1,74 @@
+//! `ioi-run bench`: benchmarks that print figures (never timed assertions in tests).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Status};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum What {
+    /// Per-run overhead of a sandboxed /bin/true against a plain fork+exec of it.
+    Sandbox {
+        /// Number of runs of each kind.
+        #[arg(long, default_value_t = 300)]
+        runs: usize,
+    },
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    match args.what {
+        What::Sandbox { runs } => bench_sandbox(runs),
+    }
+}
+
+/// Median and 90th percentile of a sample, in milliseconds.
+fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    (ms(samples[samples.len() / 2]), ms(samples[samples.len() * 9 / 10]))
+}
+
+fn bench_sandbox(runs: usize) -> Result<i32> {
+    let runs = runs.max(10);
+    let sandbox = Sandbox::new(SandboxOptions::default())?;
+    let dir = tempfile::tempdir()?;
+    let (uid, gid) = sandbox.box_owner();
+    std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
+    let mut spec = RunSpec::new(dir.path(), ["/bin/true"]);
+    spec.limits = Limits {
+        cpu_time: Some(Duration::from_secs(1)),
+        wall_time: Some(Duration::from_secs(5)),
+        memory: Some(256 << 20),
+        ..Limits::default()
+    };
+
+    let plain: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            let status = std::process::Command::new("/bin/true").status();
+            (t.elapsed(), status)
+        })
+        .map(|(d, s)| s.map(|_| d))
+        .collect::<std::io::Result<_>>()
+        .context("cannot run /bin/true")?;
+    let mut sandboxed = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let outcome = sandbox.run(&spec);
+        sandboxed.push(t.elapsed());
+        anyhow::ensure!(outcome.status == Status::Ok, "sandboxed /bin/true failed: {}", outcome.message);
+    }
+    let (plain_med, plain_p90) = summary(plain);
+    let (sb_med, sb_p90) = summary(sandboxed);
+    println!("runs of /bin/true         {runs}");
+    println!("plain fork+exec           median {plain_med:.3} ms   p90 {plain_p90:.3} ms");
+    println!("sandboxed (ns+mounts+cgroup {:?}+seccomp)  median {sb_med:.3} ms   p90 {sb_p90:.3} ms", sandbox.cgroup_version());
+    println!("overhead per run          median {:.3} ms", sb_med - plain_med);
+    Ok(0)
+}

@@ -1,0 +1,77 @@
+//! `ioi-run doctor`: checks the host and runs sandboxed self-tests, saying what to fix.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Status, Stdio};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> Result<i32> {
+    let mut failures = 0;
+    let mut report = |name: &str, ok: bool, detail: &str| {
+        println!("[{}] {name:<18} {detail}", if ok { " ok " } else { "FAIL" });
+        if !ok {
+            failures += 1;
+        }
+    };
+    for check in ioi_sandbox::host::checks() {
+        report(check.name, check.ok, &check.detail);
+    }
+    let gxx = std::process::Command::new("g++").arg("--version").output();
+    match gxx {
+        Ok(out) if out.status.success() => {
+            let first = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").to_string();
+            report("g++", true, &first)
+        }
+        _ => report("g++", false, "g++ not found: install it (apt-get install g++)"),
+    }
+    let sandbox = match Sandbox::new(SandboxOptions::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            report("sandbox", false, &format!("{e:#}"));
+            return Ok(1);
+        }
+    };
+    for (name, ok, detail) in self_tests(&sandbox) {
+        report(name, ok, &detail);
+    }
+    if failures == 0 {
+        println!("\nThis host can judge.");
+        Ok(0)
+    } else {
+        println!("\n{failures} check(s) failed: fix them before judging.");
+        Ok(1)
+    }
+}
+
+fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {
+    let Ok(dir) = tempfile::tempdir() else {
+        return vec![("self-test", false, "cannot create a temporary directory".into())];
+    };
+    let (uid, gid) = sandbox.box_owner();
+    let _ = std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid));
+    let limits = Limits {
+        cpu_time: Some(Duration::from_millis(500)),
+        wall_time: Some(Duration::from_secs(3)),
+        memory: Some(64 << 20),
+        ..Limits::default()
+    };
+    let run = |argv: &[&str]| {
+        let mut spec = RunSpec::new(dir.path(), argv.iter().copied());
+        spec.limits = limits.clone();
+        spec.stdout = Stdio::Path(dir.path().join("out"));
+        sandbox.run(&spec)
+    };
+    let mut out = Vec::new();
+    let o = run(&["/bin/true"]);
+    out.push(("run /bin/true", o.status == Status::Ok, format!("{:?}: {}", o.status, o.message)));
+    let o = run(&["bash", "-c", "while :; do :; done"]);
+    out.push(("CPU time limit", o.status == Status::TimeLimit, format!("{:?} after {:.2} s CPU", o.status, o.cpu_time)));
+    let o = run(&["bash", "-c", "a=x; while :; do a=$a$a; done"]);
+    out.push(("memory limit", o.status == Status::MemoryLimit, format!("{:?}, peak {} MiB", o.status, o.memory >> 20)));
+    let o = run(&["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22"]);
+    out.push(("no network", o.status != Status::Ok, format!("{:?}: {}", o.status, o.message)));
+    out
+}

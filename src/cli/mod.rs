@@ -1,0 +1,114 @@
+//! Command-line interface: parsing (clap derive) and dispatch to one module per subcommand.
+
+mod bench;
+mod doctor;
+mod sandbox;
+
+use clap::{Parser, Subcommand};
+
+/// Judge C++ solutions to IOI problems natively, in a real sandbox, on every core.
+#[derive(Debug, Parser)]
+#[command(name = "ioi-run", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one command in the sandbox and print what happened.
+    Sandbox(sandbox::Args),
+    /// Check that this host can run the sandbox, and run a few sandboxed self-tests.
+    Doctor(doctor::Args),
+    /// Benchmarks that print figures.
+    Bench(bench::Args),
+}
+
+/// Parses the arguments, runs the subcommand and returns the exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    init_logging();
+    install_interrupt_handler();
+    let result = match cli.command {
+        Command::Sandbox(args) => sandbox::run(args),
+        Command::Doctor(args) => doctor::run(args),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            2
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IOI_RUN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// On SIGINT/SIGTERM/SIGHUP: kill every sandboxed run and remove its cgroup, then exit. The
+/// sandbox's init processes also die with this process (parent-death signal), so even a
+/// SIGKILL of ioi-run leaves no process behind.
+fn install_interrupt_handler() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            eprintln!("ioi-run: interrupted, stopping sandboxed runs");
+            ioi_sandbox::abort_all();
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
+/// Parses a size in bytes: `1048576`, `256K`, `256M`, `2G` (powers of 1024), `256MiB`, `1GB`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("invalid size {text:?}: expected e.g. 268435456, 256M or 2G"))?;
+    let multiplier: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        other => return Err(format!("invalid size unit {other:?} in {text:?}: use K, M or G")),
+    };
+    Ok((value * multiplier as f64) as u64)
+}
+
+/// Parses a duration in seconds (`1`, `0.5`).
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let v: f64 = text.trim().trim_end_matches('s').parse().map_err(|_| format!("invalid number of seconds {text:?}"))?;
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(format!("seconds must be positive, got {text:?}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("268435456"), Ok(268435456));
+        assert_eq!(parse_size("256M"), Ok(256 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert!(parse_size("12X").unwrap_err().contains("unit"));
+        assert!(parse_size("M").is_err());
+    }
+
+    #[test]
+    fn seconds_must_be_positive() {
+        assert_eq!(parse_seconds("1.5"), Ok(std::time::Duration::from_millis(1500)));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("abc").is_err());
+    }
+}
