@@ -1,0 +1,19 @@
+// Puts an empty line between rows: empty lines in the middle are NOT ignored by white-diff ->
+// WA (except for n = 1, where there is no "middle").
+#include <cstdio>
+#include <vector>
+
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 1;
+    std::vector<int> row{1};
+    for (int r = 0; r < n; r++) {
+        if (r) printf("\n");
+        for (size_t i = 0; i < row.size(); i++) printf(i ? " %d" : "%d", row[i]);
+        printf("\n");
+        std::vector<int> next{1};
+        for (size_t i = 0; i + 1 < row.size(); i++) next.push_back((row[i] + row[i + 1]) % 1000);
+        next.push_back(1);
+        row = next;
+    }
+}
