@@ -5,5 +5,5 @@
 //! reports. Nothing below calls back up.
 
 pub mod dataset;
-pub mod score;
 pub mod problem;
+pub mod score;
