@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 
-use super::config::{self, TaskConfig, GRADER_CONFIG_PATH};
+use super::config::{self, TaskConfig};
 use super::{id_from_headers, GraderFile, Problem, Subtask, TaskType, TestCase, TestSet};
 use crate::dataset::kind;
 
@@ -87,15 +87,7 @@ pub fn load_cms(dir: &Path) -> Result<(Problem, TestSet)> {
         subtasks,
         grader_files,
     };
-    // Script-mode graders read the task type from grader_config.json, and the open-r1 layout
-    // keeps Communication parameters only there: make sure it exists.
-    if problem.grader_file(GRADER_CONFIG_PATH).is_none() {
-        problem.grader_files.push(GraderFile {
-            path: GRADER_CONFIG_PATH.to_string(),
-            content: config::grader_config_json(&problem).into_bytes(),
-        });
-        problem.grader_files.sort_by(|a, b| a.path.cmp(&b.path));
-    }
+    config::ensure_grader_config(&mut problem);
     Ok((
         problem,
         TestSet {
@@ -282,6 +274,7 @@ fn read_subtask(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::problem::config::GRADER_CONFIG_PATH;
     use crate::problem::{Communication, UserIo};
 
     fn write(root: &Path, rel: &str, content: &str) {

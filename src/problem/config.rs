@@ -297,6 +297,28 @@ pub fn grader_config_json(problem: &Problem) -> String {
     text
 }
 
+/// Makes `problem`'s `graders/grader_config.json` describe its task type: adds one when absent
+/// and replaces one whose task type or Communication parameters disagree (limits are not
+/// compared: dataset rows override them). Script-mode graders read the task type from this file,
+/// and the open-r1 layout keeps Communication parameters only there.
+pub fn ensure_grader_config(problem: &mut Problem) {
+    let current = problem
+        .grader_file(GRADER_CONFIG_PATH)
+        .and_then(|f| parse_config(&String::from_utf8_lossy(&f.content), GRADER_CONFIG_PATH).ok());
+    if current.is_some_and(|c| c.task(None).as_ref() == Some(&problem.task)) {
+        return;
+    }
+    let content = grader_config_json(problem).into_bytes();
+    problem
+        .grader_files
+        .retain(|f| f.path != GRADER_CONFIG_PATH);
+    problem.grader_files.push(super::GraderFile {
+        path: GRADER_CONFIG_PATH.to_string(),
+        content,
+    });
+    problem.grader_files.sort_by(|a, b| a.path.cmp(&b.path));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

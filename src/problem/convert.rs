@@ -15,7 +15,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use super::config::{self, TaskKind, GRADER_CONFIG_PATH};
+use super::config::{self, TaskKind};
 use super::{GraderFile, Problem, TestSet};
 
 /// Test data gathered before a batch is written out as its own row group.
@@ -52,26 +52,6 @@ fn create_writer(path: &Path, batch: &RecordBatch) -> Result<ArrowWriter<File>> 
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The grader files as published: with a `graders/grader_config.json` that describes the
-/// problem's task type, since the open-r1 layout keeps Communication parameters only there.
-fn published_grader_files(problem: &Problem) -> Vec<GraderFile> {
-    let mut files = problem.grader_files.clone();
-    let current = problem.grader_file(GRADER_CONFIG_PATH).and_then(|f| {
-        config::parse_config(&String::from_utf8_lossy(&f.content), GRADER_CONFIG_PATH).ok()
-    });
-    let faithful = current
-        .is_some_and(|c| c.task(Some(TaskKind::of(&problem.task))) == Some(problem.task.clone()));
-    if !faithful {
-        files.retain(|f| f.path != GRADER_CONFIG_PATH);
-        files.push(GraderFile {
-            path: GRADER_CONFIG_PATH.to_string(),
-            content: config::grader_config_json(problem).into_bytes(),
-        });
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-    }
-    files
-}
-
 fn utf8<'a>(problem: &Problem, file: &'a GraderFile) -> Result<&'a str> {
     std::str::from_utf8(&file.content).with_context(|| {
         format!(
@@ -95,7 +75,9 @@ fn problem_rows<'a>(problems: impl Iterator<Item = &'a Problem>) -> Result<Recor
     let mut test_names = ListBuilder::new(StringBuilder::new());
     let mut graders = ListBuilder::new(ListBuilder::new(StringBuilder::new()));
     for problem in problems {
-        let files = published_grader_files(problem);
+        let mut published = problem.clone();
+        config::ensure_grader_config(&mut published);
+        let files = &published.grader_files;
         for st in &problem.subtasks {
             year.push(problem.year);
             id.push(problem.id.clone());
@@ -111,7 +93,7 @@ fn problem_rows<'a>(problems: impl Iterator<Item = &'a Problem>) -> Result<Recor
                 test_names.values().append_value(t);
             }
             test_names.append(true);
-            for f in &files {
+            for f in files {
                 let pair = graders.values();
                 pair.values().append_value(&f.path);
                 pair.values().append_value(utf8(problem, f)?);
@@ -229,5 +211,118 @@ fn write_tests(problems: &[(Problem, TestSet)], out: &Path) -> Result<()> {
             .map(|_| ())
             .with_context(|| format!("cannot write {}", out.display())),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::cms::{load_cms, tests::batch_fixture};
+    use crate::problem::config::GRADER_CONFIG_PATH;
+    use crate::problem::openr1::{load_problems, load_tests};
+    use crate::problem::{Communication, TaskType, UserIo};
+
+    fn round_trip(dir: &Path) -> (Problem, TestSet, Problem, TestSet) {
+        let (problem, tests) = load_cms(dir).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let problems_out = out.path().join("problems/train.parquet");
+        let tests_out = out.path().join("tests/2024.parquet");
+        write_openr1(&[(problem.clone(), tests)], &problems_out, &tests_out).unwrap();
+        let loaded = load_problems(&[problems_out]).unwrap();
+        assert_eq!(loaded.len(), 1);
+        let loaded_tests = load_tests(&[tests_out], &loaded[0]).unwrap();
+        let (_, tests) = load_cms(dir).unwrap();
+        (
+            problem,
+            tests,
+            loaded.into_iter().next().unwrap(),
+            loaded_tests,
+        )
+    }
+
+    fn same_contents(a: &TestSet, b: &TestSet) {
+        let names: Vec<_> = a.cases.keys().collect();
+        assert_eq!(names, b.cases.keys().collect::<Vec<_>>());
+        for (name, case) in &a.cases {
+            let other = b.get(name).unwrap();
+            assert_eq!(
+                std::fs::read(&case.input).unwrap(),
+                std::fs::read(&other.input).unwrap()
+            );
+            assert_eq!(
+                std::fs::read(&case.output).unwrap(),
+                std::fs::read(&other.output).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn cms_batch_folder_round_trips_through_parquet() {
+        let dir = tempfile::tempdir().unwrap();
+        batch_fixture(dir.path());
+        let (problem, tests, loaded, loaded_tests) = round_trip(dir.path());
+        assert_eq!(loaded, problem);
+        same_contents(&tests, &loaded_tests);
+    }
+
+    #[test]
+    fn cms_communication_folder_round_trips_through_parquet() {
+        let dir = tempfile::tempdir().unwrap();
+        batch_fixture(dir.path());
+        std::fs::write(
+            dir.path().join("problem.json"),
+            r#"{"name": "Nile", "time_limit": 0.5, "memory_limit": 536870912,
+                "task_type": "Communication",
+                "task_type_params": "{\"task_type_parameters_Communication_num_processes\": 2, \"task_type_parameters_Communication_user_io\": \"fifo_io\", \"task_type_parameters_Communication_manager_args\": \"7\"}"}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("graders/manager.cpp"), "int main(){}\n").unwrap();
+        std::fs::write(
+            dir.path().join("subtasks/02-half.json"),
+            r#"{"score": 12.5, "testcases": ["1-01"]}"#,
+        )
+        .unwrap();
+        let (problem, tests, loaded, loaded_tests) = round_trip(dir.path());
+        assert_eq!(
+            loaded.task,
+            TaskType::Communication(Communication {
+                num_processes: 2,
+                user_io: UserIo::FifoIo,
+                manager_args: vec!["7".into()],
+            })
+        );
+        assert_eq!(loaded.subtasks[2].points, 12.5);
+        assert_eq!(loaded, problem);
+        same_contents(&tests, &loaded_tests);
+    }
+
+    #[test]
+    fn stale_grader_config_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        batch_fixture(dir.path());
+        // The folder's config claims Communication; problem.json says Batch and wins.
+        std::fs::write(
+            dir.path().join("graders/grader_config.json"),
+            r#"{"task_type": "Communication", "task_type_parameters_Communication_num_processes": 4}"#,
+        )
+        .unwrap();
+        let task_in_config = |p: &Problem| {
+            let cfg = p.grader_file(GRADER_CONFIG_PATH).unwrap();
+            config::parse_config(std::str::from_utf8(&cfg.content).unwrap(), "g")
+                .unwrap()
+                .task(None)
+        };
+        let (mut problem, _) = load_cms(dir.path()).unwrap();
+        assert_eq!(task_in_config(&problem), Some(TaskType::Batch));
+        assert_eq!(problem.grader_files.len(), 5, "replaced, not added");
+
+        problem.task = TaskType::Communication(Communication {
+            num_processes: 3,
+            user_io: UserIo::StdIo,
+            manager_args: vec![],
+        });
+        config::ensure_grader_config(&mut problem);
+        assert_eq!(task_in_config(&problem), Some(problem.task.clone()));
+        assert_eq!(problem.grader_files.len(), 5);
     }
 }

@@ -269,7 +269,7 @@ fn build_problem(mut rows: Vec<SubtaskRow>) -> Result<Problem> {
     let first = rows.next().context("unreachable: empty problem group")?;
     let mut subtasks = vec![first.subtask];
     subtasks.extend(rows.map(|r| r.subtask));
-    Ok(Problem {
+    let mut problem = Problem {
         year: first.year,
         id: first.id,
         name: first.name,
@@ -279,7 +279,9 @@ fn build_problem(mut rows: Vec<SubtaskRow>) -> Result<Problem> {
         memory_limit,
         subtasks,
         grader_files: first.grader_files,
-    })
+    };
+    config::ensure_grader_config(&mut problem);
+    Ok(problem)
 }
 
 /// Rows of one problem must agree on everything but the subtask.
@@ -353,7 +355,7 @@ pub fn load_tests(sources: &[PathBuf], problem: &Problem) -> Result<TestSet> {
     }
     for subtask in &problem.subtasks {
         for test in &subtask.test_names {
-            if sink.cases.get(test).is_none() {
+            if !sink.cases.contains_key(test) {
                 bail!(
                     "subtask {} of problem {} names test {test:?}, which is in none of: {}",
                     subtask.name,

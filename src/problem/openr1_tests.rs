@@ -124,7 +124,12 @@ fn row_task_type_wins_over_config() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.jsonl");
     write_jsonl(&path, &[row("x", "00", &["a"], graders)]);
-    assert_eq!(load_problems(&[path]).unwrap()[0].task, TaskType::Batch);
+    let p = &load_problems(&[path]).unwrap()[0];
+    assert_eq!(p.task, TaskType::Batch);
+    // The stale config is rewritten so that script-mode graders agree with the row.
+    let cfg = p.grader_file(GRADER_CONFIG_PATH).unwrap();
+    let cfg = config::parse_config(std::str::from_utf8(&cfg.content).unwrap(), "g").unwrap();
+    assert_eq!(cfg.task(None), Some(TaskType::Batch));
 }
 
 #[test]
@@ -261,10 +266,13 @@ fn missing_test_names_subtask_and_test() {
     );
 }
 
+/// (year, problem id, test name, input) of one test-cases row.
+type TestRow<'a> = (i64, &'a str, &'a str, &'a str);
+
 /// A test-cases parquet file with several problems and years, in small row groups.
-fn write_test_parquet(path: &Path, rows: &[(i64, &str, &str, &str)]) {
+fn write_test_parquet(path: &Path, rows: &[TestRow]) {
     let text = |v: Vec<String>| Arc::new(StringArray::from(v)) as ArrayRef;
-    let col = |f: &dyn Fn(&(i64, &str, &str, &str)) -> String| text(rows.iter().map(f).collect());
+    let col = |f: &dyn Fn(&TestRow) -> String| text(rows.iter().map(f).collect());
     let batch = RecordBatch::try_from_iter(vec![
         (
             "year",
@@ -309,7 +317,7 @@ fn streaming_parquet_keeps_only_one_problems_tests() {
         ],
     );
     let tests = load_tests(
-        &[path.clone()],
+        std::slice::from_ref(&path),
         &problem_with_tests("nile", 2024, &["a", "b"]),
     )
     .unwrap();
