@@ -8,6 +8,7 @@ pub mod cms;
 pub mod config;
 pub mod convert;
 pub mod openr1;
+pub mod testcases;
 
 /// One IOI problem, ready to judge. Subtasks are in their sorted (judging) order.
 #[derive(Debug, Clone, PartialEq)]

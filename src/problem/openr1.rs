@@ -1,31 +1,18 @@
-//! The open-r1 layouts (SPEC §1.1, §1.2): problems as one row per subtask ("open-r1/ioi"), and
-//! tests as one row per test ("open-r1/ioi-test-cases"), in parquet or JSON Lines.
-//!
-//! Test files are large (a year is up to 1.8 GB, one input up to 22 MB), so [`load_tests`]
-//! streams them: a row filter on the small key columns picks the rows of the problem being
-//! judged, only those rows' inputs and outputs are decoded, a few at a time, and each is written
-//! straight to a temporary folder owned by the returned [`TestSet`].
+//! The open-r1/ioi layout (SPEC §1.1): problems as one row per subtask, in parquet or JSON
+//! Lines. Their tests (the "open-r1/ioi-test-cases" layout) are loaded by [`load_tests`], which
+//! lives in `testcases` and is re-exported here.
 
-use std::collections::{BTreeMap, HashSet};
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use arrow::array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Int64Array, LargeBinaryArray,
-    LargeStringArray, StringArray, StringViewArray,
-};
-use arrow::datatypes::DataType;
-use arrow::error::ArrowError;
-use arrow::record_batch::RecordBatch;
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter};
-use parquet::arrow::ProjectionMask;
 use serde_json::Value;
 
-use super::cms::{read_test_folder, DEFAULT_SCORE_PRECISION};
+use super::cms::DEFAULT_SCORE_PRECISION;
 use super::config::{self, TaskKind, GRADER_CONFIG_PATH};
-use super::{id_from_headers, GraderFile, Problem, Subtask, TaskType, TestCase, TestSet};
-use crate::dataset::{files_under, kind, read_rows, Format, Row};
+pub use super::testcases::load_tests;
+use super::{id_from_headers, GraderFile, Problem, Subtask, TaskType};
+use crate::dataset::{files_under, kind, read_rows, Row};
 
 /// The problem columns ioi-run reads (the statement columns are skipped).
 const PROBLEM_COLUMNS: &[&str] = &[
@@ -42,9 +29,6 @@ const PROBLEM_COLUMNS: &[&str] = &[
     "test_names",
     "grader_files",
 ];
-
-/// Rows decoded at once from a tests parquet file: a few tests of up to ~30 MB each.
-const TEST_BATCH_ROWS: usize = 4;
 
 /// Loads problems from open-r1/ioi files (or folders of them), grouping the subtask rows of
 /// each (year, id). Problems come back sorted by (year, id), subtasks sorted by name.
@@ -313,7 +297,7 @@ fn check_same(first: &SubtaskRow, row: &SubtaskRow) -> Result<()> {
     }
 }
 
-fn list(paths: &[PathBuf]) -> String {
+pub(crate) fn list(paths: &[PathBuf]) -> String {
     paths
         .iter()
         .map(|p| p.display().to_string())
@@ -321,343 +305,189 @@ fn list(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// Loads the tests of `problem` from test sources: open-r1/ioi-test-cases parquet or jsonl
-/// files (or folders of them), or folders of `<name>.in`/`<name>.out` files (directly, in
-/// `tests/`, or in a `<problem id>/` subfolder). Only the tests that the problem's subtasks
-/// name are kept; every one of them must be found.
-pub fn load_tests(sources: &[PathBuf], problem: &Problem) -> Result<TestSet> {
-    let mut sink = TestSink::new(problem);
-    for source in sources {
-        if sink.complete() {
-            break;
-        }
-        if source.is_dir() {
-            if let Some(folder) = test_folder(source, &problem.id)? {
-                for (name, case) in read_test_folder(&folder)? {
-                    sink.add_existing(name, case);
-                }
-                continue;
-            }
-            let files = files_under(source)?;
-            if files.is_empty() {
-                bail!(
-                    "{}: no tests for {} (neither .in/.out files nor parquet/jsonl files)",
-                    source.display(),
-                    problem.id
-                );
-            }
-            for file in files {
-                sink.read_file(&file)?;
-            }
-        } else {
-            sink.read_file(source)?;
-        }
-    }
-    for subtask in &problem.subtasks {
-        for test in &subtask.test_names {
-            if !sink.cases.contains_key(test) {
-                bail!(
-                    "subtask {} of problem {} names test {test:?}, which is in none of: {}",
-                    subtask.name,
-                    problem.id,
-                    list(sources)
-                );
-            }
-        }
-    }
-    Ok(TestSet {
-        cases: sink.cases,
-        _storage: sink.storage,
-    })
-}
-
-/// The folder holding `.in` files among `<id>/tests`, `<id>`, `tests` and `dir` itself (the
-/// `<id>` folder may be spelled in any case).
-fn test_folder(dir: &Path, id: &str) -> Result<Option<PathBuf>> {
-    let mut candidates = Vec::new();
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
-    for entry in entries {
-        let path = entry
-            .with_context(|| format!("cannot list {}", dir.display()))?
-            .path();
-        if path.is_dir()
-            && path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().to_lowercase() == id)
-        {
-            candidates.push(path.join("tests"));
-            candidates.push(path);
-        }
-    }
-    candidates.push(dir.join("tests"));
-    candidates.push(dir.to_path_buf());
-    for candidate in candidates {
-        if has_inputs(&candidate) {
-            return Ok(Some(candidate));
-        }
-    }
-    Ok(None)
-}
-
-fn has_inputs(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.path().extension().is_some_and(|x| x == "in") && e.path().is_file())
-        })
-        .unwrap_or(false)
-}
-
-/// Collects the wanted tests of one problem, writing streamed ones to a temporary folder.
-struct TestSink<'a> {
-    problem: &'a Problem,
-    wanted: HashSet<String>,
-    cases: BTreeMap<String, TestCase>,
-    storage: Option<tempfile::TempDir>,
-}
-
-impl<'a> TestSink<'a> {
-    fn new(problem: &'a Problem) -> Self {
-        TestSink {
-            problem,
-            wanted: problem
-                .test_names()
-                .into_iter()
-                .map(str::to_string)
-                .collect(),
-            cases: BTreeMap::new(),
-            storage: None,
-        }
-    }
-
-    fn complete(&self) -> bool {
-        self.cases.len() == self.wanted.len()
-    }
-
-    fn wants(&self, name: &str) -> bool {
-        self.wanted.contains(name) && !self.cases.contains_key(name)
-    }
-
-    fn add_existing(&mut self, name: String, case: TestCase) {
-        if self.wants(&name) {
-            self.cases.insert(name, case);
-        }
-    }
-
-    fn matches(&self, problem_id: &str, year: Option<i64>) -> bool {
-        problem_id.eq_ignore_ascii_case(&self.problem.id)
-            && (self.problem.year == 0 || year.is_none_or(|y| y == self.problem.year))
-    }
-
-    /// Writes one test's input and output to the temporary folder.
-    fn write(&mut self, name: &str, input: &[u8], output: &[u8]) -> Result<()> {
-        if self.storage.is_none() {
-            let dir = tempfile::Builder::new()
-                .prefix(&format!("ioi-tests-{}-", self.problem.id))
-                .tempdir()
-                .context("cannot create a temporary folder for tests")?;
-            self.storage = Some(dir);
-        }
-        let dir = self
-            .storage
-            .as_ref()
-            .map(|d| d.path().to_path_buf())
-            .unwrap_or_default();
-        // Test names become file names only when they are plain names.
-        let safe = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\', '\0']);
-        let stem = if safe {
-            name.to_string()
-        } else {
-            format!("test-{}", self.cases.len())
-        };
-        let case = TestCase {
-            name: name.to_string(),
-            input: dir.join(format!("{stem}.in")),
-            output: dir.join(format!("{stem}.out")),
-        };
-        std::fs::write(&case.input, input)
-            .with_context(|| format!("cannot write {}", case.input.display()))?;
-        std::fs::write(&case.output, output)
-            .with_context(|| format!("cannot write {}", case.output.display()))?;
-        self.cases.insert(name.to_string(), case);
-        Ok(())
-    }
-
-    fn read_file(&mut self, path: &Path) -> Result<()> {
-        match Format::of(path) {
-            Some(Format::Parquet) => self.read_parquet(path),
-            Some(Format::JsonLines) => self.read_jsonl(path),
-            None => bail!(
-                "{}: unknown test source (expected a folder, .parquet or .jsonl)",
-                path.display()
-            ),
-        }
-    }
-
-    fn read_jsonl(&mut self, path: &Path) -> Result<()> {
-        for row in read_rows(path, None)? {
-            let row = row?;
-            let year = row.get("year").map(|_| row.int("year")).transpose()?;
-            if !self.matches(row.str("problem_id")?, year) {
-                continue;
-            }
-            let name = row.str("test_name")?;
-            if self.wants(name) {
-                let name = name.to_string();
-                let input = row.str("test_input")?.as_bytes();
-                let output = row.str("test_output")?.as_bytes();
-                self.write(&name, input, output)?;
-                if self.complete() {
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn read_parquet(&mut self, path: &Path) -> Result<()> {
-        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .with_context(|| format!("{}: not a readable parquet file", path.display()))?;
-        let schema = builder.parquet_schema();
-        let leaves = |names: &[&str]| -> Vec<usize> {
-            (0..schema.num_columns())
-                .filter(|&i| names.contains(&schema.column(i).path().parts()[0].as_str()))
-                .collect()
-        };
-        for column in ["problem_id", "test_name", "test_input", "test_output"] {
-            if leaves(&[column]).is_empty() {
-                bail!("{}: column `{column}` is missing", path.display());
-            }
-        }
-        let key_mask = ProjectionMask::leaves(schema, leaves(&["problem_id", "year", "test_name"]));
-        let data_mask =
-            ProjectionMask::leaves(schema, leaves(&["test_name", "test_input", "test_output"]));
-        let (id, year) = (self.problem.id.clone(), self.problem.year);
-        let wanted: HashSet<String> = self
-            .wanted
-            .iter()
-            .filter(|n| !self.cases.contains_key(*n))
-            .cloned()
-            .collect();
-        let predicate = ArrowPredicateFn::new(key_mask, move |batch: RecordBatch| {
-            select_rows(&batch, &id, year, &wanted)
-        });
-        let reader = builder
-            .with_row_filter(RowFilter::new(vec![Box::new(predicate)]))
-            .with_projection(data_mask)
-            .with_batch_size(TEST_BATCH_ROWS)
-            .build()
-            .with_context(|| format!("{}: cannot decode parquet", path.display()))?;
-        for batch in reader {
-            let batch =
-                batch.with_context(|| format!("{}: corrupt parquet data", path.display()))?;
-            let names = as_utf8(column(&batch, "test_name")?)?;
-            let inputs = column(&batch, "test_input")?;
-            let outputs = column(&batch, "test_output")?;
-            for i in 0..batch.num_rows() {
-                let name = names.value(i);
-                if !self.wants(name) {
-                    continue;
-                }
-                let (Some(input), Some(output)) = (bytes_at(inputs, i), bytes_at(outputs, i))
-                else {
-                    bail!(
-                        "{}: test {name:?} of problem {} has no test_input or test_output \
-                         (null or not a string column)",
-                        path.display(),
-                        self.problem.id
-                    );
-                };
-                self.write(name, input, output)?;
-            }
-            if self.complete() {
-                break;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The row-filter predicate: rows of this problem (and year) holding a wanted test.
-fn select_rows(
-    batch: &RecordBatch,
-    id: &str,
-    year: i64,
-    wanted: &HashSet<String>,
-) -> Result<BooleanArray, ArrowError> {
-    let ids = as_utf8_arrow(key_column(batch, "problem_id")?)?;
-    let names = as_utf8_arrow(key_column(batch, "test_name")?)?;
-    let years = match batch.column_by_name("year") {
-        Some(y) => Some(arrow::compute::cast(y, &DataType::Int64)?),
-        None => None,
-    };
-    let years = years
-        .as_ref()
-        .and_then(|y| y.as_any().downcast_ref::<Int64Array>());
-    Ok((0..batch.num_rows())
-        .map(|i| {
-            let year_ok = year == 0 || years.is_none_or(|ys| ys.is_null(i) || ys.value(i) == year);
-            Some(
-                !ids.is_null(i)
-                    && !names.is_null(i)
-                    && ids.value(i).eq_ignore_ascii_case(id)
-                    && year_ok
-                    && wanted.contains(names.value(i)),
-            )
-        })
-        .collect())
-}
-
-fn key_column<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b ArrayRef, ArrowError> {
-    batch
-        .column_by_name(name)
-        .ok_or_else(|| ArrowError::SchemaError(format!("column `{name}` is missing")))
-}
-
-fn as_utf8_arrow(array: &ArrayRef) -> Result<StringArray, ArrowError> {
-    let cast = arrow::compute::cast(array, &DataType::Utf8)?;
-    cast.as_any()
-        .downcast_ref::<StringArray>()
-        .cloned()
-        .ok_or_else(|| ArrowError::CastError("expected a string column".into()))
-}
-
-fn column<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b ArrayRef> {
-    batch
-        .column_by_name(name)
-        .with_context(|| format!("column `{name}` is missing"))
-}
-
-fn as_utf8(array: &ArrayRef) -> Result<StringArray> {
-    as_utf8_arrow(array).context("column `test_name` must hold strings")
-}
-
-/// The bytes of a string or binary value, without copying; `None` for nulls and other types.
-fn bytes_at(array: &ArrayRef, i: usize) -> Option<&[u8]> {
-    if array.is_null(i) {
-        return None;
-    }
-    let any = array.as_any();
-    if let Some(a) = any.downcast_ref::<StringArray>() {
-        Some(a.value(i).as_bytes())
-    } else if let Some(a) = any.downcast_ref::<LargeStringArray>() {
-        Some(a.value(i).as_bytes())
-    } else if let Some(a) = any.downcast_ref::<StringViewArray>() {
-        Some(a.value(i).as_bytes())
-    } else if let Some(a) = any.downcast_ref::<BinaryArray>() {
-        Some(a.value(i))
-    } else if let Some(a) = any.downcast_ref::<LargeBinaryArray>() {
-        Some(a.value(i))
-    } else if let Some(a) = any.downcast_ref::<BinaryViewArray>() {
-        Some(a.value(i))
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
-#[path = "openr1_tests.rs"]
-mod tests;
+mod tests {
+    use serde_json::json;
+    use std::path::Path;
+
+    use super::*;
+    use crate::problem::config::GRADER_CONFIG_PATH;
+    use crate::problem::{Communication, UserIo};
+
+    fn write_jsonl(path: &Path, rows: &[Value]) {
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn row(id: &str, subtask: &str, tests: &[&str], graders: Value) -> Value {
+        json!({
+            "year": 2024, "id": id, "name": id.to_uppercase(), "day": "1", "subtask": subtask,
+            "score": 10, "time_limit": 1.5, "memory_limit": 1073741824, "score_precision": 2,
+            "task_type": "Batch", "test_names": tests, "grader_files": graders,
+            "statement": "", "problem": "", "starting_code": "",
+        })
+    }
+
+    fn batch_graders(id: &str) -> Value {
+        json!([
+            [format!("graders/{id}.h"), "int f();"],
+            ["graders/grader.cpp", "int main(){}"]
+        ])
+    }
+
+    fn load_err(rows: &[Value]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        write_jsonl(&path, rows);
+        format!("{:#}", load_problems(&[path]).unwrap_err())
+    }
+
+    #[test]
+    fn groups_rows_by_problem_and_sorts_subtasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        write_jsonl(
+            &path,
+            &[
+                row("Nile", "01-N2", &["1-01", "0-01"], batch_graders("nile")),
+                row("tree", "00-samples", &["0-01"], batch_graders("tree")),
+                row("Nile", "00-samples", &["0-01"], batch_graders("nile")),
+            ],
+        );
+        let problems = load_problems(&[path]).unwrap();
+        assert_eq!(problems.len(), 2);
+        let nile = &problems[0];
+        assert_eq!(
+            (nile.year, nile.id.as_str(), nile.name.as_str()),
+            (2024, "nile", "NILE")
+        );
+        assert_eq!(nile.task, TaskType::Batch);
+        assert_eq!((nile.time_limit, nile.memory_limit), (1.5, 1 << 30));
+        let names: Vec<_> = nile.subtasks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["00-samples", "01-N2"]);
+        assert_eq!(nile.subtasks[1].test_names, ["1-01", "0-01"]);
+        assert_eq!(nile.compiled_graders().len(), 1);
+        assert_eq!(problems[1].id, "tree");
+    }
+
+    #[test]
+    fn communication_params_come_from_grader_config() {
+        let config = r#"{"task_type": "Communication", "time_limit": 9, "memory_limit": 5000000,
+            "task_type_params": "{\"num_processes\": 2, \"user_io\": \"fifo_io\", \"manager_args\": [\"-x\"]}"}"#;
+        let graders = json!([
+            ["graders/grader_config.json", config],
+            ["graders/manager.cpp", "int main(){}"],
+            ["graders/stub.cpp", ""],
+            ["graders/xor.h", ""],
+        ]);
+        let mut r = row("xor", "00-samples", &["a"], graders);
+        r["time_limit"] = Value::Null; // falls back to the config
+        r["task_type"] = json!("Communication");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        write_jsonl(&path, &[r]);
+        let p = &load_problems(&[path]).unwrap()[0];
+        assert_eq!(
+            p.task,
+            TaskType::Communication(Communication {
+                num_processes: 2,
+                user_io: UserIo::FifoIo,
+                manager_args: vec!["-x".into()],
+            })
+        );
+        assert_eq!(p.time_limit, 9.0);
+        assert_eq!(p.memory_limit, 1 << 30, "the row's memory limit wins");
+    }
+
+    #[test]
+    fn row_task_type_wins_over_config() {
+        let graders = json!([
+            [
+                "graders/grader_config.json",
+                r#"{"task_type": "Communication"}"#
+            ],
+            ["graders/x.h", ""],
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        write_jsonl(&path, &[row("x", "00", &["a"], graders)]);
+        let p = &load_problems(&[path]).unwrap()[0];
+        assert_eq!(p.task, TaskType::Batch);
+        // The stale config is rewritten so that script-mode graders agree with the row.
+        let cfg = p.grader_file(GRADER_CONFIG_PATH).unwrap();
+        let cfg = config::parse_config(std::str::from_utf8(&cfg.content).unwrap(), "g").unwrap();
+        assert_eq!(cfg.task(None), Some(TaskType::Batch));
+    }
+
+    #[test]
+    fn inconsistent_rows_name_file_row_and_field() {
+        let mut second = row("nile", "01-N2", &["a"], batch_graders("nile"));
+        second["time_limit"] = json!(3.0);
+        let err = load_err(&[
+            row("nile", "00-samples", &["a"], batch_graders("nile")),
+            second,
+        ]);
+        assert!(
+            err.contains("p.jsonl row 1") && err.contains("`time_limit`") && err.contains("row 0"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn duplicate_subtask_is_an_error() {
+        let err = load_err(&[
+            row("nile", "01-N2", &["a"], batch_graders("nile")),
+            row("nile", "01-N2", &["a"], batch_graders("nile")),
+        ]);
+        assert!(
+            err.contains("subtask 01-N2") && err.contains("again"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn id_must_agree_with_header() {
+        let err = load_err(&[row("nile", "00", &["a"], batch_graders("river"))]);
+        assert!(
+            err.contains("\"nile\"") && err.contains("graders/river.h"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn communication_without_manager_is_an_error() {
+        let mut r = row("nile", "00", &["a"], batch_graders("nile"));
+        r["task_type"] = json!("Communication");
+        let err = load_err(&[r]);
+        assert!(
+            err.contains("p.jsonl row 0") && err.contains("graders/manager.cpp"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unsupported_task_type_names_the_row_and_field() {
+        let mut r = row("nile", "00", &["a"], batch_graders("nile"));
+        r["task_type"] = json!("OutputOnly");
+        let err = load_err(&[r]);
+        assert!(
+            err.contains("p.jsonl row 0")
+                && err.contains("`task_type`")
+                && err.contains("OutputOnly"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_grader_config_names_row_and_file() {
+        let graders = json!([
+            ["graders/grader_config.json", "{oops"],
+            ["graders/nile.h", ""]
+        ]);
+        let err = load_err(&[row("nile", "00", &["a"], graders)]);
+        assert!(
+            err.contains("p.jsonl row 0") && err.contains("grader_config.json"),
+            "{err}"
+        );
+    }
+}
