@@ -4,7 +4,7 @@
 //! judges them (compile once, run tests in `ioi_sandbox`), scores them and writes results and
 //! reports. Nothing below calls back up.
 
-pub mod dataset;
-pub mod score;
-pub mod problem;
 pub mod cli;
+pub mod dataset;
+pub mod problem;
+pub mod score;

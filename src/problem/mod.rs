@@ -4,6 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub mod cms;
+pub mod config;
+pub mod convert;
+pub mod openr1;
+pub mod testcases;
+
 /// One IOI problem, ready to judge. Subtasks are in their sorted (judging) order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
@@ -111,6 +117,20 @@ impl Problem {
     pub fn subtask(&self, name: &str) -> Option<&Subtask> {
         self.subtasks.iter().find(|s| s.name == name)
     }
+}
+
+/// The problem id told by the grader files: the stem of the first (sorted) `graders/*.h` that is
+/// not `testlib.h`, lowercased (SPEC §2.1). `None` when there is no such header.
+pub fn id_from_headers(files: &[GraderFile]) -> Option<String> {
+    let mut headers: Vec<&str> = files
+        .iter()
+        .filter_map(|f| f.path.strip_prefix("graders/"))
+        .filter(|name| !name.contains('/') && name.ends_with(".h") && *name != "testlib.h")
+        .collect();
+    headers.sort_unstable();
+    headers
+        .first()
+        .map(|name| name.trim_end_matches(".h").to_lowercase())
 }
 
 /// One test: where its input and expected output are on disk.
