@@ -5,5 +5,6 @@
 //! reports. Nothing below calls back up.
 
 pub mod dataset;
-pub mod score;
+pub mod evaluate;
 pub mod problem;
+pub mod score;
