@@ -6,5 +6,6 @@
 
 pub mod cli;
 pub mod dataset;
+pub mod evaluate;
 pub mod problem;
 pub mod score;

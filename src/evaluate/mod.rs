@@ -1,0 +1,22 @@
+//! Everything around judging a dataset of submissions: loading the submissions (local files or
+//! Hugging Face datasets), the results JSONL that doubles as the resume cache, the parquet export
+//! in Hugging Face layout, the round-robin selection of 50 submissions and the markdown reports.
+//!
+//! The scheduler that judges submissions sits between these pieces: it takes [`Submission`]s
+//! from [`submissions`], produces `SubtaskResult`s, and hands them to [`ResultsFile::append`]
+//! through [`result_row`]. Reports are built from results rows alone, so they can be regenerated
+//! from any results JSONL without judging again.
+
+pub mod export;
+mod hub;
+pub mod reports;
+pub mod results;
+pub mod roundrobin;
+pub mod submissions;
+
+pub use export::{export_results_file, write_parquet_dataset};
+pub use reports::write_reports;
+pub use results::{read_results, result_row, ResultsFile};
+pub use submissions::{
+    resolve_datasets, DatasetSource, Submission, SubmissionKey, SubmissionOptions,
+};

@@ -1,0 +1,649 @@
+//! Markdown reports of a dataset's results (SPEC §3), built from results rows alone so that they
+//! can be regenerated from any results JSONL: `reports/<dataset>/<year>_<problem>.md` per
+//! problem, and `reports/<dataset>/README.md` with the totals per year.
+//!
+//! Numbers follow the reference: a problem's score is, per subtask, the best weighted score over
+//! a set of submissions, summed; "no limit" uses every submission, "50 limit" those chosen by
+//! [`roundrobin::select`](super::roundrobin::select).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::results::read_results;
+use super::roundrobin::{self, Candidate};
+use super::submissions::{reasoning_length, SubmissionKey};
+use crate::dataset::Row;
+use crate::score::{round_like_python, Status};
+
+/// One subtask of a judged submission, as reports show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubtaskCell {
+    pub name: String,
+    /// Unweighted 0–1 score.
+    pub score: f64,
+    pub weighted_score: f64,
+    pub status: Status,
+    /// `weighted/points (STATUS)`, numbers written as Python writes them.
+    pub text: String,
+}
+
+/// What reports need from one results row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgedSubmission {
+    pub id: String,
+    pub year: i64,
+    /// Lowercase problem id.
+    pub problem_id: String,
+    /// Contest day (`practice` problems are left out of yearly totals), when known.
+    pub day: Option<String>,
+    pub target_subtask: Option<String>,
+    pub has_code: bool,
+    pub code_compiles: bool,
+    pub first_subtask_status: Status,
+    /// `all_subtasks_points`.
+    pub total: f64,
+    pub subtasks: Vec<SubtaskCell>,
+    pub reasoning_length: i64,
+}
+
+impl JudgedSubmission {
+    /// Reads a results row; errors name the file, the row and the field.
+    pub fn from_row(row: &Row) -> Result<JudgedSubmission> {
+        let id_column = ["submission_id", "uuid"]
+            .into_iter()
+            .find(|c| row.get(c).is_some())
+            .with_context(|| {
+                format!(
+                    "{}: a results row needs `submission_id` (or `uuid`)",
+                    row.location()
+                )
+            })?;
+        let key = SubmissionKey::of_row(row, id_column)?;
+        let text = |field: &str| -> Result<Option<String>> {
+            match row.get(field) {
+                None => Ok(None),
+                Some(_) => Ok(Some(row.str(field)?.to_string())),
+            }
+        };
+        let day = match text("problem_day")? {
+            Some(day) => Some(day),
+            None => text("day")?,
+        };
+        let code_compiles = match row.get("code_compiles") {
+            Some(Value::Bool(b)) => *b,
+            _ => bail!(
+                "{}: field `code_compiles` must be true or false",
+                row.location()
+            ),
+        };
+        let subtasks = match row.get("all_subtasks_results") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| subtask_cell(row, i, item))
+                .collect::<Result<Vec<_>>>()?,
+            _ => bail!(
+                "{}: field `all_subtasks_results` must be a list",
+                row.location()
+            ),
+        };
+        let first_subtask_status = subtasks.first().map_or(Status::Skipped, |c| c.status);
+        Ok(JudgedSubmission {
+            id: key.id,
+            year: key.year,
+            problem_id: key.problem_id,
+            day,
+            target_subtask: text("target_subtask")?,
+            has_code: matches!(row.get("code"), Some(Value::String(c)) if !c.is_empty()),
+            code_compiles,
+            first_subtask_status,
+            total: row.float("all_subtasks_points")?,
+            subtasks,
+            reasoning_length: reasoning_length(&row.fields),
+        })
+    }
+
+    fn candidate(&self) -> Candidate {
+        Candidate {
+            target_subtask: self.target_subtask.clone(),
+            has_code: self.has_code,
+            first_subtask_status: self.first_subtask_status,
+            subtask_scores: self.subtasks.iter().map(|s| s.score).collect(),
+            reasoning_length: self.reasoning_length,
+        }
+    }
+}
+
+/// A nested object of a row, located at the row, for errors naming the field.
+fn nested(row: &Row, item: &Value, field: &str) -> Result<Row> {
+    match item {
+        Value::Object(fields) => Ok(Row {
+            file: Arc::clone(&row.file),
+            index: row.index,
+            fields: fields.clone(),
+        }),
+        _ => bail!("{}: `{field}` must be an object", row.location()),
+    }
+}
+
+fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
+    let field = format!("all_subtasks_results[{i}]");
+    let sub = nested(row, item, &field)?;
+    let cell = || -> Result<SubtaskCell> {
+        let word = sub.str("status")?;
+        let status =
+            Status::parse(word).with_context(|| format!("`status` is not a status: {word:?}"))?;
+        let (Some(weighted), Some(points)) = (sub.get("weighted_score"), sub.get("points")) else {
+            bail!("`weighted_score` and `points` are required");
+        };
+        Ok(SubtaskCell {
+            name: sub.str("subtask")?.to_string(),
+            score: sub.float("score")?,
+            weighted_score: sub.float("weighted_score")?,
+            status,
+            text: format!(
+                "{}/{} ({word})",
+                python_number(weighted),
+                python_number(points)
+            ),
+        })
+    };
+    cell().with_context(|| format!("{}: in `{field}`", row.location()))
+}
+
+/// A number as Python's `str` writes it: integers plainly, floats with their shortest repr.
+fn python_number(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        Value::Number(n) => python_float(n.as_f64().unwrap_or(f64::NAN)),
+        other => other.to_string(),
+    }
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, positional for exponents in [-4, 16),
+/// scientific (`1e-05`, `1e+16`) otherwise, and always a `.0` on integral values.
+pub fn python_float(x: f64) -> String {
+    if !x.is_finite() {
+        return match x {
+            x if x.is_nan() => "nan".into(),
+            x if x > 0.0 => "inf".into(),
+            _ => "-inf".into(),
+        };
+    }
+    let scientific = format!("{x:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if x == 0.0 || (-4..16).contains(&exponent) {
+        let plain = format!("{x}");
+        match plain.contains('.') {
+            true => plain,
+            false => plain + ".0",
+        }
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    }
+}
+
+/// A score for display: rounded to 2 decimals, written as Python writes floats (`37.0`).
+fn points(x: f64) -> String {
+    python_float(round_like_python(x, 2))
+}
+
+/// Per subtask, the best weighted score over `chosen`, summed (0 for none).
+pub fn problem_score<'a>(chosen: impl IntoIterator<Item = &'a JudgedSubmission>) -> f64 {
+    let mut best: Vec<(&str, f64)> = Vec::new();
+    for submission in chosen {
+        for cell in &submission.subtasks {
+            match best.iter_mut().find(|(name, _)| *name == cell.name) {
+                Some((_, score)) => *score = score.max(cell.weighted_score),
+                None => best.push((&cell.name, cell.weighted_score.max(0.0))),
+            }
+        }
+    }
+    best.iter().map(|(_, s)| s).sum()
+}
+
+/// The numbers of one problem, for its report and the dataset overview.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProblemOverview {
+    pub year: i64,
+    pub problem_id: String,
+    pub day: Option<String>,
+    pub submissions: usize,
+    pub compiling: usize,
+    pub best_submission: f64,
+    pub no_limit_score: f64,
+    pub limit_50_score: f64,
+}
+
+impl ProblemOverview {
+    fn of(submissions: &[&JudgedSubmission]) -> ProblemOverview {
+        let first = submissions[0];
+        let subtasks = subtask_names(submissions);
+        let candidates: Vec<Candidate> = submissions.iter().map(|s| s.candidate()).collect();
+        let chosen = roundrobin::select(&subtasks, &candidates);
+        ProblemOverview {
+            year: first.year,
+            problem_id: first.problem_id.clone(),
+            day: submissions.iter().find_map(|s| s.day.clone()),
+            submissions: submissions.len(),
+            compiling: submissions.iter().filter(|s| s.code_compiles).count(),
+            best_submission: submissions
+                .iter()
+                .map(|s| s.total)
+                .fold(f64::NEG_INFINITY, f64::max),
+            no_limit_score: problem_score(submissions.iter().copied()),
+            limit_50_score: problem_score(chosen.iter().map(|&i| submissions[i])),
+        }
+    }
+
+    fn report_name(&self) -> String {
+        format!("{}_{}.md", self.year, self.problem_id)
+    }
+
+    fn is_practice(&self) -> bool {
+        self.day.as_deref() == Some("practice")
+    }
+}
+
+/// Subtask names in order of first appearance (every row of a problem normally has them all).
+fn subtask_names(submissions: &[&JudgedSubmission]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for cell in submissions.iter().flat_map(|s| &s.subtasks) {
+        if !names.contains(&cell.name) {
+            names.push(cell.name.clone());
+        }
+    }
+    names
+}
+
+/// One report file: its name within `reports/<dataset>/` and its markdown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportFile {
+    pub name: String,
+    pub markdown: String,
+}
+
+/// The reports of one dataset: one per problem (newest year first, then by problem id), then the
+/// `README.md` overview. Rows repeating a submission already seen are ignored, as on resume.
+pub fn render_reports(submissions: &[JudgedSubmission]) -> Vec<ReportFile> {
+    let mut seen = HashSet::new();
+    let mut by_problem: BTreeMap<(std::cmp::Reverse<i64>, &str), Vec<&JudgedSubmission>> =
+        BTreeMap::new();
+    for s in submissions {
+        if seen.insert((s.year, &s.problem_id, &s.id)) {
+            by_problem
+                .entry((std::cmp::Reverse(s.year), &s.problem_id))
+                .or_default()
+                .push(s);
+        }
+    }
+    let mut files = Vec::new();
+    let mut overviews = Vec::new();
+    for problem in by_problem.values() {
+        let overview = ProblemOverview::of(problem);
+        files.push(ReportFile {
+            name: overview.report_name(),
+            markdown: problem_report(&overview, problem),
+        });
+        overviews.push(overview);
+    }
+    files.push(ReportFile {
+        name: "README.md".into(),
+        markdown: global_report(&overviews),
+    });
+    files
+}
+
+fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission]) -> String {
+    let subtasks = subtask_names(submissions);
+    let mut headers = vec!["Submission", "Target subtask", "Total"];
+    headers.extend(subtasks.iter().map(String::as_str));
+    let mut right = vec![false, false, true];
+    right.resize(headers.len(), false);
+    let mut sorted: Vec<&JudgedSubmission> = submissions.to_vec();
+    sorted.sort_by(|a, b| {
+        b.total
+            .partial_cmp(&a.total)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let rows: Vec<Vec<String>> = sorted
+        .iter()
+        .map(|s| {
+            let mut row = vec![
+                s.id.clone(),
+                s.target_subtask.clone().unwrap_or_else(|| "-".into()),
+                points(s.total),
+            ];
+            row.extend(subtasks.iter().map(|name| {
+                s.subtasks
+                    .iter()
+                    .find(|c| &c.name == name)
+                    .map_or_else(|| "-".into(), |c| c.text.clone())
+            }));
+            row
+        })
+        .collect();
+    format!(
+        "# {}: {}\n\n## Overview\n\
+         - Number of submissions: **{}**\n\
+         - Submissions compiling: **{}**\n\
+         - Best individual submission: **{}/100**\n\n\
+         - Score on this problem (no submission limit): **{:.2}/100**\n\
+         - Score on this problem (limited to 50 submissions, round robin selection): **{:.2}/100**\n\n\
+         ## Submissions\n\n{}",
+        overview.year,
+        overview.problem_id,
+        overview.submissions,
+        overview.compiling,
+        points(overview.best_submission),
+        overview.no_limit_score,
+        overview.limit_50_score,
+        markdown_table(&headers, &right, &rows)
+    )
+}
+
+fn global_report(overviews: &[ProblemOverview]) -> String {
+    let mut out = format!(
+        "# Global Overview\n\
+         - Number of submissions: **{}**\n\
+         - Submissions compiling: **{}**\n",
+        overviews.iter().map(|o| o.submissions).sum::<usize>(),
+        overviews.iter().map(|o| o.compiling).sum::<usize>(),
+    );
+    let headers = [
+        "Day",
+        "Problem",
+        "#submissions",
+        "#compiling",
+        "Best individual",
+        "Score (50 limit)",
+        "Score (no limit)",
+        "Full report",
+    ];
+    let right = [false, false, true, true, false, false, false, false];
+    let mut years: Vec<i64> = overviews.iter().map(|o| o.year).collect();
+    years.dedup();
+    for year in years {
+        let problems: Vec<&ProblemOverview> = overviews.iter().filter(|o| o.year == year).collect();
+        let counted = || problems.iter().filter(|o| !o.is_practice());
+        let rows: Vec<Vec<String>> = problems
+            .iter()
+            .map(|o| {
+                vec![
+                    o.day.clone().unwrap_or_else(|| "-".into()),
+                    o.problem_id.clone(),
+                    o.submissions.to_string(),
+                    o.compiling.to_string(),
+                    format!("{}/100", points(o.best_submission)),
+                    format!("{:.2}/100", o.limit_50_score),
+                    format!("{:.2}/100", o.no_limit_score),
+                    format!("[link]({})", o.report_name()),
+                ]
+            })
+            .collect();
+        out.push_str(&format!(
+            "\n# {year}\n\n\
+             - Score (no submission limit): **{:.2}/600**\n\
+             - Score (limited to 50 submissions, round robin selection): **{:.2}/600**\n\n{}",
+            counted().map(|o| o.no_limit_score).sum::<f64>(),
+            counted().map(|o| o.limit_50_score).sum::<f64>(),
+            markdown_table(&headers, &right, &rows)
+        ));
+    }
+    out
+}
+
+/// A pipe table with padded columns; `right` marks right-aligned (numeric) columns.
+fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
+    let escape = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let headers: Vec<String> = headers.iter().map(|h| escape(h)).collect();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape(c)).collect())
+        .collect();
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([headers[i].chars().count(), 3])
+                .max()
+                .unwrap_or(3)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(widths[i] - c.chars().count());
+                match right[i] {
+                    true => format!(" {pad}{c} "),
+                    false => format!(" {c}{pad} "),
+                }
+            })
+            .collect();
+        format!("|{}|\n", padded.join("|"))
+    };
+    let mut out = line(&headers);
+    let rules: Vec<String> = widths
+        .iter()
+        .zip(right)
+        .map(|(w, r)| match r {
+            true => format!("{}:", "-".repeat(w + 1)),
+            false => format!(":{}", "-".repeat(w + 1)),
+        })
+        .collect();
+    out.push_str(&format!("|{}|\n", rules.join("|")));
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+/// Writes the reports of each results JSONL to `<out_dir>/reports/<dataset>/`, the dataset being
+/// the file's stem (results files of the same stem are merged). Returns the files written.
+pub fn write_reports(results_jsonl: &[PathBuf], out_dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut datasets: BTreeMap<String, Vec<JudgedSubmission>> = BTreeMap::new();
+    for path in results_jsonl {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .with_context(|| format!("{}: cannot name a dataset after it", path.display()))?;
+        let rows = read_results(path)?;
+        let judged = rows
+            .iter()
+            .map(JudgedSubmission::from_row)
+            .collect::<Result<Vec<_>>>()?;
+        datasets.entry(name).or_default().extend(judged);
+    }
+    let mut written = Vec::new();
+    for (name, submissions) in &datasets {
+        let folder = out_dir.join("reports").join(name);
+        std::fs::create_dir_all(&folder)
+            .with_context(|| format!("cannot create {}", folder.display()))?;
+        for report in render_reports(submissions) {
+            let path = folder.join(&report.name);
+            std::fs::write(&path, &report.markdown)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sub(name: &str, score: f64, weighted: Value, points: Value, status: &str) -> Value {
+        json!({"problem": "nile", "subtask": name, "score": score, "weighted_score": weighted,
+               "points": points, "score_precision": 2, "status": status, "test_results": []})
+    }
+
+    fn result(id: &str, problem: &str, day: &str, target: Option<&str>, subs: Vec<Value>) -> Value {
+        let total: f64 = subs
+            .iter()
+            .map(|s| s["weighted_score"].as_f64().unwrap())
+            .sum();
+        let ce = subs.iter().any(|s| s["status"] == "CE");
+        json!({"uuid": id, "submission_id": id, "problem_id": problem, "year": 2024,
+               "problem_day": day, "code": "int main;", "target_subtask": target,
+               "code_compiles": !ce, "all_subtasks_points": total,
+               "all_subtasks_results": subs, "generation": "x".repeat(id.len())})
+    }
+
+    fn fixture() -> Vec<Value> {
+        vec![
+            result(
+                "a",
+                "nile",
+                "1",
+                Some("01-small"),
+                vec![
+                    sub("00-samples", 1.0, json!(0.0), json!(0), "AC"),
+                    sub("01-small", 1.0, json!(30.0), json!(30), "AC"),
+                    sub("02-big", 0.0, json!(0.0), json!(70), "TLE"),
+                ],
+            ),
+            result(
+                "bb",
+                "nile",
+                "1",
+                Some("02-big"),
+                vec![
+                    sub("00-samples", 1.0, json!(0.0), json!(0), "AC"),
+                    sub("01-small", 0.0, json!(0.0), json!(30), "WA"),
+                    sub("02-big", 0.5, json!(35.0), json!(70), "PA"),
+                ],
+            ),
+            result(
+                "c",
+                "nile",
+                "1",
+                None,
+                vec![
+                    sub("00-samples", 0.0, json!(0.0), json!(0), "CE"),
+                    sub("01-small", 0.0, json!(0.0), json!(30), "CE"),
+                    sub("02-big", 0.0, json!(0.0), json!(70), "CE"),
+                ],
+            ),
+            result(
+                "p1",
+                "hello",
+                "practice",
+                None,
+                vec![sub("01-all", 1.0, json!(100.0), json!(100), "AC")],
+            ),
+        ]
+    }
+
+    #[test]
+    fn problem_report_markdown() {
+        let rows: Vec<JudgedSubmission> = fixture()
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                JudgedSubmission::from_row(&Row {
+                    file: Arc::new(PathBuf::from("r.jsonl")),
+                    index: i,
+                    fields: v.as_object().unwrap().clone(),
+                })
+                .unwrap()
+            })
+            .collect();
+        let reports = render_reports(&rows);
+        let names: Vec<_> = reports.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["2024_hello.md", "2024_nile.md", "README.md"]);
+        let expected = "\
+# 2024: nile
+
+## Overview
+- Number of submissions: **3**
+- Submissions compiling: **2**
+- Best individual submission: **35.0/100**
+
+- Score on this problem (no submission limit): **65.00/100**
+- Score on this problem (limited to 50 submissions, round robin selection): **65.00/100**
+
+## Submissions
+
+| Submission | Target subtask | Total | 00-samples | 01-small     | 02-big       |
+|:-----------|:---------------|------:|:-----------|:-------------|:-------------|
+| bb         | 02-big         |  35.0 | 0.0/0 (AC) | 0.0/30 (WA)  | 35.0/70 (PA) |
+| a          | 01-small       |  30.0 | 0.0/0 (AC) | 30.0/30 (AC) | 0.0/70 (TLE) |
+| c          | -              |   0.0 | 0.0/0 (CE) | 0.0/30 (CE)  | 0.0/70 (CE)  |
+";
+        assert_eq!(reports[1].markdown, expected);
+
+        let expected = "\
+# Global Overview
+- Number of submissions: **4**
+- Submissions compiling: **3**
+
+# 2024
+
+- Score (no submission limit): **65.00/600**
+- Score (limited to 50 submissions, round robin selection): **65.00/600**
+
+| Day      | Problem | #submissions | #compiling | Best individual | Score (50 limit) | Score (no limit) | Full report           |
+|:---------|:--------|-------------:|-----------:|:----------------|:-----------------|:-----------------|:----------------------|
+| practice | hello   |            1 |          1 | 100.0/100       | 100.00/100       | 100.00/100       | [link](2024_hello.md) |
+| 1        | nile    |            3 |          2 | 35.0/100        | 65.00/100        | 65.00/100        | [link](2024_nile.md)  |
+";
+        assert_eq!(reports[2].markdown, expected);
+    }
+
+    #[test]
+    fn python_floats_are_written_like_python() {
+        assert_eq!(python_float(7.0), "7.0");
+        assert_eq!(python_float(2.33), "2.33");
+        assert_eq!(python_float(0.0), "0.0");
+        assert_eq!(python_float(1e-5), "1e-05");
+        assert_eq!(python_float(1.5e16), "1.5e+16");
+        assert_eq!(python_float(0.0001), "0.0001");
+        assert_eq!(python_number(&json!(7)), "7");
+        assert_eq!(python_number(&json!(7.5)), "7.5");
+    }
+
+    #[test]
+    fn reports_are_written_from_results_files_and_bad_rows_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("model-a.jsonl");
+        let text: String = fixture().iter().map(|v| format!("{v}\n")).collect();
+        std::fs::write(&results, text).unwrap();
+        let written = write_reports(std::slice::from_ref(&results), dir.path()).unwrap();
+        let base = dir.path().join("reports/model-a");
+        assert_eq!(
+            written,
+            [
+                base.join("2024_hello.md"),
+                base.join("2024_nile.md"),
+                base.join("README.md")
+            ]
+        );
+        assert!(std::fs::read_to_string(&written[1])
+            .unwrap()
+            .starts_with("# 2024: nile\n"));
+
+        let mut bad = fixture()[0].clone();
+        bad["all_subtasks_results"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("status");
+        std::fs::write(&results, format!("{}\n{bad}\n", fixture()[1])).unwrap();
+        let err = format!("{:#}", write_reports(&[results], dir.path()).unwrap_err());
+        assert!(
+            err.contains("model-a.jsonl row 1")
+                && err.contains("all_subtasks_results[1]")
+                && err.contains("`status`"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,607 @@
+//! Submissions to judge, loaded from datasets named on the command line (SPEC §1.4).
+//!
+//! A dataset is one local file, one folder (every parquet/jsonl under it, all splits), each match
+//! of a glob, or a Hugging Face dataset (`org/name`, `org/prefix-*`) when the string names no
+//! local path. Each dataset has a config name that names its results file, its parquet config
+//! and its reports folder.
+//!
+//! Loading keeps every field of the original row (the results carry them all) and adds what the
+//! judge needs: the code, extracted from the generation when needed, and the key that identifies
+//! the submission across restarts.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Map, Value};
+
+use crate::dataset::{files_under, kind, read_rows, Format, Row};
+
+/// Year assumed for submissions without a `year` field (the reference pipeline's default).
+pub const DEFAULT_YEAR: i64 = 2024;
+
+/// How rows become submissions (the CLI's submission options).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmissionOptions {
+    /// Column holding the submission's identifier (`--id-column`, default `uuid`).
+    pub id_column: String,
+    /// Take the code from `generation` even when `code` is filled (`--always-extract-code`).
+    pub always_extract_code: bool,
+    /// Prepend the includes models often forget (`--add-includes`).
+    pub add_includes: bool,
+    /// Add a `messages` field formatted for SFT (`--add-messages-column`).
+    pub add_messages_column: bool,
+}
+
+impl Default for SubmissionOptions {
+    fn default() -> Self {
+        SubmissionOptions {
+            id_column: "uuid".to_string(),
+            always_extract_code: false,
+            add_includes: false,
+            add_messages_column: false,
+        }
+    }
+}
+
+/// What identifies a submission within a dataset, in the results file as in the input: ids only
+/// need to be unique per problem (the reference keys on year, problem and id too).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SubmissionKey {
+    pub year: i64,
+    /// Lowercase problem id.
+    pub problem_id: String,
+    pub id: String,
+}
+
+impl SubmissionKey {
+    /// The key of a submission or results row; errors name the row and the missing field.
+    pub fn of_row(row: &Row, id_column: &str) -> Result<SubmissionKey> {
+        Ok(SubmissionKey {
+            year: match row.get("year") {
+                Some(_) => row.int("year")?,
+                None => DEFAULT_YEAR,
+            },
+            problem_id: row.str("problem_id")?.to_lowercase(),
+            id: id_value(row, id_column)?,
+        })
+    }
+}
+
+impl std::fmt::Display for SubmissionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` of {} {}", self.id, self.year, self.problem_id)
+    }
+}
+
+/// One submission to judge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    /// Value of the id column (integers are written in decimal).
+    pub id: String,
+    /// Problem id, lowercased: the submission file is `graders/<problem_id>.cpp`.
+    pub problem_id: String,
+    pub year: i64,
+    /// The subtask the model targeted (the row's `subtask` field).
+    pub target_subtask: Option<String>,
+    /// The C++ code to judge, after extraction and `--add-includes`; `None` when there is none
+    /// (such a submission is scored all SKIPPED).
+    pub code: Option<String>,
+    /// Length of the model's reasoning, used to rank submissions in the round-robin selection.
+    pub reasoning_length: i64,
+    /// Every field of the original row, with `year` defaulted, `code` replaced by the code above
+    /// and `messages` added when asked: the submission part of its results row.
+    pub fields: Map<String, Value>,
+    /// `file row N`, for messages.
+    pub origin: String,
+}
+
+impl Submission {
+    /// The key under which this submission is stored in the results file.
+    pub fn key(&self) -> SubmissionKey {
+        SubmissionKey {
+            year: self.year,
+            problem_id: self.problem_id.clone(),
+            id: self.id.clone(),
+        }
+    }
+
+    /// Builds a submission from one dataset row.
+    pub fn from_row(row: &Row, options: &SubmissionOptions) -> Result<Submission> {
+        let SubmissionKey {
+            year,
+            problem_id,
+            id,
+        } = SubmissionKey::of_row(row, &options.id_column)?;
+        let target_subtask = optional_str(row, "subtask")?;
+        if !row.fields.contains_key("code") && !row.fields.contains_key("generation") {
+            bail!(
+                "{}: a submission needs a `code` or a `generation` field",
+                row.location()
+            );
+        }
+        let generation = optional_str(row, "generation")?;
+        let given = optional_str(row, "code")?.filter(|c| !c.is_empty());
+        let code = match (given, options.always_extract_code) {
+            (Some(code), false) => Some(code),
+            _ => generation.as_deref().and_then(extract_code),
+        }
+        .filter(|c| !c.is_empty())
+        .map(|c| match options.add_includes {
+            true => add_includes(&c, &problem_id),
+            false => c,
+        });
+
+        let mut fields = row.fields.clone();
+        fields.insert("year".into(), json!(year));
+        fields.insert("code".into(), json!(code));
+        if options.add_messages_column {
+            let prompt = row.str("prompt")?;
+            let generation = row.str("generation")?;
+            fields.insert(
+                "messages".into(),
+                json!([
+                    {"role": "user", "content": prompt},
+                    {"role": "assistant", "content": generation.trim()},
+                ]),
+            );
+        }
+        Ok(Submission {
+            id,
+            problem_id,
+            year,
+            target_subtask,
+            code,
+            reasoning_length: reasoning_length(&row.fields),
+            fields,
+            origin: row.location(),
+        })
+    }
+}
+
+fn id_value(row: &Row, column: &str) -> Result<String> {
+    match row.get(column) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+        Some(other) => bail!(
+            "{}: id field `{column}` must be a string or an integer, found {}",
+            row.location(),
+            kind(other)
+        ),
+        None => bail!(
+            "{}: required field `{column}` is missing (choose the id column with --id-column)",
+            row.location()
+        ),
+    }
+}
+
+fn optional_str(row: &Row, field: &str) -> Result<Option<String>> {
+    match row.get(field) {
+        None => Ok(None),
+        Some(_) => row.str(field).map(|s| Some(s.to_string())),
+    }
+}
+
+/// The code of the last ```` ```cpp ```` block of a generation, exactly as the reference does:
+/// the text after the last "```cpp\n" up to the next "```" (or the end, when the model was cut
+/// off mid-block). `None` when there is no such block.
+pub fn extract_code(generation: &str) -> Option<String> {
+    const OPENING: &str = "```cpp\n";
+    let start = generation.rfind(OPENING)? + OPENING.len();
+    let block = &generation[start..];
+    let end = block.find("```").unwrap_or(block.len());
+    Some(block[..end].to_string())
+}
+
+/// Prepends what models often forget (`--add-includes`): `<bits/stdc++.h>`, the problem's header
+/// unless already included, and `using namespace std;` unless the code says it or uses `std::`.
+pub fn add_includes(code: &str, problem_id: &str) -> String {
+    let mut header = String::from("#include <bits/stdc++.h>\n");
+    let problem_header = format!("#include \"{problem_id}.h\"");
+    if !code.contains(&problem_header) {
+        header.push_str(&problem_header);
+        header.push('\n');
+    }
+    if !code.contains("using namespace std;") && !code.contains("std::") {
+        header.push_str("\nusing namespace std;\n\n");
+    }
+    header + code
+}
+
+/// Length of the reasoning behind a submission: `metadata.usage.output_tokens`, else
+/// `metadata.usage.completion_tokens`, else the number of characters of `generation`, else 0.
+pub fn reasoning_length(fields: &Map<String, Value>) -> i64 {
+    let usage = fields.get("metadata").and_then(|m| m.get("usage"));
+    let tokens = |name: &str| usage.and_then(|u| u.get(name)).and_then(as_count);
+    tokens("output_tokens")
+        .or_else(|| tokens("completion_tokens"))
+        .or_else(|| {
+            fields
+                .get("generation")
+                .and_then(Value::as_str)
+                .map(|g| g.chars().count() as i64)
+        })
+        .unwrap_or(0)
+}
+
+fn as_count(v: &Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+}
+
+/// One dataset of submissions: where its rows are and the name its outputs take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetSource {
+    /// Names the results file (`<config_name>.jsonl`), the parquet config and the reports folder.
+    pub config_name: String,
+    /// What the dataset was called on the command line (a path or a hub id).
+    pub origin: String,
+    /// Its jsonl/parquet files, in reading order.
+    pub files: Vec<PathBuf>,
+}
+
+impl DatasetSource {
+    /// Reads every submission of the dataset. Ids must be unique per year and problem.
+    pub fn load(&self, options: &SubmissionOptions) -> Result<Vec<Submission>> {
+        load_submissions(&self.files, options)
+            .with_context(|| format!("cannot load the submissions of `{}`", self.origin))
+    }
+}
+
+/// Reads the submissions of some dataset files, rejecting duplicate ids (per year and problem).
+pub fn load_submissions(files: &[PathBuf], options: &SubmissionOptions) -> Result<Vec<Submission>> {
+    let mut submissions = Vec::new();
+    let mut seen: HashMap<SubmissionKey, String> = HashMap::new();
+    for file in files {
+        for row in read_rows(file, None)? {
+            let submission = Submission::from_row(&row?, options)?;
+            if let Some(first) = seen.get(&submission.key()) {
+                bail!(
+                    "{}: duplicate submission {} (first at {first}); ids in `{}` must be unique per problem",
+                    submission.origin,
+                    submission.key(),
+                    options.id_column
+                );
+            }
+            seen.insert(submission.key(), submission.origin.clone());
+            submissions.push(submission);
+        }
+    }
+    Ok(submissions)
+}
+
+/// Resolves a comma-separated list of datasets (local files, folders, globs, hub ids) into
+/// datasets with distinct config names. Hub ids are only tried for strings that name no local
+/// path, so everything works offline from local files.
+pub fn resolve_datasets(list: &str) -> Result<Vec<DatasetSource>> {
+    let mut sources: Vec<DatasetSource> = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for source in resolve_one(item)? {
+            if let Some(other) = sources.iter().find(|s| s.config_name == source.config_name) {
+                bail!(
+                    "datasets `{}` and `{}` would both be named `{}` in the results; rename one",
+                    other.origin,
+                    source.origin,
+                    source.config_name
+                );
+            }
+            sources.push(source);
+        }
+    }
+    if sources.is_empty() {
+        bail!("no dataset to evaluate in `{list}`");
+    }
+    Ok(sources)
+}
+
+fn resolve_one(item: &str) -> Result<Vec<DatasetSource>> {
+    let path = Path::new(item);
+    if path.exists() {
+        return Ok(vec![local_source(path)?]);
+    }
+    if item.contains(['*', '?', '[']) {
+        let pattern = glob::glob(item).with_context(|| format!("`{item}`: invalid glob"))?;
+        let mut matches = Vec::new();
+        for entry in pattern {
+            let entry = entry.with_context(|| format!("`{item}`: cannot list a match"))?;
+            if entry.is_dir() || Format::of(&entry).is_some() {
+                matches.push(entry);
+            }
+        }
+        if !matches.is_empty() {
+            matches.sort();
+            return matches.iter().map(|m| local_source(m)).collect();
+        }
+    }
+    if super::hub::is_hub_id(item) {
+        return super::hub::resolve(item, None);
+    }
+    bail!("`{item}`: no such file or folder, no local match, and not a Hugging Face dataset id (org/name)")
+}
+
+fn local_source(path: &Path) -> Result<DatasetSource> {
+    let files = files_under(path)?;
+    if path.is_file() && Format::of(path).is_none() {
+        bail!(
+            "{}: not a dataset file (expected .parquet or .jsonl)",
+            path.display()
+        );
+    }
+    if files.is_empty() {
+        bail!("{}: no .parquet or .jsonl file under it", path.display());
+    }
+    let name = match path.is_dir() {
+        true => path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_owned())),
+        false => path.file_stem().map(|n| n.to_owned()),
+    };
+    let config_name = name
+        .map(|n| n.to_string_lossy().into_owned())
+        .with_context(|| format!("{}: cannot name a dataset after it", path.display()))?;
+    Ok(DatasetSource {
+        config_name,
+        origin: path.display().to_string(),
+        files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{ArrayRef, Int64Array, StringArray};
+    use arrow::record_batch::RecordBatch;
+    use std::sync::Arc;
+
+    fn row(fields: Value) -> Row {
+        Row {
+            file: Arc::new(PathBuf::from("subs.jsonl")),
+            index: 3,
+            fields: fields.as_object().unwrap().clone(),
+        }
+    }
+
+    fn options() -> SubmissionOptions {
+        SubmissionOptions::default()
+    }
+
+    #[test]
+    fn extraction_takes_the_last_cpp_block_like_the_reference() {
+        let generation =
+            "think\n```cpp\nint a;\n```\nmore\n```python\nx\n```\n```cpp\nint b;\n```\nbye";
+        assert_eq!(extract_code(generation).as_deref(), Some("int b;\n"));
+        // Cut off mid-block: the rest of the text.
+        assert_eq!(extract_code("```cpp\nint c;").as_deref(), Some("int c;"));
+        assert_eq!(extract_code("no code ```c++\nint d;\n```"), None);
+    }
+
+    #[test]
+    fn code_comes_from_generation_only_when_empty_or_forced() {
+        let fields = json!({"uuid": "u1", "problem_id": "Nile", "code": "",
+                            "generation": "```cpp\nint x;\n```"});
+        let s = Submission::from_row(&row(fields.clone()), &options()).unwrap();
+        assert_eq!(s.code.as_deref(), Some("int x;\n"));
+        assert_eq!(s.fields["code"], json!("int x;\n"));
+        assert_eq!(s.problem_id, "nile");
+        assert_eq!(s.year, 2024);
+        assert_eq!(s.fields["year"], json!(2024));
+
+        let mut given = fields.clone();
+        given["code"] = json!("int given;");
+        let s = Submission::from_row(&row(given.clone()), &options()).unwrap();
+        assert_eq!(s.code.as_deref(), Some("int given;"));
+        let forced = SubmissionOptions {
+            always_extract_code: true,
+            ..options()
+        };
+        let s = Submission::from_row(&row(given), &forced).unwrap();
+        assert_eq!(s.code.as_deref(), Some("int x;\n"));
+
+        let none = json!({"uuid": "u2", "problem_id": "nile", "generation": "I give up"});
+        let s = Submission::from_row(&row(none), &options()).unwrap();
+        assert_eq!(s.code, None);
+        assert_eq!(s.fields["code"], Value::Null);
+    }
+
+    #[test]
+    fn add_includes_follows_the_three_rules() {
+        assert_eq!(
+            add_includes("int f() { return 1; }", "nile"),
+            "#include <bits/stdc++.h>\n#include \"nile.h\"\n\nusing namespace std;\n\nint f() { return 1; }"
+        );
+        assert_eq!(
+            add_includes("#include \"nile.h\"\nstd::vector<int> v;", "nile"),
+            "#include <bits/stdc++.h>\n#include \"nile.h\"\nstd::vector<int> v;"
+        );
+        assert_eq!(
+            add_includes("using namespace std;\nint x;", "tree"),
+            "#include <bits/stdc++.h>\n#include \"tree.h\"\nusing namespace std;\nint x;"
+        );
+        let fields = json!({"uuid": "u", "problem_id": "Nile", "code": "int x;"});
+        let with = SubmissionOptions {
+            add_includes: true,
+            ..options()
+        };
+        let s = Submission::from_row(&row(fields), &with).unwrap();
+        assert!(s
+            .code
+            .unwrap()
+            .starts_with("#include <bits/stdc++.h>\n#include \"nile.h\"\n"));
+    }
+
+    #[test]
+    fn messages_and_reasoning_length() {
+        let fields = json!({"uuid": 17, "problem_id": "nile", "prompt": "Solve",
+                            "generation": "  héllo  ", "subtask": "01-a", "year": 2023});
+        let with = SubmissionOptions {
+            add_messages_column: true,
+            ..options()
+        };
+        let s = Submission::from_row(&row(fields), &with).unwrap();
+        assert_eq!(s.id, "17");
+        assert_eq!(s.year, 2023);
+        assert_eq!(s.target_subtask.as_deref(), Some("01-a"));
+        assert_eq!(s.reasoning_length, 9, "characters, not bytes");
+        assert_eq!(
+            s.fields["messages"],
+            json!([{"role": "user", "content": "Solve"},
+                   {"role": "assistant", "content": "héllo"}])
+        );
+        let m = json!({"metadata": {"usage": {"completion_tokens": 40}}, "generation": "abc"});
+        assert_eq!(reasoning_length(m.as_object().unwrap()), 40);
+        let m = json!({"metadata": {"usage": {"output_tokens": 7, "completion_tokens": 40}}});
+        assert_eq!(reasoning_length(m.as_object().unwrap()), 7);
+        assert_eq!(reasoning_length(&Map::new()), 0);
+    }
+
+    #[test]
+    fn missing_fields_are_named_with_file_and_row() {
+        let err =
+            Submission::from_row(&row(json!({"problem_id": "nile", "code": "x"})), &options())
+                .unwrap_err()
+                .to_string();
+        assert!(
+            err.contains("subs.jsonl row 3")
+                && err.contains("`uuid`")
+                && err.contains("--id-column"),
+            "{err}"
+        );
+        let err = Submission::from_row(&row(json!({"uuid": "a", "code": "x"})), &options())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("subs.jsonl row 3") && err.contains("`problem_id`"),
+            "{err}"
+        );
+        let err = Submission::from_row(&row(json!({"uuid": "a", "problem_id": "p"})), &options())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`code` or a `generation`"), "{err}");
+        let with = SubmissionOptions {
+            add_messages_column: true,
+            ..options()
+        };
+        let err = Submission::from_row(
+            &row(json!({"uuid": "a", "problem_id": "p", "generation": "g"})),
+            &with,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("`prompt`"), "{err}");
+    }
+
+    fn write_jsonl(path: &Path, rows: &[Value]) {
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn write_parquet(path: &Path, ids: &[&str], problems: &[&str]) {
+        let batch = RecordBatch::try_from_iter(vec![
+            (
+                "uuid",
+                Arc::new(StringArray::from(ids.to_vec())) as ArrayRef,
+            ),
+            (
+                "problem_id",
+                Arc::new(StringArray::from(problems.to_vec())) as ArrayRef,
+            ),
+            (
+                "code",
+                Arc::new(StringArray::from(vec!["int x;"; ids.len()])) as ArrayRef,
+            ),
+            (
+                "year",
+                Arc::new(Int64Array::from(vec![2024; ids.len()])) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let file = std::fs::File::create(path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    }
+
+    #[test]
+    fn datasets_resolve_from_files_folders_and_globs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write_jsonl(
+            &root.join("model-a.jsonl"),
+            &[json!({"uuid": "a1", "problem_id": "nile", "code": "int a;"})],
+        );
+        std::fs::create_dir_all(root.join("model-b/data")).unwrap();
+        write_parquet(
+            &root.join("model-b/data/train-0.parquet"),
+            &["b1", "b2"],
+            &["nile", "tree"],
+        );
+        write_parquet(
+            &root.join("model-b/data/test-0.parquet"),
+            &["b3"],
+            &["nile"],
+        );
+        std::fs::write(root.join("notes.txt"), "not a dataset").unwrap();
+
+        let list = format!(
+            "{}, {}",
+            root.join("model-a.jsonl").display(),
+            root.join("model-b").display()
+        );
+        let sources = resolve_datasets(&list).unwrap();
+        let names: Vec<_> = sources.iter().map(|s| s.config_name.as_str()).collect();
+        assert_eq!(names, ["model-a", "model-b"]);
+        let b = sources[1].load(&options()).unwrap();
+        let ids: Vec<_> = b.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["b3", "b1", "b2"], "all splits, files in sorted order");
+        assert_eq!(b[2].problem_id, "tree");
+
+        let glob = format!("{}/model-*", root.display());
+        let sources = resolve_datasets(&glob).unwrap();
+        let names: Vec<_> = sources.iter().map(|s| s.config_name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["model-a", "model-b"],
+            "each glob match is a dataset"
+        );
+        let a = sources[0].load(&options()).unwrap();
+        assert_eq!(a[0].code.as_deref(), Some("int a;"));
+
+        std::fs::create_dir(root.join("x")).unwrap();
+        std::fs::copy(root.join("model-a.jsonl"), root.join("x/model-a.jsonl")).unwrap();
+        let err = resolve_datasets(&format!(
+            "{0}/model-a.jsonl,{0}/x/model-a.jsonl",
+            root.display()
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("would both be named `model-a`"), "{err}");
+        let err = resolve_datasets(&root.join("nothing-*.jsonl").display().to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such file"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_ids_name_both_rows_but_ids_may_repeat_across_problems() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("subs.jsonl");
+        write_jsonl(
+            &path,
+            &[
+                json!({"uuid": "same", "problem_id": "nile", "code": "a"}),
+                json!({"uuid": "same", "problem_id": "tree", "code": "b"}),
+                json!({"uuid": "same", "problem_id": "Nile", "code": "c"}),
+            ],
+        );
+        let err = load_submissions(&[path], &options())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("subs.jsonl row 2")
+                && err.contains("subs.jsonl row 0")
+                && err.contains("`same`"),
+            "{err}"
+        );
+    }
+}
