@@ -192,6 +192,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An outcome for a sandbox failure (for callers that run sandboxes on threads).
+    pub fn internal_error(message: impl Into<String>) -> Outcome {
+        Outcome::internal(message)
+    }
+
     pub(crate) fn internal(message: impl Into<String>) -> Outcome {
         Outcome {
             status: Status::InternalError,

@@ -2,6 +2,7 @@
 
 mod bench;
 mod doctor;
+mod judge;
 mod sandbox;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,8 @@ enum Command {
     Sandbox(sandbox::Args),
     /// Check that this host can run the sandbox, and run a few sandboxed self-tests.
     Doctor(doctor::Args),
+    /// Judge one solution on one problem and show every test.
+    Judge(judge::Args),
     /// Benchmarks that print figures.
     Bench(bench::Args),
 }
@@ -33,6 +36,7 @@ pub fn main() -> i32 {
         Command::Sandbox(args) => sandbox::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Judge(args) => judge::run(args),
     };
     match result {
         Ok(code) => code,
@@ -64,6 +68,60 @@ fn install_interrupt_handler() {
             std::process::exit(128 + sig);
         }
     });
+}
+
+/// Options shared by the commands that judge: parallelism, early stop, runner, cache.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Parallel workers (default: the number of cores).
+    #[arg(long, short = 'j', visible_alias = "max-concurrent-requests")]
+    pub jobs: Option<usize>,
+    /// Tests of a subtask run in batches of this size; after a batch with a 0 the rest of the
+    /// subtask is skipped (as in the reference pipeline).
+    #[arg(long, default_value_t = 1)]
+    pub test_batch_size: usize,
+    /// How tests run: `native` (per-process CPU time and memory) or `scripts` (the Piston
+    /// compile/run contract).
+    #[arg(long, value_enum, default_value_t = RunnerKind::Native)]
+    pub runner: RunnerKind,
+    /// Your own `compile` script (implies --runner scripts).
+    #[arg(long, requires = "run_script")]
+    pub compile_script: Option<std::path::PathBuf>,
+    /// Your own `run` script (implies --runner scripts).
+    #[arg(long, requires = "compile_script")]
+    pub run_script: Option<std::path::PathBuf>,
+    /// Compile cache folder (default: $IOI_RUN_CACHE or ~/.cache/ioi-run).
+    #[arg(long)]
+    pub cache_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunnerKind {
+    Native,
+    Scripts,
+}
+
+impl RunArgs {
+    pub fn jobs(&self) -> usize {
+        self.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1)
+    }
+
+    pub fn judge_options(&self) -> anyhow::Result<crate::judge::JudgeOptions> {
+        use anyhow::Context;
+        let mut options = crate::judge::JudgeOptions::default();
+        if let Some(dir) = &self.cache_dir {
+            options.cache_dir = dir.join("compile");
+        }
+        options.runner = match (&self.compile_script, &self.run_script, self.runner) {
+            (Some(c), Some(r), _) => crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {
+                compile: std::fs::read_to_string(c).with_context(|| format!("cannot read {}", c.display()))?,
+                run: std::fs::read_to_string(r).with_context(|| format!("cannot read {}", r.display()))?,
+            }),
+            (_, _, RunnerKind::Scripts) => crate::judge::Runner::Scripts(Default::default()),
+            _ => crate::judge::Runner::Native,
+        };
+        Ok(options)
+    }
 }
 
 /// Parses a size in bytes: `1048576`, `256K`, `256M`, `2G` (powers of 1024), `256MiB`, `1GB`.

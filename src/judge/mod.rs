@@ -1,0 +1,187 @@
+//! Judging: compile once, run tests in the sandbox, score with the reference semantics.
+//!
+//! [`Judge`] owns the sandbox and the compile cache and knows how to compile a submission and
+//! run one test with the chosen runner (native, or the Piston-style scripts). [`schedule`]
+//! spreads the tests of many submissions over all cores; [`plan`] decides which tests a
+//! submission needs so that early stopping matches the reference exactly.
+
+pub mod check;
+pub mod compile;
+pub mod native;
+pub mod plan;
+pub mod schedule;
+pub mod scripts;
+mod workdir;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+use ioi_sandbox::{Sandbox, SandboxOptions};
+
+use crate::problem::{Problem, TaskType, TestCase, TestSet};
+use crate::score::{Status, TestResult};
+use compile::{CompileCache, Compiled};
+pub use workdir::BoxDir;
+
+/// How tests are run.
+#[derive(Debug, Clone)]
+pub enum Runner {
+    /// Natively: per-process CPU time and memory from the cgroup (the default).
+    Native,
+    /// Through `compile` and `run` scripts (SPEC §2.6).
+    Scripts(scripts::Scripts),
+}
+
+/// Options of a [`Judge`].
+#[derive(Debug, Clone)]
+pub struct JudgeOptions {
+    pub runner: Runner,
+    pub cache_dir: PathBuf,
+    /// Size bound of the compile cache, in bytes.
+    pub cache_max_bytes: u64,
+}
+
+impl Default for JudgeOptions {
+    fn default() -> Self {
+        JudgeOptions { runner: Runner::Native, cache_dir: compile::default_cache_dir(), cache_max_bytes: 2 << 30 }
+    }
+}
+
+/// Compiled checker and manager of a problem (native runner).
+#[derive(Debug, Clone, Default)]
+pub struct ProblemTools {
+    pub checker: Option<PathBuf>,
+    pub manager: Option<PathBuf>,
+}
+
+/// A problem ready to judge: its tests on disk and its tools compiled.
+#[derive(Debug)]
+pub struct LoadedProblem {
+    pub problem: Problem,
+    pub tests: TestSet,
+    pub tools: ProblemTools,
+}
+
+/// The outcome of one test before it becomes a [`TestResult`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestVerdict {
+    pub score: f64,
+    pub feedback: String,
+    /// CPU seconds of the (slowest) user process.
+    pub time: f64,
+    pub wall_time: f64,
+    /// Peak memory in bytes of the (largest) user process.
+    pub memory: u64,
+}
+
+impl TestVerdict {
+    pub fn into_result(self, test_name: &str) -> TestResult {
+        TestResult {
+            test_name: test_name.to_string(),
+            score: self.score,
+            status: Status::of_run(self.score, &self.feedback),
+            feedback: Some(self.feedback),
+            time: Some(self.time),
+            wall_time: Some(self.wall_time),
+            memory: Some(self.memory),
+        }
+    }
+}
+
+/// A compiled submission.
+#[derive(Clone)]
+pub enum Program {
+    Binary(PathBuf),
+    ScriptBox(Arc<BoxDir>),
+}
+
+/// What compiling a submission gave.
+#[derive(Clone)]
+pub enum Build {
+    Program(Program),
+    /// A compilation error: the feedback every test gets.
+    Error(String),
+}
+
+/// The judge: a sandbox, a compile cache and a runner.
+pub struct Judge {
+    sandbox: Sandbox,
+    cache: CompileCache,
+    runner: Runner,
+}
+
+impl Judge {
+    pub fn new(options: JudgeOptions) -> Result<Judge> {
+        let sandbox = Sandbox::new(SandboxOptions::default())?;
+        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?;
+        Ok(Judge { sandbox, cache, runner: options.runner })
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    pub fn cache(&self) -> &CompileCache {
+        &self.cache
+    }
+
+    /// Checks the problem is judgeable and compiles its checker and manager (once; cached).
+    pub fn prepare(&self, problem: Problem, tests: TestSet) -> Result<LoadedProblem> {
+        for subtask in &problem.subtasks {
+            for test in &subtask.test_names {
+                if tests.get(test).is_none() {
+                    bail!("problem {}: subtask {} names test {test:?}, which has no input/output", problem.id, subtask.name);
+                }
+            }
+        }
+        let mut tools = ProblemTools::default();
+        if matches!(self.runner, Runner::Native) {
+            if let Some(source) = problem.checker() {
+                tools.checker = Some(self.tool(&problem, source, "checker")?);
+            }
+            if let TaskType::Communication(_) = problem.task {
+                let Some(source) = problem.manager() else {
+                    bail!("problem {}: a Communication task needs graders/manager.cpp", problem.id)
+                };
+                tools.manager = Some(self.tool(&problem, source, "manager")?);
+            }
+        }
+        Ok(LoadedProblem { problem, tests, tools })
+    }
+
+    fn tool(&self, problem: &Problem, source: &crate::problem::GraderFile, what: &str) -> Result<PathBuf> {
+        match self.cache.tool(&self.sandbox, problem, source)? {
+            Compiled::Binary(path) => Ok(path),
+            Compiled::Error { exit_code, stderr } => {
+                bail!("problem {}: the {what} {} does not compile (exit code {exit_code}):\n{stderr}", problem.id, source.path)
+            }
+        }
+    }
+
+    /// Compiles a submission (once per distinct code and problem).
+    pub fn compile(&self, loaded: &LoadedProblem, code: &str) -> Result<Build> {
+        match &self.runner {
+            Runner::Native => Ok(match self.cache.submission(&self.sandbox, &loaded.problem, code)? {
+                Compiled::Binary(path) => Build::Program(Program::Binary(path)),
+                Compiled::Error { exit_code, stderr } => Build::Error(Compiled::error_feedback(exit_code, &stderr)),
+            }),
+            Runner::Scripts(scripts) => Ok(match scripts::compile(&self.sandbox, scripts, &loaded.problem, code)? {
+                scripts::ScriptBuild::Box(dir) => Build::Program(Program::ScriptBox(dir)),
+                scripts::ScriptBuild::Error { exit_code, stderr } => Build::Error(Compiled::error_feedback(exit_code, &stderr)),
+            }),
+        }
+    }
+
+    /// Runs one test of a compiled submission.
+    pub fn run_test(&self, loaded: &LoadedProblem, program: &Program, test: &TestCase) -> Result<TestVerdict> {
+        let problem = &loaded.problem;
+        match (program, &problem.task) {
+            (Program::ScriptBox(dir), _) => scripts::run_test(&self.sandbox, problem, dir, test),
+            (Program::Binary(bin), TaskType::Batch) => native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test),
+            (Program::Binary(bin), TaskType::Communication(params)) => {
+                native::run_communication(&self.sandbox, problem, params, &loaded.tools, bin, test)
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The native runner: Batch (SPEC §2.2) and Communication (SPEC §2.3) tasks run directly in
+//! the sandbox, each program in its own box, with the limits and verdicts of SPEC §2.4.
+//!
+//! The solution never sees the expected output, the checker, the manager or other tests: its
+//! box holds nothing but its own output, the input arrives on stdin, and the program binary
+//! is bind-mounted read-only.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Status, Stdio};
+
+use super::check::{self, CORRECT, WRONG};
+use super::workdir::BoxDir;
+use super::{ProblemTools, TestVerdict};
+use crate::problem::{Communication, Problem, TestCase, UserIo};
+
+/// Where the program binary appears inside its box.
+const PROGRAM: &str = "/sol/program";
+
+/// Limits of a user process: CPU and memory from the problem, a wall clock a few times the
+/// CPU limit (stops sleepers without penalising a loaded machine), unlimited stack.
+pub(crate) fn solution_limits(problem: &Problem) -> Limits {
+    let tl = problem.time_limit;
+    Limits {
+        cpu_time: Some(Duration::from_secs_f64(tl)),
+        wall_time: Some(Duration::from_secs_f64(tl * 3.0 + 1.0)),
+        memory: Some(problem.memory_limit),
+        processes: Some(64),
+        output_size: Some(1 << 30),
+        open_files: Some(64),
+        stack: None,
+    }
+}
+
+/// Limits of trusted tools (checker, manager): generous, but bounded.
+fn tool_limits(problem: &Problem, processes: usize) -> Limits {
+    let cpu = (problem.time_limit * 2.0 * processes as f64 + 10.0).max(20.0);
+    Limits {
+        cpu_time: Some(Duration::from_secs_f64(cpu)),
+        wall_time: Some(Duration::from_secs_f64(problem.time_limit * 3.0 + 1.0 + cpu)),
+        memory: Some(4 << 30),
+        processes: Some(16),
+        output_size: Some(1 << 30),
+        open_files: Some(64),
+        stack: None,
+    }
+}
+
+/// The feedback for a user process that did not end normally, or `None` when it exited 0.
+pub(crate) fn failure_feedback(outcome: &Outcome) -> Result<Option<String>> {
+    Ok(Some(match outcome.status {
+        Status::Ok => return Ok(None),
+        Status::TimeLimit | Status::WallTimeLimit => "Time limit exceeded".to_string(),
+        Status::MemoryLimit => "Memory limit exceeded".to_string(),
+        Status::OutputLimit => "Runtime error: output limit exceeded".to_string(),
+        Status::Signaled => format!("Runtime error: killed by signal {}", outcome.signal.unwrap_or(0)),
+        Status::RuntimeError => format!("Runtime error: exit code {}", outcome.exit_code.unwrap_or(-1)),
+        Status::InternalError => bail!("sandbox failure: {}", outcome.message),
+    }))
+}
+
+fn verdict(score: f64, feedback: String, usage: &Outcome) -> TestVerdict {
+    TestVerdict { score, feedback, time: usage.cpu_time, wall_time: usage.wall_time, memory: usage.memory }
+}
+
+/// Batch: the solution reads the input on stdin, writes its output to a file; then the
+/// checker, or white-diff, decides.
+pub fn run_batch(sandbox: &Sandbox, problem: &Problem, tools: &ProblemTools, program: &Path, test: &TestCase) -> Result<TestVerdict> {
+    let work = BoxDir::new(sandbox)?;
+    let output = work.join("output.txt");
+    let mut spec = RunSpec::new(work.path(), [PROGRAM]);
+    spec.binds.push(Bind::read_only(program, PROGRAM));
+    spec.stdin = Stdio::Path(test.input.clone());
+    spec.stdout = Stdio::Path(output.clone());
+    spec.limits = solution_limits(problem);
+    let run = sandbox.run(&spec);
+    if let Some(feedback) = failure_feedback(&run)? {
+        return Ok(verdict(0.0, feedback, &run));
+    }
+    let (score, feedback) = match &tools.checker {
+        Some(checker) => run_checker(sandbox, problem, checker, test, &output)?,
+        None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
+        None => (0.0, WRONG.to_string()),
+    };
+    Ok(verdict(score, feedback, &run))
+}
+
+/// `checker input.txt correct_output.txt contestant_output`, in its own box.
+fn run_checker(sandbox: &Sandbox, problem: &Problem, checker: &Path, test: &TestCase, output: &Path) -> Result<(f64, String)> {
+    let work = BoxDir::new(sandbox)?;
+    let argv = ["/tools/checker", "/data/input.txt", "/data/correct_output.txt", "/data/contestant_output.txt"];
+    let mut spec = RunSpec::new(work.path(), argv);
+    spec.binds = vec![
+        Bind::read_only(checker, "/tools/checker"),
+        Bind::read_only(&test.input, "/data/input.txt"),
+        Bind::read_only(&test.output, "/data/correct_output.txt"),
+        Bind::read_only(output, "/data/contestant_output.txt"),
+    ];
+    spec.stdout = Stdio::Path(work.join("checker.out"));
+    spec.stderr = Stdio::Path(work.join("checker.err"));
+    spec.limits = tool_limits(problem, 1);
+    let run = sandbox.run(&spec);
+    let stdout = fs::read_to_string(work.join("checker.out")).unwrap_or_default();
+    let stderr = fs::read_to_string(work.join("checker.err")).unwrap_or_default();
+    match run.status {
+        // testlib checkers may exit non-zero on WA while still printing the score.
+        Status::Ok | Status::RuntimeError => check::parse_verdict(&stdout, &stderr, "checker")
+            .with_context(|| format!("checker on test {} ({})", test.name, run.message)),
+        _ => bail!("the checker failed on test {}: {} (stderr: {})", test.name, run.message, stderr.trim()),
+    }
+}
+
+/// FIFOs of one Communication test: `fifo{i}/u{i}_to_m` and `fifo{i}/m_to_u{i}` per user.
+struct Fifos {
+    root: tempfile::TempDir,
+}
+
+impl Fifos {
+    fn new(count: usize) -> Result<Fifos> {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::Builder::new().prefix("ioi-fifos-").tempdir().context("cannot create the FIFO folder")?;
+        fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755))?;
+        let fifos = Fifos { root };
+        for i in 0..count {
+            let dir = fifos.dir(i);
+            fs::create_dir(&dir)?;
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))?;
+            for path in [fifos.to_manager(i), fifos.to_user(i)] {
+                nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o666))
+                    .with_context(|| format!("cannot create the FIFO {}", path.display()))?;
+                // The umask may have removed bits: both sandboxes must open it.
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o666))?;
+            }
+        }
+        Ok(fifos)
+    }
+    fn dir(&self, i: usize) -> PathBuf {
+        self.root.path().join(format!("fifo{i}"))
+    }
+    fn to_manager(&self, i: usize) -> PathBuf {
+        self.dir(i).join(format!("u{i}_to_m"))
+    }
+    fn to_user(&self, i: usize) -> PathBuf {
+        self.dir(i).join(format!("m_to_u{i}"))
+    }
+}
+
+/// Communication: the manager and N user processes, each in its own sandbox, connected by
+/// FIFOs. A user process that fails decides the verdict; otherwise the manager does.
+pub fn run_communication(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    params: &Communication,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+) -> Result<TestVerdict> {
+    let Some(manager) = &tools.manager else { bail!("Communication task {} has no compiled manager", problem.id) };
+    let n = params.num_processes.max(1);
+    let fifos = Fifos::new(n)?;
+    let manager_box = BoxDir::new(sandbox)?;
+    let mut manager_spec = RunSpec::new(manager_box.path(), ["/tools/manager".to_string()]);
+    manager_spec.binds.push(Bind::read_only(manager, "/tools/manager"));
+    for i in 0..n {
+        let inside = format!("/fifo{i}");
+        manager_spec.binds.push(Bind::writable(fifos.dir(i), &inside));
+        manager_spec.argv.push(format!("{inside}/u{i}_to_m"));
+        manager_spec.argv.push(format!("{inside}/m_to_u{i}"));
+    }
+    manager_spec.argv.extend(params.manager_args.iter().cloned());
+    manager_spec.stdin = Stdio::Path(test.input.clone());
+    manager_spec.stdout = Stdio::Path(manager_box.join("manager.out"));
+    manager_spec.stderr = Stdio::Path(manager_box.join("manager.err"));
+    manager_spec.limits = tool_limits(problem, n);
+
+    let user_boxes: Vec<BoxDir> = (0..n).map(|_| BoxDir::new(sandbox)).collect::<Result<_>>()?;
+    let user_specs: Vec<RunSpec> = user_boxes
+        .iter()
+        .enumerate()
+        .map(|(i, work)| {
+            let mut spec = RunSpec::new(work.path(), [PROGRAM.to_string()]);
+            spec.binds.push(Bind::read_only(program, PROGRAM));
+            match params.user_io {
+                UserIo::StdIo => {
+                    spec.stdin = Stdio::Existing(fifos.to_user(i));
+                    spec.stdout = Stdio::Existing(fifos.to_manager(i));
+                }
+                UserIo::FifoIo => {
+                    spec.binds.push(Bind::writable(fifos.dir(i), "/fifo"));
+                    spec.argv.push(format!("/fifo/m_to_u{i}"));
+                    spec.argv.push(format!("/fifo/u{i}_to_m"));
+                }
+            }
+            if n > 1 {
+                spec.argv.push(i.to_string());
+            }
+            spec.limits = solution_limits(problem);
+            spec
+        })
+        .collect();
+
+    let (manager_run, user_runs) = std::thread::scope(|s| {
+        let users: Vec<_> = user_specs.iter().map(|spec| s.spawn(move || sandbox.run(spec))).collect();
+        let manager_run = sandbox.run(&manager_spec);
+        let user_runs: Vec<Outcome> = users
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Outcome::internal_error("a user process thread panicked")))
+            .collect();
+        (manager_run, user_runs)
+    });
+
+    let usage = combined_usage(&user_runs);
+    for run in &user_runs {
+        if let Some(feedback) = failure_feedback(run)? {
+            return Ok(verdict(0.0, feedback, &usage));
+        }
+    }
+    let stdout = fs::read_to_string(manager_box.join("manager.out")).unwrap_or_default();
+    let stderr = fs::read_to_string(manager_box.join("manager.err")).unwrap_or_default();
+    let parsed = check::parse_verdict(&stdout, &stderr, "manager");
+    match (manager_run.status, parsed) {
+        (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),
+        // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
+        (_, Ok((score, feedback))) => Ok(verdict(score, feedback, &usage)),
+        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => {
+            Ok(verdict(0.0, format!("{WRONG}: the solution stopped communicating"), &usage))
+        }
+        (_, Err(e)) => bail!("the manager failed on test {}: {} ({e:#}; stderr: {})", test.name, manager_run.message, stderr.trim()),
+    }
+}
+
+/// The usage reported for a Communication test: the largest CPU time, wall time and memory
+/// among the user processes (each is limited separately).
+fn combined_usage(runs: &[Outcome]) -> Outcome {
+    let mut usage = runs[0].clone();
+    for run in &runs[1..] {
+        usage.cpu_time = usage.cpu_time.max(run.cpu_time);
+        usage.wall_time = usage.wall_time.max(run.wall_time);
+        usage.memory = usage.memory.max(run.memory);
+    }
+    usage
+}

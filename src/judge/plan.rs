@@ -1,0 +1,275 @@
+//! Which tests a submission runs, with the reference pipeline's exact early-stop semantics
+//! (SPEC §2.5), whatever the parallelism.
+//!
+//! The reference judges subtasks in order, the tests of a subtask in batches of
+//! `test_batch_size`, stops a subtask after a batch containing a 0, reuses results of tests
+//! shared with earlier subtasks, and runs nothing in a subtask whose reused results already
+//! contain a 0. [`SubmissionPlan::replay`] replays exactly that over the results known so far:
+//! either it completes, or it names the batch it needs next (the frontier). Running tests ahead
+//! of the frontier is speculation: [`SubmissionPlan::lookahead`] lists, in order, the tests the
+//! replay would need if every unknown test passed. Results the reference would not have
+//! produced are never reported (they stay SKIPPED), so verdicts do not depend on `--jobs`.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::problem::Problem;
+use crate::score::{Status, SubtaskResult, TestResult};
+
+/// The subtasks to judge for one submission, with the batch size.
+#[derive(Debug, Clone)]
+pub struct SubmissionPlan {
+    problem_id: String,
+    subtasks: Vec<PlannedSubtask>,
+    batch_size: usize,
+}
+
+#[derive(Debug, Clone)]
+struct PlannedSubtask {
+    name: String,
+    points: f64,
+    score_precision: u32,
+    tests: Vec<String>,
+}
+
+/// The outcome of a replay.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Replay {
+    /// Every needed result is known: the subtask results.
+    Done(Vec<SubtaskResult>),
+    /// The unknown tests of the next batch to run.
+    Need(Vec<String>),
+}
+
+impl SubmissionPlan {
+    /// All subtasks of `problem`, or only those named in `only`.
+    pub fn new(problem: &Problem, only: Option<&[String]>, batch_size: usize) -> SubmissionPlan {
+        let subtasks = problem
+            .subtasks
+            .iter()
+            .filter(|s| only.is_none_or(|names| names.contains(&s.name)))
+            .map(|s| PlannedSubtask {
+                name: s.name.clone(),
+                points: s.points,
+                score_precision: s.score_precision,
+                tests: s.test_names.clone(),
+            })
+            .collect();
+        SubmissionPlan { problem_id: problem.id.clone(), subtasks, batch_size: batch_size.max(1) }
+    }
+
+    /// Every test of every planned subtask given the same result (no code: SKIPPED; a
+    /// compilation error: CE with its feedback).
+    pub fn uniform(&self, make: impl Fn(&str) -> TestResult) -> Vec<SubtaskResult> {
+        self.subtasks
+            .iter()
+            .map(|s| self.subtask_result(s, s.tests.iter().map(|t| make(t)).collect()))
+            .collect()
+    }
+
+    fn subtask_result(&self, s: &PlannedSubtask, test_results: Vec<TestResult>) -> SubtaskResult {
+        SubtaskResult {
+            problem: self.problem_id.clone(),
+            subtask: s.name.clone(),
+            points: s.points,
+            score_precision: s.score_precision,
+            test_results,
+        }
+    }
+
+    /// Replays the reference algorithm over `known` results.
+    pub fn replay(&self, known: &HashMap<String, TestResult>) -> Replay {
+        match self.walk(known, false) {
+            Walk::Done(results, _) => Replay::Done(results),
+            Walk::Need(batch) => Replay::Need(batch),
+        }
+    }
+
+    /// The tests the replay would run, in order, if every unknown test passed: the frontier
+    /// first, then what speculation may run ahead.
+    pub fn lookahead(&self, known: &HashMap<String, TestResult>) -> Vec<String> {
+        match self.walk(known, true) {
+            Walk::Done(_, requested) => requested,
+            Walk::Need(batch) => batch,
+        }
+    }
+
+    fn walk(&self, known: &HashMap<String, TestResult>, optimistic: bool) -> Walk {
+        let mut cache: HashMap<&str, TestResult> = HashMap::new();
+        let mut requested: Vec<String> = Vec::new();
+        let mut results = Vec::with_capacity(self.subtasks.len());
+        for subtask in &self.subtasks {
+            let mut tests: Vec<TestResult> = subtask
+                .tests
+                .iter()
+                .map(|t| cache.get(t.as_str()).cloned().unwrap_or_else(|| TestResult::skipped(t)))
+                .collect();
+            let failed_already = tests.iter().any(|t| t.status != Status::Skipped && t.score == 0.0);
+            if !failed_already {
+                let uncached: Vec<&str> =
+                    subtask.tests.iter().map(String::as_str).filter(|t| !cache.contains_key(t)).collect();
+                for batch in uncached.chunks(self.batch_size) {
+                    let mut batch_results = Vec::with_capacity(batch.len());
+                    for &name in batch {
+                        match known.get(name) {
+                            Some(r) => batch_results.push(r.clone()),
+                            None if optimistic => {
+                                requested.push(name.to_string());
+                                batch_results.push(TestResult { score: 1.0, status: Status::Accepted, ..TestResult::skipped(name) });
+                            }
+                            None => {
+                                let missing = batch.iter().filter(|t| !known.contains_key(**t)).map(|t| t.to_string()).collect();
+                                return Walk::Need(missing);
+                            }
+                        }
+                    }
+                    let zero = batch_results.iter().any(|r| r.score == 0.0);
+                    for (&name, result) in batch.iter().zip(batch_results) {
+                        for slot in tests.iter_mut().filter(|t| t.test_name == name) {
+                            *slot = result.clone();
+                        }
+                        cache.insert(name, result);
+                    }
+                    if zero {
+                        break;
+                    }
+                }
+            }
+            results.push(self.subtask_result(subtask, tests));
+        }
+        let mut seen = HashSet::new();
+        requested.retain(|t| seen.insert(t.clone()));
+        Walk::Done(results, requested)
+    }
+}
+
+enum Walk {
+    Done(Vec<SubtaskResult>, Vec<String>),
+    Need(Vec<String>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::{Subtask, TaskType};
+
+    fn problem(subtasks: &[(&str, &[&str])]) -> Problem {
+        Problem {
+            year: 2024,
+            id: "p".into(),
+            name: "P".into(),
+            day: "1".into(),
+            task: TaskType::Batch,
+            time_limit: 1.0,
+            memory_limit: 1 << 28,
+            subtasks: subtasks
+                .iter()
+                .map(|(name, tests)| Subtask {
+                    name: name.to_string(),
+                    points: 10.0,
+                    score_precision: 2,
+                    test_names: tests.iter().map(|t| t.to_string()).collect(),
+                })
+                .collect(),
+            grader_files: vec![],
+        }
+    }
+
+    fn result(name: &str, score: f64) -> TestResult {
+        let feedback = if score == 0.0 { "Output isn't correct" } else { "Output is correct" };
+        TestResult { score, status: Status::of_run(score, feedback), feedback: Some(feedback.into()), ..TestResult::skipped(name) }
+    }
+
+    /// Drives the replay like a sequential judge with the given true scores, returning the
+    /// tests in the order they were run and the final results.
+    fn judge_sequentially(plan: &SubmissionPlan, truth: &HashMap<&str, f64>) -> (Vec<String>, Vec<SubtaskResult>) {
+        let mut known = HashMap::new();
+        let mut ran = Vec::new();
+        loop {
+            match plan.replay(&known) {
+                Replay::Done(results) => return (ran, results),
+                Replay::Need(batch) => {
+                    for t in batch {
+                        known.insert(t.clone(), result(&t, truth[t.as_str()]));
+                        ran.push(t);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stops_a_subtask_after_a_zero_and_reuses_shared_tests() {
+        let p = problem(&[("00-samples", &["s1"]), ("01-a", &["s1", "a1", "a2", "a3"]), ("02-b", &["a2", "b1"])]);
+        let plan = SubmissionPlan::new(&p, None, 1);
+        let truth = HashMap::from([("s1", 1.0), ("a1", 0.0), ("a2", 1.0), ("a3", 1.0), ("b1", 1.0)]);
+        let (ran, results) = judge_sequentially(&plan, &truth);
+        // s1 once (shared), a1 fails so a2/a3 are skipped in 01-a; 02-b runs a2 and b1.
+        assert_eq!(ran, ["s1", "a1", "a2", "b1"]);
+        let statuses: Vec<Vec<Status>> =
+            results.iter().map(|s| s.test_results.iter().map(|t| t.status).collect()).collect();
+        use Status::*;
+        assert_eq!(statuses, vec![vec![Accepted], vec![Accepted, WrongAnswer, Skipped, Skipped], vec![Accepted, Accepted]]);
+        assert_eq!(results[1].status(), WrongAnswer);
+        assert_eq!(results[2].score(), 1.0);
+    }
+
+    #[test]
+    fn a_cached_zero_stops_a_later_subtask_before_it_runs_anything() {
+        let p = problem(&[("01", &["x", "y"]), ("02", &["z", "x"])]);
+        let plan = SubmissionPlan::new(&p, None, 1);
+        let truth = HashMap::from([("x", 0.0), ("y", 1.0), ("z", 1.0)]);
+        let (ran, results) = judge_sequentially(&plan, &truth);
+        assert_eq!(ran, ["x"]);
+        assert_eq!(results[1].test_results[0].status, Status::Skipped);
+        assert_eq!(results[1].test_results[1].status, Status::WrongAnswer);
+    }
+
+    #[test]
+    fn batches_run_whole_before_stopping() {
+        let p = problem(&[("01", &["a", "b", "c", "d", "e"])]);
+        let plan = SubmissionPlan::new(&p, None, 2);
+        let truth = HashMap::from([("a", 0.0), ("b", 1.0), ("c", 1.0), ("d", 1.0), ("e", 1.0)]);
+        let (ran, results) = judge_sequentially(&plan, &truth);
+        assert_eq!(ran, ["a", "b"]);
+        assert_eq!(results[0].test_results[1].status, Status::Accepted);
+        assert_eq!(results[0].test_results[2].status, Status::Skipped);
+    }
+
+    #[test]
+    fn speculative_results_never_change_the_outcome() {
+        // Knowing every result up front (as if all tests ran in parallel) gives the same
+        // results as the sequential replay: the extra results are not reported.
+        let p = problem(&[("01", &["t1", "t2"]), ("02", &["t3", "t1", "t4"])]);
+        let plan = SubmissionPlan::new(&p, None, 1);
+        let truth = HashMap::from([("t1", 1.0), ("t2", 0.0), ("t3", 0.0), ("t4", 0.5)]);
+        let (_, sequential) = judge_sequentially(&plan, &truth);
+        let everything: HashMap<String, TestResult> = truth.iter().map(|(t, s)| (t.to_string(), result(t, *s))).collect();
+        assert_eq!(plan.replay(&everything), Replay::Done(sequential.clone()));
+        assert_eq!(sequential[1].test_results[2].status, Status::Skipped, "t4 is after a zero in 02");
+    }
+
+    #[test]
+    fn lookahead_lists_the_optimistic_order_and_drops_dead_subtasks() {
+        let p = problem(&[("01", &["a", "b"]), ("02", &["c", "a", "d"])]);
+        let plan = SubmissionPlan::new(&p, None, 1);
+        assert_eq!(plan.lookahead(&HashMap::new()), ["a", "b", "c", "d"]);
+        let known = HashMap::from([("a".to_string(), result("a", 0.0))]);
+        // 01 stops at a; 02 has a cached zero (a) and runs nothing.
+        assert_eq!(plan.lookahead(&known), Vec::<String>::new());
+        assert!(matches!(plan.replay(&known), Replay::Done(_)));
+    }
+
+    #[test]
+    fn subtask_filter_and_uniform_results() {
+        let p = problem(&[("01", &["a"]), ("02", &["b"])]);
+        let plan = SubmissionPlan::new(&p, Some(&["02".to_string()]), 1);
+        let ce = plan.uniform(|t| TestResult {
+            feedback: Some("Compilation error exit code 1\nx".into()),
+            status: Status::CompilationError,
+            ..TestResult::skipped(t)
+        });
+        assert_eq!(ce.len(), 1);
+        assert_eq!(ce[0].subtask, "02");
+        assert_eq!(ce[0].status(), Status::CompilationError);
+    }
+}

@@ -1,0 +1,126 @@
+//! Script mode (SPEC §2.6): the Piston IOI contract. A box holds `graders/<id>.cpp`, every
+//! grader file, `compile` and `run`; `compile` runs once per submission, and for each test
+//! the compiled box is copied with `input.txt` and `correct_output.txt` added, and `run`
+//! prints the score on stdout and the feedback on stderr, under a hard wall limit of the time
+//! limit + 3 s. The project's own scripts are embedded; `--compile-script`/`--run-script`
+//! take a user's pair.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ioi_sandbox::{Limits, RunSpec, Sandbox, Status, Stdio};
+
+use super::workdir::BoxDir;
+use super::TestVerdict;
+use crate::problem::{Problem, TestCase};
+
+/// The project's `graders/compile`.
+pub const COMPILE_SCRIPT: &str = include_str!("../../graders/compile");
+/// The project's `graders/run`.
+pub const RUN_SCRIPT: &str = include_str!("../../graders/run");
+
+/// The compile and run scripts to use.
+#[derive(Debug, Clone)]
+pub struct Scripts {
+    pub compile: String,
+    pub run: String,
+}
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Scripts { compile: COMPILE_SCRIPT.to_string(), run: RUN_SCRIPT.to_string() }
+    }
+}
+
+/// Result of `compile`: the compiled box, or the compiler's failure.
+pub enum ScriptBuild {
+    Box(Arc<BoxDir>),
+    Error { exit_code: i32, stderr: String },
+}
+
+fn script_limits(wall: Duration, memory: u64) -> Limits {
+    Limits {
+        cpu_time: None,
+        wall_time: Some(wall),
+        memory: Some(memory),
+        processes: Some(256),
+        output_size: Some(1 << 30),
+        open_files: Some(256),
+        stack: None,
+    }
+}
+
+/// Runs `compile` in a fresh box holding the submission, the grader files and both scripts.
+pub fn compile(sandbox: &Sandbox, scripts: &Scripts, problem: &Problem, code: &str) -> Result<ScriptBuild> {
+    let work = BoxDir::new(sandbox)?;
+    for file in &problem.grader_files {
+        work.write(&file.path, &file.content)?;
+    }
+    work.write(&format!("graders/{}.cpp", problem.id), code.as_bytes())?;
+    work.write("compile", scripts.compile.as_bytes())?;
+    work.write("run", scripts.run.as_bytes())?;
+    let mut spec = RunSpec::new(work.path(), ["bash", "compile"]);
+    spec.stdout = Stdio::Path(work.join(".compile-stdout"));
+    spec.stderr = Stdio::Path(work.join(".compile-stderr"));
+    spec.limits = script_limits(Duration::from_secs(120), 4 << 30);
+    let outcome = sandbox.run(&spec);
+    let stderr = fs::read_to_string(work.join(".compile-stderr")).unwrap_or_default();
+    Ok(match outcome.status {
+        Status::Ok => ScriptBuild::Box(Arc::new(work)),
+        Status::InternalError => anyhow::bail!("cannot run the compile script: {}", outcome.message),
+        _ => ScriptBuild::Error { exit_code: outcome.exit_code.unwrap_or(-1), stderr },
+    })
+}
+
+/// Runs `run` on one test in a copy of the compiled box.
+pub fn run_test(sandbox: &Sandbox, problem: &Problem, compiled: &BoxDir, test: &TestCase) -> Result<TestVerdict> {
+    let work = BoxDir::new(sandbox)?;
+    copy_tree(compiled, &work)?;
+    fs::copy(&test.input, work.join("input.txt")).with_context(|| format!("cannot copy {}", test.input.display()))?;
+    fs::copy(&test.output, work.join("correct_output.txt")).with_context(|| format!("cannot copy {}", test.output.display()))?;
+    let mut spec = RunSpec::new(work.path(), ["bash", "run"]);
+    spec.stdout = Stdio::Path(work.join(".run-stdout"));
+    spec.stderr = Stdio::Path(work.join(".run-stderr"));
+    let hard = Duration::from_secs_f64(problem.time_limit + 3.0);
+    spec.limits = script_limits(hard, problem.memory_limit.saturating_mul(2) + (1 << 30));
+    let outcome = sandbox.run(&spec);
+    let stdout = fs::read_to_string(work.join(".run-stdout")).unwrap_or_default();
+    let stderr = fs::read_to_string(work.join(".run-stderr")).unwrap_or_default();
+    if outcome.status == Status::InternalError {
+        anyhow::bail!("cannot run the run script: {}", outcome.message);
+    }
+    // The Python client's reading of a Piston response: stdout is the score; a hard time-out
+    // is a time limit; anything else is an unknown error.
+    let (score, feedback) = match stdout.trim().parse::<f64>() {
+        Ok(score) if !stdout.trim().is_empty() => (score, stderr.trim().to_string()),
+        _ if outcome.status == Status::WallTimeLimit => (0.0, "Time limit exceeded".to_string()),
+        _ => (0.0, format!("Unknown error: {}", stderr.trim())),
+    };
+    Ok(TestVerdict { score, feedback, time: outcome.cpu_time, wall_time: outcome.wall_time, memory: outcome.memory })
+}
+
+/// Copies every file of the compiled box (hard links would let one test's run alter another's
+/// copy through a shared inode; the files are small).
+fn copy_tree(from: &BoxDir, to: &BoxDir) -> Result<()> {
+    for entry in walkdir::WalkDir::new(from.path()).min_depth(1) {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(from.path())?;
+        let target = to.path().join(rel);
+        if entry.file_type().is_dir() {
+            to.mkdirs(&target)?;
+        } else if entry.file_type().is_file() && !rel.starts_with(".compile-stdout") && !rel.starts_with(".compile-stderr") {
+            fs::copy(entry.path(), &target).with_context(|| format!("cannot copy {}", entry.path().display()))?;
+            keep_mode(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+fn keep_mode(from: &Path, to: &Path) -> Result<()> {
+    let mode = fs::metadata(from)?.permissions();
+    fs::set_permissions(to, mode)?;
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! Box directories: temporary folders on the host that become `/box` in a sandbox, owned by
+//! the sandbox user so the program can write there, removed when dropped.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use ioi_sandbox::Sandbox;
+
+pub struct BoxDir {
+    dir: tempfile::TempDir,
+    owner: (u32, u32),
+}
+
+impl BoxDir {
+    pub fn new(sandbox: &Sandbox) -> Result<BoxDir> {
+        let dir = tempfile::Builder::new().prefix("ioi-box-").tempdir().context("cannot create a box directory")?;
+        let owner = sandbox.box_owner();
+        chown(dir.path(), owner)?;
+        Ok(BoxDir { dir, owner })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes a file (creating its folders, owned by the sandbox user) at a relative path.
+    pub fn write(&self, relative: &str, content: &[u8]) -> Result<PathBuf> {
+        let path = self.join(relative);
+        if let Some(parent) = path.parent() {
+            self.mkdirs(parent)?;
+        }
+        fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Creates a folder inside the box (and its parents), owned by the sandbox user.
+    pub fn mkdirs(&self, path: &Path) -> Result<()> {
+        let mut missing = Vec::new();
+        let mut p = path;
+        while !p.exists() && p.starts_with(self.path()) {
+            missing.push(p.to_path_buf());
+            p = match p.parent() {
+                Some(parent) => parent,
+                None => break,
+            };
+        }
+        for dir in missing.iter().rev() {
+            fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            chown(dir, self.owner)?;
+        }
+        Ok(())
+    }
+}
+
+fn chown(path: &Path, (uid, gid): (u32, u32)) -> Result<()> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .with_context(|| format!("cannot give {} to the sandbox user {uid}", path.display()))
+}
