@@ -1,6 +1,7 @@
 //! Command-line interface: parsing (clap derive) and dispatch to one module per subcommand.
 
 mod bench;
+mod convert;
 mod doctor;
 mod judge;
 mod sandbox;
@@ -23,6 +24,8 @@ enum Command {
     Doctor(doctor::Args),
     /// Judge one solution on one problem and show every test.
     Judge(judge::Args),
+    /// Convert CMS task folders to the open-r1/ioi parquet layout.
+    Convert(convert::Args),
     /// Benchmarks that print figures.
     Bench(bench::Args),
 }
@@ -37,6 +40,7 @@ pub fn main() -> i32 {
         Command::Doctor(args) => doctor::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Judge(args) => judge::run(args),
+        Command::Convert(args) => convert::run(args),
     };
     match result {
         Ok(code) => code,
