@@ -9,3 +9,4 @@ pub mod dataset;
 pub mod evaluate;
 pub mod problem;
 pub mod score;
+pub mod server;
