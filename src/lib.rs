@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod dataset;
 pub mod evaluate;
+pub mod judge;
 pub mod problem;
 pub mod score;
-pub mod judge;
+pub mod server;

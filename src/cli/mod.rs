@@ -5,6 +5,7 @@ mod convert;
 mod doctor;
 mod judge;
 mod sandbox;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -28,19 +29,25 @@ enum Command {
     Convert(convert::Args),
     /// Benchmarks that print figures.
     Bench(bench::Args),
+    /// Serve the Piston HTTP API (drop-in for Piston workers running the IOI package).
+    Serve(serve::Args),
 }
 
 /// Parses the arguments, runs the subcommand and returns the exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
     init_logging();
-    install_interrupt_handler();
+    // The server shuts down gracefully on these signals itself (finishing in-flight requests).
+    if !matches!(cli.command, Command::Serve(_)) {
+        install_interrupt_handler();
+    }
     let result = match cli.command {
         Command::Sandbox(args) => sandbox::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Judge(args) => judge::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,136 @@
+//! A Piston-compatible HTTP server (SPEC §4), so existing Piston clients — the Python IOI
+//! pipeline first — can send their requests here unchanged.
+//!
+//! The server only speaks HTTP: it parses Piston's request shape into a [`Job`], admits it
+//! (at most `jobs` running, at most `max_queue` waiting, HTTP 503 beyond), hands it to an
+//! [`Executor`] on a blocking thread and turns the [`Response`] back into Piston's JSON. It never
+//! judges anything itself: the judge implements [`Executor`], and tests use a fake. The helpers
+//! in [`piston`] build the responses the Python client maps back to `(score, feedback)`.
+//!
+//! ```text
+//! POST /api/v2/execute ─▶ request::parse ─▶ admission ─▶ spawn_blocking(Executor::execute)
+//!                                                              │
+//!                  Piston JSON ◀─ ExecuteReply ◀─ Response ◀───┘
+//! ```
+
+mod http;
+pub mod piston;
+mod request;
+mod runtime;
+
+use std::time::Duration;
+
+pub use http::{ServeOptions, Server, ShutdownHandle};
+pub use request::{parse_execute, ExecuteRequest};
+pub use runtime::Runtime;
+
+pub use crate::problem::{GraderFile, TaskType};
+
+/// Executes one Piston request. Implemented by the judge (real) and by a fake in tests.
+pub trait Executor: Send + Sync + 'static {
+    /// Runs `job` to completion. Blocking: the server calls it on a blocking thread
+    /// (`tokio::task::spawn_blocking`), at most `jobs` at once. The executor is responsible for
+    /// killing whatever it started when `job.run_timeout` (a wall-clock hard limit) expires.
+    fn execute(&self, job: Job) -> Result<Response, RequestError>;
+}
+
+/// One request to execute, already validated and decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Job {
+    /// `cms_ioi`: judge one submission on one test, as Piston's IOI package does.
+    Ioi(IoiJob),
+    /// `c++`: compile a program and run it once on `stdin`.
+    Plain(PlainJob),
+}
+
+/// One IOI submission on one test: what the seed's `compile` and `run` scripts would see in
+/// their box (SPEC §2.6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoiJob {
+    /// Lowercase problem id: the stem of the first `graders/*.h` that is not `testlib.h`.
+    pub problem_id: String,
+    /// The source of `graders/<problem_id>.cpp`.
+    pub submission: String,
+    /// `input.txt`.
+    pub input: Vec<u8>,
+    /// `correct_output.txt`; the client leaves it out when the expected output is empty.
+    pub expected_output: Option<Vec<u8>>,
+    /// Every other file of the request (headers, grader.cpp/stub.cpp, manager.cpp, checker,
+    /// grader_config.json, ...) with its path as sent; `compile` and `run` scripts are left
+    /// out, the server has its own.
+    pub grader_files: Vec<GraderFile>,
+    /// CPU time limit per user process, in seconds.
+    pub time_limit: f64,
+    /// Memory limit per user process, in bytes.
+    pub memory_limit: u64,
+    pub task: TaskType,
+    /// Wall-clock hard limit for the whole run (the client sends the time limit + 3 s); when it
+    /// expires the answer is [`piston::IoiOutcome::HardTimeout`].
+    pub run_timeout: Duration,
+    pub compile_timeout: Option<Duration>,
+}
+
+/// A plain `c++` program: compile `file_name` (with the other files beside it) and run it once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlainJob {
+    /// The first file of the request.
+    pub source: String,
+    /// Its name (`main.cpp` when the request did not name it).
+    pub file_name: String,
+    /// The other files, with their names as sent.
+    pub other_files: Vec<(String, Vec<u8>)>,
+    pub stdin: Vec<u8>,
+    pub args: Vec<String>,
+    /// Wall-clock limit of the run (Piston's default is 3 s).
+    pub run_timeout: Duration,
+    /// Bytes; `None` for no limit (Piston's `-1`).
+    pub memory_limit: Option<u64>,
+    pub compile_timeout: Option<Duration>,
+}
+
+/// What Piston answers: the compile stage (for compiled languages) and the run stage. On a
+/// compilation error Piston does not run anything, so `run` is absent.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Response {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile: Option<Stage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<Stage>,
+}
+
+/// One stage of a Piston response. `output` is stdout followed by stderr.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stage {
+    pub stdout: String,
+    pub stderr: String,
+    /// Exit code; `null` when the process was killed by a signal.
+    pub code: Option<i32>,
+    /// e.g. `"SIGKILL"` for a hard time-out.
+    pub signal: Option<String>,
+    pub output: String,
+}
+
+impl Stage {
+    /// A stage with Piston's `output` (stdout then stderr) filled in.
+    pub fn new(stdout: String, stderr: String, code: Option<i32>, signal: Option<String>) -> Stage {
+        let output = format!("{stdout}{stderr}");
+        Stage {
+            stdout,
+            stderr,
+            code,
+            signal,
+            output,
+        }
+    }
+}
+
+/// Why a request could not be executed. The server answers `{message}` with the status below.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The request is unusable as sent (missing file, bad grader_config.json, ...): HTTP 400.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The server failed to execute a valid request (sandbox or I/O failure): HTTP 500.
+    #[error("{0}")]
+    Internal(String),
+}

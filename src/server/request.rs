@@ -1,0 +1,608 @@
+//! Piston's execute request (`{language, version, files, stdin?, args?, compile_timeout?,
+//! run_timeout?, compile_memory_limit?, run_memory_limit?}`) parsed into a [`Job`].
+//!
+//! Parsing goes through `serde_json::Value` by hand rather than a derived struct so that every
+//! error names the field at fault, in Piston's words (`files[2].content is required as a
+//! string`), and so that large file contents are moved, not copied.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use super::{IoiJob, Job, PlainJob, RequestError, Runtime};
+use crate::problem::config::{parse_config, GRADER_CONFIG_PATH};
+use crate::problem::{id_from_headers, Communication, GraderFile, TaskType, UserIo};
+
+/// The hard limit the client adds to the time limit (SPEC §2.6); used to recover a time limit
+/// from `run_timeout` when the grader config has none.
+const CLIENT_EXTRA_SECONDS: f64 = 3.0;
+/// Piston's default `run_timeout`.
+const DEFAULT_PLAIN_RUN_TIMEOUT: Duration = Duration::from_secs(3);
+/// Files of the IOI package's box that the server provides itself.
+const PACKAGE_SCRIPTS: [&str; 2] = ["compile", "run"];
+
+/// A valid execute request: the runtime it selected and the job to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecuteRequest {
+    pub runtime: Runtime,
+    pub job: Job,
+}
+
+/// Parses and validates the body of `POST /api/v2/execute`. Every error is a
+/// [`RequestError::BadRequest`] whose message names the field or file at fault.
+pub fn parse_execute(body: &[u8]) -> Result<ExecuteRequest, RequestError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("request body is not valid JSON: {e}")))?;
+    let Value::Object(mut top) = value else {
+        return Err(bad(
+            "request body must be a JSON object {language, version, files, ...}",
+        ));
+    };
+    let language = required_string(&mut top, "language")?;
+    let version = required_string(&mut top, "version")?;
+    let files = files(top.remove("files"))?;
+    let runtime = Runtime::find(&language, &version)
+        .ok_or_else(|| bad(format!("{language}-{version} runtime is unknown")))?;
+    let limits = Limits::parse(&top)?;
+    let job = match runtime {
+        Runtime::CmsIoi => Job::Ioi(ioi_job(files, &limits)?),
+        Runtime::Cpp => Job::Plain(plain_job(files, &mut top, &limits)?),
+    };
+    Ok(ExecuteRequest { runtime, job })
+}
+
+/// The limits of a request, in the units the judge uses.
+struct Limits {
+    run_timeout: Option<Duration>,
+    compile_timeout: Option<Duration>,
+    run_memory_limit: Option<u64>,
+}
+
+impl Limits {
+    fn parse(top: &Map<String, Value>) -> Result<Limits, RequestError> {
+        Ok(Limits {
+            run_timeout: milliseconds(top, "run_timeout")?,
+            compile_timeout: milliseconds(top, "compile_timeout")?,
+            run_memory_limit: bytes(top, "run_memory_limit")?,
+        })
+    }
+}
+
+/// One file of the request, decoded.
+struct File {
+    name: String,
+    content: Vec<u8>,
+}
+
+fn ioi_job(mut files: Vec<File>, limits: &Limits) -> Result<IoiJob, RequestError> {
+    let problem_id = problem_id(&files)?;
+    let submission_path = format!("graders/{problem_id}.cpp");
+    let submission = take(&mut files, &submission_path).ok_or_else(|| {
+        bad(format!(
+            "no {submission_path} among the files: it must hold the submission"
+        ))
+    })?;
+    let submission = String::from_utf8(submission)
+        .map_err(|_| bad(format!("{submission_path} is not valid UTF-8")))?;
+    let input = take(&mut files, "input.txt")
+        .ok_or_else(|| bad("no input.txt among the files: it must hold the test input"))?;
+    let expected_output = take(&mut files, "correct_output.txt");
+    files.retain(|f| !PACKAGE_SCRIPTS.contains(&f.name.as_str()));
+    let grader_files: Vec<GraderFile> = files
+        .into_iter()
+        .map(|f| GraderFile {
+            path: f.name,
+            content: f.content,
+        })
+        .collect();
+
+    let config = grader_files
+        .iter()
+        .find(|f| f.path == GRADER_CONFIG_PATH)
+        .map(|f| {
+            let text = String::from_utf8_lossy(&f.content);
+            parse_config(&text, &format!("{GRADER_CONFIG_PATH} (request file)"))
+                .map_err(|e| bad(format!("{e:#}")))
+        })
+        .transpose()?;
+    let config_time = config.as_ref().and_then(|c| c.time_limit);
+    let from_timeout = limits
+        .run_timeout
+        .map(|t| t.as_secs_f64() - CLIENT_EXTRA_SECONDS)
+        .filter(|t| *t > 0.0);
+    let mut time_limit = config_time.or(from_timeout).ok_or_else(|| {
+        bad(format!(
+            "no time limit: {GRADER_CONFIG_PATH} has no time_limit and run_timeout is not above \
+             {CLIENT_EXTRA_SECONDS} s"
+        ))
+    })?;
+    let run_timeout = limits
+        .run_timeout
+        .unwrap_or_else(|| Duration::from_secs_f64(time_limit + CLIENT_EXTRA_SECONDS));
+    // The request's hard limit bounds everything: a CPU limit above it could never be reached.
+    time_limit = time_limit.min(run_timeout.as_secs_f64());
+    let memory_limit = config
+        .as_ref()
+        .and_then(|c| c.memory_limit)
+        .or(limits.run_memory_limit)
+        .ok_or_else(|| {
+            bad(format!(
+                "no memory limit: {GRADER_CONFIG_PATH} has no memory_limit and run_memory_limit \
+                 is not set"
+            ))
+        })?;
+    let has_manager = grader_files.iter().any(|f| f.path == "graders/manager.cpp");
+    let task = config
+        .as_ref()
+        .and_then(|c| c.task(None))
+        .unwrap_or_else(|| {
+            if has_manager {
+                let communication = config.as_ref().map(|c| c.communication.clone());
+                TaskType::Communication(communication.unwrap_or(Communication {
+                    num_processes: 1,
+                    user_io: UserIo::StdIo,
+                    manager_args: Vec::new(),
+                }))
+            } else {
+                TaskType::Batch
+            }
+        });
+    Ok(IoiJob {
+        problem_id,
+        submission,
+        input,
+        expected_output,
+        grader_files,
+        time_limit,
+        memory_limit,
+        task,
+        run_timeout,
+        compile_timeout: limits.compile_timeout,
+    })
+}
+
+/// The problem id: from the headers (SPEC §2.1), else from a lone `graders/<id>.cpp` sent first,
+/// as the Python client does.
+fn problem_id(files: &[File]) -> Result<String, RequestError> {
+    let headers: Vec<GraderFile> = files
+        .iter()
+        .filter(|f| f.name.ends_with(".h"))
+        .map(|f| GraderFile {
+            path: f.name.clone(),
+            content: Vec::new(),
+        })
+        .collect();
+    if let Some(id) = id_from_headers(&headers) {
+        return Ok(id);
+    }
+    files
+        .first()
+        .and_then(|f| f.name.strip_prefix("graders/"))
+        .and_then(|name| name.strip_suffix(".cpp"))
+        .filter(|stem| !stem.is_empty() && !stem.contains('/'))
+        .map(str::to_lowercase)
+        .ok_or_else(|| {
+            bad(
+                "cannot tell the problem id: no graders/<id>.h header (other than testlib.h) \
+                 among the files, and the first file is not graders/<id>.cpp",
+            )
+        })
+}
+
+fn plain_job(
+    mut files: Vec<File>,
+    top: &mut Map<String, Value>,
+    limits: &Limits,
+) -> Result<PlainJob, RequestError> {
+    if files.is_empty() {
+        return Err(bad(
+            "files must contain at least one file: the source to compile",
+        ));
+    }
+    let main = files.remove(0);
+    let file_name = main.name;
+    let source = String::from_utf8(main.content)
+        .map_err(|_| bad(format!("{file_name} is not valid UTF-8")))?;
+    let stdin = match top.remove("stdin") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => s.into_bytes(),
+        Some(_) => return Err(bad("stdin must be a string")),
+    };
+    let args = match top.remove("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::String(s) => Ok(s),
+                _ => Err(bad(format!("args[{i}] must be a string"))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("args must be an array of strings")),
+    };
+    Ok(PlainJob {
+        source,
+        file_name,
+        other_files: files.into_iter().map(|f| (f.name, f.content)).collect(),
+        stdin,
+        args,
+        run_timeout: limits.run_timeout.unwrap_or(DEFAULT_PLAIN_RUN_TIMEOUT),
+        memory_limit: limits.run_memory_limit,
+        compile_timeout: limits.compile_timeout,
+    })
+}
+
+/// Removes the file named `name` and returns its content.
+fn take(files: &mut Vec<File>, name: &str) -> Option<Vec<u8>> {
+    let at = files.iter().position(|f| f.name == name)?;
+    Some(files.remove(at).content)
+}
+
+fn files(value: Option<Value>) -> Result<Vec<File>, RequestError> {
+    let Some(Value::Array(items)) = value else {
+        return Err(bad("files is required as an array"));
+    };
+    let mut files: Vec<File> = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let file = file(i, item)?;
+        if files.iter().any(|f| f.name == file.name) {
+            return Err(bad(format!(
+                "files[{i}].name: {:?} is sent twice",
+                file.name
+            )));
+        }
+        files.push(file);
+    }
+    Ok(files)
+}
+
+fn file(i: usize, item: Value) -> Result<File, RequestError> {
+    let Value::Object(mut fields) = item else {
+        return Err(bad(format!(
+            "files[{i}] must be an object {{name, content, encoding?}}"
+        )));
+    };
+    let name = match fields.remove("name") {
+        None | Some(Value::Null) => format!("file{i}.code"),
+        Some(Value::String(name)) => name,
+        Some(_) => return Err(bad(format!("files[{i}].name must be a string"))),
+    };
+    check_name(i, &name)?;
+    let Some(Value::String(content)) = fields.remove("content") else {
+        return Err(bad(format!("files[{i}].content is required as a string")));
+    };
+    let content = match fields
+        .get("encoding")
+        .and_then(Value::as_str)
+        .unwrap_or("utf8")
+    {
+        "utf8" | "utf-8" => content.into_bytes(),
+        "base64" => decode_base64(&content).map_err(|e| {
+            bad(format!(
+                "files[{i}] ({name}): content is not valid base64: {e}"
+            ))
+        })?,
+        "hex" => decode_hex(&content).map_err(|e| {
+            bad(format!(
+                "files[{i}] ({name}): content is not valid hex: {e}"
+            ))
+        })?,
+        other => {
+            return Err(bad(format!(
+                "files[{i}].encoding must be utf8, base64 or hex, got {other:?}"
+            )))
+        }
+    };
+    Ok(File { name, content })
+}
+
+/// File names become paths inside the box: they must stay inside it.
+fn check_name(i: usize, name: &str) -> Result<(), RequestError> {
+    let escapes = name.starts_with('/') || name.split('/').any(|part| part == "..");
+    if name.is_empty() || name.contains('\0') || escapes {
+        return Err(bad(format!(
+            "files[{i}].name {name:?} must be a relative path inside the box (no leading /, no ..)"
+        )));
+    }
+    Ok(())
+}
+
+/// Decodes base64 as leniently as Node's `Buffer.from(s, "base64")`, which Piston uses:
+/// whitespace is ignored and padding is optional.
+fn decode_base64(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    if text.bytes().any(|b| b.is_ascii_whitespace()) {
+        let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        LENIENT.decode(compact)
+    } else {
+        LENIENT.decode(text)
+    }
+}
+
+fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
+    let text = text.trim();
+    if text.len() % 2 == 1 {
+        return Err(format!("odd number of digits ({})", text.len()));
+    }
+    text.as_bytes()
+        .chunks(2)
+        .enumerate()
+        .map(|(at, pair)| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .ok_or_else(|| format!("not a hex byte at offset {}", at * 2))
+        })
+        .collect()
+}
+
+fn required_string(top: &mut Map<String, Value>, key: &str) -> Result<String, RequestError> {
+    match top.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(bad(format!("{key} is required as a string"))),
+    }
+}
+
+/// A duration in milliseconds; absent, `null` or Piston's `-1` (no limit) give `None`.
+fn milliseconds(top: &Map<String, Value>, key: &str) -> Result<Option<Duration>, RequestError> {
+    let Some(ms) = number(top, key, "a number of milliseconds")? else {
+        return Ok(None);
+    };
+    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+}
+
+/// A size in bytes; absent, `null` or Piston's `-1` (no limit) give `None`.
+fn bytes(top: &Map<String, Value>, key: &str) -> Result<Option<u64>, RequestError> {
+    Ok(number(top, key, "a number of bytes")?.map(|b| b as u64))
+}
+
+fn number(top: &Map<String, Value>, key: &str, what: &str) -> Result<Option<f64>, RequestError> {
+    match top.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        // Piston's -1 means no limit.
+        Some(Value::Number(n)) if n.as_f64() == Some(-1.0) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(v) if v >= 0.0 && v.is_finite() => Ok(Some(v)),
+            _ => Err(bad(format!(
+                "{key} must be {what} (or -1 for no limit), got {n}"
+            ))),
+        },
+        Some(other) => Err(bad(format!("{key} must be {what}, got {other}"))),
+    }
+}
+
+fn bad(message: impl Into<String>) -> RequestError {
+    RequestError::BadRequest(message.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ioi(body: Value) -> IoiJob {
+        match parse_execute(body.to_string().as_bytes()) {
+            Ok(ExecuteRequest {
+                runtime: Runtime::CmsIoi,
+                job: Job::Ioi(job),
+            }) => job,
+            other => panic!("expected an IOI job, got {other:?}"),
+        }
+    }
+
+    fn error(body: &str) -> String {
+        match parse_execute(body.as_bytes()) {
+            Err(RequestError::BadRequest(message)) => message,
+            other => panic!("expected a bad request, got {other:?}"),
+        }
+    }
+
+    fn file(name: &str, content: &str) -> Value {
+        json!({"name": name, "content": content})
+    }
+
+    #[test]
+    fn an_ioi_request_as_the_python_client_sends_it_becomes_a_job() {
+        let job = ioi(json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [
+                file("graders/nile.cpp", "int main(){}"),
+                file("input.txt", "3\n1 2 3\n"),
+                file("correct_output.txt", "6\n"),
+                file("graders/grader_config.json",
+                     r#"{"code":"nile","task_type":"Batch","time_limit":2.0,"memory_limit":2147483648}"#),
+                file("graders/nile.h", "long long f();"),
+                file("graders/grader.cpp", "#include \"nile.h\""),
+                file("compile", "#!/bin/bash"),
+                file("run", "#!/bin/bash"),
+            ],
+            "run_timeout": 5000, "run_memory_limit": 2147483648u64,
+        }));
+        assert_eq!(job.problem_id, "nile");
+        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.input, b"3\n1 2 3\n");
+        assert_eq!(job.expected_output.as_deref(), Some(&b"6\n"[..]));
+        let paths: Vec<&str> = job.grader_files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "graders/grader_config.json",
+                "graders/nile.h",
+                "graders/grader.cpp"
+            ],
+            "the submission, the test files and the package scripts are not grader files"
+        );
+        assert_eq!(job.time_limit, 2.0);
+        assert_eq!(job.memory_limit, 2 << 30);
+        assert_eq!(job.task, TaskType::Batch);
+        assert_eq!(job.run_timeout, Duration::from_secs(5));
+        assert_eq!(job.compile_timeout, None);
+    }
+
+    #[test]
+    fn limits_fall_back_to_the_request_when_the_config_lacks_them() {
+        let job = ioi(json!({
+            "language": "ioi", "version": "1.0.0",
+            "files": [file("graders/Wall.h", ""), file("graders/wall.cpp", "x"), file("input.txt", "")],
+            "run_timeout": 4500, "run_memory_limit": 1073741824, "compile_timeout": 60000,
+        }));
+        assert_eq!(job.problem_id, "wall", "the header's stem, lowercased");
+        assert_eq!(job.time_limit, 1.5, "run_timeout minus the client's 3 s");
+        assert_eq!(job.memory_limit, 1 << 30);
+        assert_eq!(job.expected_output, None);
+        assert_eq!(job.compile_timeout, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn communication_parameters_come_from_the_config_in_any_form() {
+        let config = json!({
+            "task_type": "Communication", "time_limit": 1, "memory_limit": 1048576,
+            "task_type_params": "{\"task_type_parameters_Communication_num_processes\": 2, \
+                                  \"task_type_parameters_Communication_user_io\": \"fifo_io\"}",
+        });
+        let job = ioi(json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [file("graders/a.cpp", ""), file("input.txt", "1"), file("graders/a.h", ""),
+                      file("graders/manager.cpp", ""), file("graders/grader_config.json", &config.to_string())],
+            "run_timeout": 4000,
+        }));
+        let TaskType::Communication(c) = job.task else {
+            panic!("expected Communication")
+        };
+        assert_eq!((c.num_processes, c.user_io), (2, UserIo::FifoIo));
+    }
+
+    #[test]
+    fn a_manager_without_task_type_means_communication() {
+        let job = ioi(json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [file("graders/a.cpp", ""), file("input.txt", ""), file("graders/manager.cpp", "")],
+            "run_timeout": 4000, "run_memory_limit": 1000,
+        }));
+        assert!(matches!(job.task, TaskType::Communication(ref c) if c.num_processes == 1));
+        assert_eq!(
+            job.problem_id, "a",
+            "without a header the first graders/<id>.cpp names it"
+        );
+    }
+
+    #[test]
+    fn base64_and_hex_contents_are_decoded() {
+        let job = ioi(json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [
+                {"name": "graders/a.cpp", "content": "aW50IG1h\naW4oKXt9", "encoding": "base64"},
+                {"name": "input.txt", "content": "00ff0a", "encoding": "hex"},
+                {"name": "correct_output.txt", "content": "eA", "encoding": "base64"},
+            ],
+            "run_timeout": 4000, "run_memory_limit": 1000,
+        }));
+        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.input, [0x00, 0xff, 0x0a]);
+        assert_eq!(
+            job.expected_output.as_deref(),
+            Some(&b"x"[..]),
+            "padding is optional"
+        );
+    }
+
+    #[test]
+    fn a_plain_cpp_request_becomes_a_plain_job() {
+        let body = json!({
+            "language": "c++", "version": "*", "files": [{"content": "int main(){}"}, file("a.h", "")],
+            "stdin": "1 2", "args": ["x"], "run_memory_limit": -1,
+        });
+        let Ok(ExecuteRequest {
+            runtime: Runtime::Cpp,
+            job: Job::Plain(job),
+        }) = parse_execute(body.to_string().as_bytes())
+        else {
+            panic!("expected a plain job");
+        };
+        assert_eq!(
+            (job.file_name.as_str(), job.source.as_str()),
+            ("file0.code", "int main(){}")
+        );
+        assert_eq!(job.other_files, [("a.h".to_string(), Vec::new())]);
+        assert_eq!(
+            (job.stdin.as_slice(), job.args.as_slice()),
+            (&b"1 2"[..], &["x".to_string()][..])
+        );
+        assert_eq!(job.run_timeout, DEFAULT_PLAIN_RUN_TIMEOUT);
+        assert_eq!(job.memory_limit, None, "-1 is Piston's `no limit`");
+    }
+
+    #[test]
+    fn errors_name_the_field_at_fault() {
+        assert!(error("{\"language\": ").starts_with("request body is not valid JSON"));
+        assert_eq!(
+            error("[]"),
+            "request body must be a JSON object {language, version, files, ...}"
+        );
+        assert_eq!(
+            error(r#"{"version": "*", "files": []}"#),
+            "language is required as a string"
+        );
+        assert_eq!(
+            error(r#"{"language": "c++", "files": []}"#),
+            "version is required as a string"
+        );
+        assert_eq!(
+            error(r#"{"language": "c++", "version": "*"}"#),
+            "files is required as an array"
+        );
+        assert_eq!(
+            error(r#"{"language": "c++", "version": "*", "files": [{"name": "a"}]}"#),
+            "files[0].content is required as a string"
+        );
+        assert_eq!(
+            error(r#"{"language": "cobol", "version": "*", "files": []}"#),
+            "cobol-* runtime is unknown"
+        );
+        assert!(error(
+            r#"{"language": "c++", "version": "*", "files": [{"name": "../x", "content": ""}]}"#
+        )
+        .contains("inside the box"));
+        assert!(error(r#"{"language": "c++", "version": "*", "files": [{"content": "", "encoding": "rot13"}]}"#)
+            .contains("encoding must be utf8, base64 or hex"));
+        assert!(error(r#"{"language": "c++", "version": "*", "files": [{"content": "%%", "encoding": "base64"}]}"#)
+            .contains("not valid base64"));
+        assert_eq!(
+            error(
+                r#"{"language": "c++", "version": "*", "files": [{"content": ""}], "run_timeout": "5s"}"#
+            ),
+            "run_timeout must be a number of milliseconds, got \"5s\""
+        );
+    }
+
+    #[test]
+    fn ioi_requests_must_carry_the_submission_the_input_and_limits() {
+        let missing_input = r#"{"language": "cms_ioi", "version": "*", "run_timeout": 4000, "run_memory_limit": 1,
+            "files": [{"name": "graders/a.h", "content": ""}, {"name": "graders/a.cpp", "content": ""}]}"#;
+        assert_eq!(
+            error(missing_input),
+            "no input.txt among the files: it must hold the test input"
+        );
+        let missing_submission = r#"{"language": "cms_ioi", "version": "*", "run_timeout": 4000, "run_memory_limit": 1,
+            "files": [{"name": "graders/a.h", "content": ""}, {"name": "input.txt", "content": ""}]}"#;
+        assert!(error(missing_submission).starts_with("no graders/a.cpp among the files"));
+        let no_id = r#"{"language": "cms_ioi", "version": "*", "files": [{"name": "input.txt", "content": ""}]}"#;
+        assert!(error(no_id).starts_with("cannot tell the problem id"));
+        let no_memory = r#"{"language": "cms_ioi", "version": "*", "run_timeout": 4000,
+            "files": [{"name": "graders/a.cpp", "content": ""}, {"name": "input.txt", "content": ""}]}"#;
+        assert!(error(no_memory).starts_with("no memory limit"));
+        let bad_config = r#"{"language": "cms_ioi", "version": "*", "run_timeout": 4000, "run_memory_limit": 1,
+            "files": [{"name": "graders/a.cpp", "content": ""}, {"name": "input.txt", "content": ""},
+                      {"name": "graders/grader_config.json", "content": "{\"task_type\": \"OutputOnly\"}"}]}"#;
+        assert!(
+            error(bad_config).contains("OutputOnly"),
+            "{}",
+            error(bad_config)
+        );
+    }
+}

@@ -1,0 +1,640 @@
+//! The Piston-compatible API over real HTTP, with a fake executor: requests exactly as the
+//! seed's Python client builds them, error shapes, admission control and shutdown.
+
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use ioi_run::server::piston::{client_view, ioi_response, IoiOutcome};
+use ioi_run::server::{
+    Executor, IoiJob, Job, RequestError, Response, ServeOptions, Server, Stage, TaskType,
+};
+use serde_json::{json, Value};
+
+/// How a fake executor answers a job.
+type Answer = Box<dyn Fn(&Job) -> Result<Response, RequestError> + Send + Sync>;
+
+/// A fake executor: records every job and answers with `answer`.
+struct Fake {
+    jobs: Mutex<Vec<Job>>,
+    answer: Answer,
+}
+
+impl Fake {
+    fn new(
+        answer: impl Fn(&Job) -> Result<Response, RequestError> + Send + Sync + 'static,
+    ) -> Arc<Fake> {
+        Arc::new(Fake {
+            jobs: Mutex::new(Vec::new()),
+            answer: Box::new(answer),
+        })
+    }
+
+    fn jobs(&self) -> Vec<Job> {
+        self.jobs.lock().unwrap().clone()
+    }
+}
+
+impl Executor for Fake {
+    fn execute(&self, job: Job) -> Result<Response, RequestError> {
+        self.jobs.lock().unwrap().push(job.clone());
+        (self.answer)(&job)
+    }
+}
+
+/// A door that executions wait at until the test opens it.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.changed.wait(open).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
+}
+
+/// A server on an ephemeral port, on its own runtime, so tests speak blocking HTTP to it.
+struct TestServer {
+    runtime: tokio::runtime::Runtime,
+    server: Option<Server>,
+    base: String,
+}
+
+impl TestServer {
+    fn start(executor: Arc<dyn Executor>, configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut options = ServeOptions::new("127.0.0.1:0".parse().unwrap(), 2);
+        configure(&mut options);
+        let server = runtime.block_on(Server::start(options, executor)).unwrap();
+        let base = format!("http://{}/api/v2", server.local_addr());
+        TestServer {
+            runtime,
+            server: Some(server),
+            base,
+        }
+    }
+
+    fn url(&self, route: &str) -> String {
+        format!("{}/{route}", self.base)
+    }
+
+    /// Asks the server to stop and waits for it.
+    fn stop(mut self) -> anyhow::Result<()> {
+        let server = self.server.take().unwrap();
+        server.shutdown_handle().shutdown();
+        self.runtime.block_on(server.wait())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown_handle().shutdown();
+            let _ = self.runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(5), server.wait()).await
+            });
+        }
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(60))
+        .build()
+}
+
+/// Status and JSON body of a response, whatever the status.
+fn answer(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
+    let response = match result {
+        Ok(response) => response,
+        Err(ureq::Error::Status(_, response)) => response,
+        Err(e) => panic!("HTTP transport error: {e}"),
+    };
+    let status = response.status();
+    (status, response.into_json().expect("the body is JSON"))
+}
+
+fn get(url: &str) -> (u16, Value) {
+    answer(agent().get(url).call())
+}
+
+fn post(url: &str, body: &str) -> (u16, Value) {
+    answer(
+        agent()
+            .post(url)
+            .set("Content-Type", "application/json")
+            .send_string(body),
+    )
+}
+
+/// The request body the seed's Python client (`run_submission`) sends for one test.
+fn client_request(
+    problem_id: &str,
+    submission: &str,
+    input: &str,
+    output: &str,
+    grader_files: &[(&str, &str)],
+    time_limit: f64,
+    memory_limit: u64,
+) -> Value {
+    let mut files = vec![
+        json!({"name": format!("graders/{}.cpp", problem_id.to_lowercase()), "content": submission}),
+        json!({"name": "input.txt", "content": input}),
+    ];
+    if !output.is_empty() {
+        files.push(json!({"name": "correct_output.txt", "content": output}));
+    }
+    for (name, content) in grader_files {
+        if !content.is_empty() {
+            files.push(json!({"name": name, "content": content}));
+        }
+    }
+    // send_execute adds the language and version to the data.
+    json!({
+        "files": files,
+        "run_timeout": ((time_limit + 3.0) * 1000.0).round() as u64,
+        "run_memory_limit": memory_limit,
+        "language": "cms_ioi",
+        "version": "*",
+    })
+}
+
+const NILE_CONFIG: &str =
+    r#"{"code": "nile", "task_type": "Batch", "time_limit": 2.0, "memory_limit": 2147483648}"#;
+
+fn nile_request(submission: &str, input: &str) -> Value {
+    client_request(
+        "Nile",
+        submission,
+        input,
+        "6\n",
+        &[
+            ("graders/grader_config.json", NILE_CONFIG),
+            ("graders/nile.h", "long long calculate_costs();"),
+            ("graders/grader.cpp", "#include \"nile.h\"\nint main() {}"),
+            ("checker/checker.cpp", ""),
+        ],
+        2.0,
+        2 << 30,
+    )
+}
+
+fn to_response(body: &Value) -> Response {
+    serde_json::from_value(body.clone()).expect("a Piston response")
+}
+
+fn judged(score: f64, feedback: &str) -> Response {
+    ioi_response(&IoiOutcome::Judged {
+        score,
+        feedback: feedback.to_string(),
+    })
+}
+
+#[test]
+fn runtimes_list_cms_ioi_and_cpp() {
+    let server = TestServer::start(Fake::new(|_| unreachable!()), |_| {});
+    let (status, body) = get(&server.url("runtimes"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!([
+            {"language": "cms_ioi", "version": "1.0.0", "aliases": ["ioi"]},
+            {"language": "c++", "version": "17", "aliases": ["cpp", "c++17", "g++"]},
+        ])
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn packages_are_built_in_and_installing_them_is_a_no_op() {
+    let server = TestServer::start(Fake::new(|_| unreachable!()), |_| {});
+    let (status, body) = get(&server.url("packages"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        body[0],
+        json!({"language": "cms_ioi", "language_version": "1.0.0", "installed": true})
+    );
+    let package = r#"{"language": "cms_ioi", "version": "1.0.0"}"#;
+    let install = post(&server.url("packages"), package);
+    assert_eq!(
+        install,
+        (200, json!({"language": "cms_ioi", "version": "1.0.0"}))
+    );
+    let uninstall = answer(agent().delete(&server.url("packages")).send_string(package));
+    assert_eq!(
+        uninstall,
+        (200, json!({"language": "cms_ioi", "version": "1.0.0"}))
+    );
+    let unknown = post(
+        &server.url("packages"),
+        r#"{"language": "python", "version": "3.12"}"#,
+    );
+    assert_eq!(
+        unknown,
+        (
+            400,
+            json!({"message": "python-3.12 package does not exist"})
+        )
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn an_execute_request_as_the_python_client_builds_it_reaches_the_executor() {
+    let fake = Fake::new(|_| Ok(judged(1.0, "Output is correct")));
+    let server = TestServer::start(fake.clone(), |_| {});
+    let request = nile_request(
+        "#include \"nile.h\"\nlong long calculate_costs() { return 6; }",
+        "3\n",
+    );
+    let (status, body) = post(&server.url("execute"), &request.to_string());
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["language"].as_str(), body["version"].as_str()),
+        (Some("cms_ioi"), Some("1.0.0"))
+    );
+    assert_eq!(
+        client_view(&to_response(&body)),
+        Ok(("1".into(), "Output is correct".into()))
+    );
+
+    let jobs = fake.jobs();
+    let [Job::Ioi(job)] = jobs.as_slice() else {
+        panic!("expected one IOI job, got {jobs:?}")
+    };
+    let IoiJob {
+        problem_id,
+        submission,
+        input,
+        expected_output,
+        grader_files,
+        ..
+    } = job;
+    assert_eq!(problem_id, "nile");
+    assert!(submission.ends_with("return 6; }"));
+    assert_eq!(
+        (input.as_slice(), expected_output.as_deref()),
+        (&b"3\n"[..], Some(&b"6\n"[..]))
+    );
+    let paths: Vec<&str> = grader_files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "graders/grader_config.json",
+            "graders/nile.h",
+            "graders/grader.cpp"
+        ],
+        "the empty checker is not sent, as in the client"
+    );
+    assert_eq!((job.time_limit, job.memory_limit), (2.0, 2 << 30));
+    assert_eq!(job.task, TaskType::Batch);
+    assert_eq!(
+        job.run_timeout,
+        Duration::from_secs(5),
+        "(time_limit + 3) * 1000 ms"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn every_judge_outcome_maps_back_to_the_clients_score_and_feedback() {
+    // The submission text tells the fake which outcome to answer.
+    let fake = Fake::new(|job| {
+        let Job::Ioi(job) = job else { unreachable!() };
+        let outcome = match job.submission.as_str() {
+            "ac" => IoiOutcome::Judged {
+                score: 1.0,
+                feedback: "Output is correct".into(),
+            },
+            "pa" => IoiOutcome::Judged {
+                score: 0.25,
+                feedback: "Partially correct".into(),
+            },
+            "wa" => IoiOutcome::Judged {
+                score: 0.0,
+                feedback: "Output isn't correct".into(),
+            },
+            "tle" => IoiOutcome::Judged {
+                score: 0.0,
+                feedback: "Time limit exceeded".into(),
+            },
+            "mle" => IoiOutcome::Judged {
+                score: 0.0,
+                feedback: "Memory limit exceeded".into(),
+            },
+            "ce" => IoiOutcome::CompileError {
+                code: 1,
+                stderr: "nile.cpp:1:1: error".into(),
+            },
+            "hard" => IoiOutcome::HardTimeout,
+            other => panic!("unexpected submission {other}"),
+        };
+        Ok(ioi_response(&outcome))
+    });
+    let server = TestServer::start(fake, |_| {});
+    let expected = [
+        ("ac", "1", "Output is correct"),
+        ("pa", "0.25", "Partially correct"),
+        ("wa", "0", "Output isn't correct"),
+        ("tle", "0", "Time limit exceeded"),
+        ("mle", "0", "Memory limit exceeded"),
+        (
+            "ce",
+            "0",
+            "Compilation error exit code 1\nnile.cpp:1:1: error",
+        ),
+        ("hard", "0", "Time limit exceeded"),
+    ];
+    for (submission, score, feedback) in expected {
+        let (status, body) = post(
+            &server.url("execute"),
+            &nile_request(submission, "1").to_string(),
+        );
+        assert_eq!(status, 200, "{submission}: {body}");
+        assert_eq!(
+            client_view(&to_response(&body)),
+            Ok((score.to_string(), feedback.to_string())),
+            "{submission}: {body}"
+        );
+    }
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_plain_cpp_request_runs_as_a_program() {
+    let fake = Fake::new(|job| {
+        let Job::Plain(job) = job else { unreachable!() };
+        let stdout = String::from_utf8(job.stdin.clone()).unwrap().to_uppercase();
+        Ok(Response {
+            compile: Some(Stage::new(String::new(), String::new(), Some(0), None)),
+            run: Some(Stage::new(stdout, String::new(), Some(0), None)),
+        })
+    });
+    let server = TestServer::start(fake, |_| {});
+    let request = json!({"language": "cpp", "version": "*", "stdin": "hello",
+                         "files": [{"name": "main.cpp", "content": "int main() {}"}]});
+    let (status, body) = post(&server.url("execute"), &request.to_string());
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["language"].as_str(), body["version"].as_str()),
+        (Some("c++"), Some("17"))
+    );
+    assert_eq!(
+        (
+            body["run"]["stdout"].as_str(),
+            body["run"]["output"].as_str()
+        ),
+        (Some("HELLO"), Some("HELLO"))
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn malformed_requests_are_400_with_a_message_naming_the_problem() {
+    let fake = Fake::new(|_| unreachable!("invalid requests never reach the executor"));
+    let server = TestServer::start(fake.clone(), |_| {});
+    let (status, body) = post(&server.url("execute"), "{\"language\": \"cms_ioi\", ");
+    assert_eq!(status, 400);
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("request body is not valid JSON: EOF"),
+        "{message}"
+    );
+
+    let (status, body) = post(
+        &server.url("execute"),
+        r#"{"language": "cms_ioi", "version": "*"}"#,
+    );
+    assert_eq!(
+        (status, body),
+        (400, json!({"message": "files is required as an array"}))
+    );
+
+    let mut no_input = nile_request("x", "1");
+    no_input["files"].as_array_mut().unwrap().remove(1);
+    let (status, body) = post(&server.url("execute"), &no_input.to_string());
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            json!({"message": "no input.txt among the files: it must hold the test input"})
+        )
+    );
+    assert!(fake.jobs().is_empty());
+    server.stop().unwrap();
+}
+
+#[test]
+fn an_unknown_language_is_400_like_piston() {
+    let server = TestServer::start(Fake::new(|_| unreachable!()), |_| {});
+    let request = json!({"language": "brainfuck", "version": "2.7.3", "files": [{"content": "+"}]});
+    let (status, body) = post(&server.url("execute"), &request.to_string());
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            json!({"message": "brainfuck-2.7.3 runtime is unknown"})
+        )
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn requests_beyond_jobs_plus_queue_get_503_at_once() {
+    let gate = Arc::new(Gate::default());
+    let running = Arc::new(AtomicUsize::new(0));
+    let most_running = Arc::new(AtomicUsize::new(0));
+    let fake = {
+        let (gate, running, most_running) = (gate.clone(), running.clone(), most_running.clone());
+        Fake::new(move |_| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most_running.fetch_max(now, Ordering::SeqCst);
+            gate.wait();
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok(judged(1.0, "Output is correct"))
+        })
+    };
+    let server = TestServer::start(fake.clone(), |o| {
+        o.jobs = 1;
+        o.max_queue = 1;
+    });
+    let (sender, answers) = mpsc::channel();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, sender) = (server.url("execute"), sender.clone());
+            let body = nile_request("x", "1").to_string();
+            std::thread::spawn(move || sender.send(post(&url, &body)).unwrap())
+        })
+        .collect();
+    // One request runs (blocked at the gate) and one waits: the other two are turned away
+    // while the gate is still closed.
+    for _ in 0..2 {
+        let (status, body) = answers.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            body["message"].as_str().unwrap().starts_with("server busy"),
+            "{body}"
+        );
+    }
+    gate.open();
+    for _ in 0..2 {
+        let (status, body) = answers.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    clients.into_iter().for_each(|c| c.join().unwrap());
+    assert_eq!(fake.jobs().len(), 2);
+    assert_eq!(
+        most_running.load(Ordering::SeqCst),
+        1,
+        "--jobs 1 runs one execution at a time"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_30_mb_input_is_accepted() {
+    let fake = Fake::new(|_| Ok(judged(1.0, "Output is correct")));
+    let server = TestServer::start(fake.clone(), |_| {});
+    let line = "1000000000 999999999 123456789\n";
+    let input = line.repeat(30_000_000 / line.len());
+    let (status, body) = post(
+        &server.url("execute"),
+        &nile_request("x", &input).to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let jobs = fake.jobs();
+    let [Job::Ioi(job)] = jobs.as_slice() else {
+        panic!("expected one IOI job")
+    };
+    assert_eq!(job.input.len(), input.len());
+    assert!(job.input.len() > 29_000_000);
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_panicking_executor_is_a_500_and_the_server_keeps_serving() {
+    let fake = Fake::new(|job| match job {
+        Job::Ioi(job) if job.submission == "panic" => panic!("sandbox exploded"),
+        _ => Ok(judged(1.0, "Output is correct")),
+    });
+    let server = TestServer::start(fake, |_| {});
+    let (status, body) = post(
+        &server.url("execute"),
+        &nile_request("panic", "1").to_string(),
+    );
+    assert_eq!(
+        (status, body),
+        (
+            500,
+            json!({"message": "the executor panicked: sandbox exploded"})
+        )
+    );
+    let (status, _) = post(
+        &server.url("execute"),
+        &nile_request("fine", "1").to_string(),
+    );
+    assert_eq!(status, 200);
+    server.stop().unwrap();
+}
+
+#[test]
+fn an_internal_executor_error_is_a_500_with_its_message() {
+    let fake = Fake::new(|_| Err(RequestError::Internal("cgroup vanished".into())));
+    let server = TestServer::start(fake, |_| {});
+    let (status, body) = post(&server.url("execute"), &nile_request("x", "1").to_string());
+    assert_eq!((status, body), (500, json!({"message": "cgroup vanished"})));
+    server.stop().unwrap();
+}
+
+/// Starts one request that blocks at `gate`, and returns once the executor has it.
+fn start_blocked_request(
+    server: &TestServer,
+    started: &mpsc::Receiver<()>,
+) -> std::thread::JoinHandle<(u16, Value)> {
+    let url = server.url("execute");
+    let body = nile_request("x", "1").to_string();
+    let client = std::thread::spawn(move || post(&url, &body));
+    started
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the executor received the request");
+    client
+}
+
+fn gated_fake(gate: Arc<Gate>) -> (Arc<Fake>, mpsc::Receiver<()>) {
+    let (sender, started) = mpsc::channel();
+    let sender = Mutex::new(sender);
+    let fake = Fake::new(move |_| {
+        sender.lock().unwrap().send(()).unwrap();
+        gate.wait();
+        Ok(judged(1.0, "Output is correct"))
+    });
+    (fake, started)
+}
+
+#[test]
+fn shutdown_stops_accepting_and_finishes_in_flight_requests() {
+    let gate = Arc::new(Gate::default());
+    let (fake, started) = gated_fake(gate.clone());
+    let mut server = TestServer::start(fake, |_| {});
+    let addr = server.server.as_ref().unwrap().local_addr();
+    let client = start_blocked_request(&server, &started);
+
+    let live = server.server.take().unwrap();
+    live.shutdown_handle().shutdown();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(addr).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the server still accepts connections after shutdown"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    gate.open();
+    assert_eq!(
+        client.join().unwrap().0,
+        200,
+        "the in-flight request completes"
+    );
+    server.runtime.block_on(live.wait()).expect("a clean stop");
+}
+
+#[test]
+fn shutdown_abandons_requests_that_outlive_the_grace_periods() {
+    let gate = Arc::new(Gate::default());
+    let (fake, started) = gated_fake(gate.clone());
+    let mut server = TestServer::start(fake, |o| o.grace = Duration::from_millis(200));
+    let client = start_blocked_request(&server, &started);
+
+    let live = server.server.take().unwrap();
+    live.shutdown_handle().shutdown();
+    let begun = Instant::now();
+    let error = server.runtime.block_on(live.wait()).unwrap_err();
+    assert!(error.to_string().contains("abandoned them"), "{error}");
+    assert!(
+        begun.elapsed() >= Duration::from_millis(400),
+        "two grace periods: {:?}",
+        begun.elapsed()
+    );
+    gate.open();
+    assert_eq!(
+        client.join().unwrap().0,
+        200,
+        "the abandoned request still gets its answer"
+    );
+}
