@@ -9,17 +9,31 @@ use serde_json::Value;
 fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
     // A private compile cache per test binary run, so tests do not depend on earlier runs.
-    cmd.env("IOI_RUN_CACHE", std::env::temp_dir().join(format!("ioi-run-test-cache-{}", std::process::id())));
+    cmd.env(
+        "IOI_RUN_CACHE",
+        std::env::temp_dir().join(format!("ioi-run-test-cache-{}", std::process::id())),
+    );
     cmd
 }
 
 fn problem_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/problems").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/problems")
+        .join(name)
 }
 
 fn judge_json(args: &[&str]) -> Value {
-    let out = bin().arg("judge").arg("--json").args(args).output().expect("ioi-run runs");
-    assert!(out.status.success(), "ioi-run judge {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .arg("judge")
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("ioi-run runs");
+    assert!(
+        out.status.success(),
+        "ioi-run judge {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("valid JSON")
 }
 
@@ -28,14 +42,20 @@ fn subtask_statuses(report: &Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["subtask"].as_str().unwrap().to_string(), s["status"].as_str().unwrap().to_string()))
+        .map(|s| {
+            (
+                s["subtask"].as_str().unwrap().to_string(),
+                s["status"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
 /// Judges every solution of a problem and compares with expected.json.
 fn check_problem(name: &str, runner: &str) {
     let dir = problem_dir(name);
-    let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
     let mut failures = Vec::new();
     let mut judged = 0;
     for (solution, want) in expected["solutions"].as_object().unwrap() {
@@ -43,7 +63,12 @@ fn check_problem(name: &str, runner: &str) {
         if runner == "scripts" && want["sandbox_only"].as_bool() == Some(true) {
             continue;
         }
-        let report = judge_json(&["--runner", runner, dir.to_str().unwrap(), dir.join("solutions").join(solution).to_str().unwrap()]);
+        let report = judge_json(&[
+            "--runner",
+            runner,
+            dir.to_str().unwrap(),
+            dir.join("solutions").join(solution).to_str().unwrap(),
+        ]);
         judged += 1;
         let got = subtask_statuses(&report);
         let want_statuses: Vec<(String, String)> = want["subtasks"]
@@ -54,11 +79,21 @@ fn check_problem(name: &str, runner: &str) {
             .collect();
         let total = report["total"].as_f64().unwrap();
         if got != want_statuses || (total - want["total"].as_f64().unwrap()).abs() > 1e-9 {
-            failures.push(format!("{solution}: got {got:?} total {total}, expected {want_statuses:?} total {}", want["total"]));
+            failures.push(format!(
+                "{solution}: got {got:?} total {total}, expected {want_statuses:?} total {}",
+                want["total"]
+            ));
         }
     }
-    assert!(judged >= 5, "expected.json of {name} lists too few solutions");
-    assert!(failures.is_empty(), "{name} with the {runner} runner:\n{}", failures.join("\n"));
+    assert!(
+        judged >= 5,
+        "expected.json of {name} lists too few solutions"
+    );
+    assert!(
+        failures.is_empty(),
+        "{name} with the {runner} runner:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -109,39 +144,72 @@ fn verdicts_do_not_depend_on_parallelism() {
             }
             v
         };
-        let one = strip(judge_json(&["--jobs", "1", dir.to_str().unwrap(), sol.to_str().unwrap()]));
-        let many = strip(judge_json(&["--jobs", "4", dir.to_str().unwrap(), sol.to_str().unwrap()]));
+        let one = strip(judge_json(&[
+            "--jobs",
+            "1",
+            dir.to_str().unwrap(),
+            sol.to_str().unwrap(),
+        ]));
+        let many = strip(judge_json(&[
+            "--jobs",
+            "4",
+            dir.to_str().unwrap(),
+            sol.to_str().unwrap(),
+        ]));
         assert_eq!(one, many, "{solution}: --jobs 1 and --jobs 4 differ");
         // The reference stops a subtask at its first 0: later tests are SKIPPED unless an
         // earlier subtask already ran them (shared tests keep their result).
         let subtasks = one["subtasks"].as_array().unwrap();
         let earlier: Vec<&str> = subtasks[..2]
             .iter()
-            .flat_map(|s| s["tests"].as_array().unwrap().iter().map(|t| t["test_name"].as_str().unwrap()))
+            .flat_map(|s| {
+                s["tests"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["test_name"].as_str().unwrap())
+            })
             .collect();
         let large: Vec<(&str, &str)> = subtasks[2]["tests"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|t| (t["test_name"].as_str().unwrap(), t["status"].as_str().unwrap()))
+            .map(|t| {
+                (
+                    t["test_name"].as_str().unwrap(),
+                    t["status"].as_str().unwrap(),
+                )
+            })
             .collect();
         let first_zero = large.iter().position(|(_, s)| *s != "AC").unwrap();
         for (name, status) in &large[first_zero + 1..] {
-            assert!(*status == "SKIPPED" || earlier.contains(name), "{solution}: {large:?}");
+            assert!(
+                *status == "SKIPPED" || earlier.contains(name),
+                "{solution}: {large:?}"
+            );
         }
-        assert!(large[first_zero + 1..].iter().any(|(_, s)| *s == "SKIPPED"), "{solution}: {large:?}");
+        assert!(
+            large[first_zero + 1..].iter().any(|(_, s)| *s == "SKIPPED"),
+            "{solution}: {large:?}"
+        );
     }
 }
 
 #[test]
 fn compilation_error_feedback_matches_the_pipeline() {
     let dir = problem_dir("sumpairs");
-    let report = judge_json(&[dir.to_str().unwrap(), dir.join("solutions/ce.cpp").to_str().unwrap()]);
+    let report = judge_json(&[
+        dir.to_str().unwrap(),
+        dir.join("solutions/ce.cpp").to_str().unwrap(),
+    ]);
     for s in report["subtasks"].as_array().unwrap() {
         for t in s["tests"].as_array().unwrap() {
             assert_eq!(t["status"], "CE");
             let feedback = t["feedback"].as_str().unwrap();
-            assert!(feedback.starts_with("Compilation error exit code 1\n"), "{feedback}");
+            assert!(
+                feedback.starts_with("Compilation error exit code 1\n"),
+                "{feedback}"
+            );
             assert!(feedback.contains("error"), "{feedback}");
         }
     }
@@ -151,9 +219,18 @@ fn compilation_error_feedback_matches_the_pipeline() {
 fn judging_from_the_parquet_layout_gives_the_same_result() {
     let dir = problem_dir("sumpairs");
     let out = tempfile::tempdir().unwrap();
-    let (problems, tests) = (out.path().join("problems.parquet"), out.path().join("tests.parquet"));
+    let (problems, tests) = (
+        out.path().join("problems.parquet"),
+        out.path().join("tests.parquet"),
+    );
     let status = bin()
-        .args(["convert", dir.to_str().unwrap(), "--year", "2024", "--problems-out"])
+        .args([
+            "convert",
+            dir.to_str().unwrap(),
+            "--year",
+            "2024",
+            "--problems-out",
+        ])
         .arg(&problems)
         .arg("--tests-out")
         .arg(&tests)
@@ -162,13 +239,19 @@ fn judging_from_the_parquet_layout_gives_the_same_result() {
     assert!(status.success());
     let sol = dir.join("solutions/int_overflow.cpp");
     let from_parquet = judge_json(&[
-        "--problems", problems.to_str().unwrap(),
-        "--tests", tests.to_str().unwrap(),
-        "--problem-id", "sumpairs",
+        "--problems",
+        problems.to_str().unwrap(),
+        "--tests",
+        tests.to_str().unwrap(),
+        "--problem-id",
+        "sumpairs",
         sol.to_str().unwrap(),
     ]);
     let from_folder = judge_json(&[dir.to_str().unwrap(), sol.to_str().unwrap()]);
-    assert_eq!(subtask_statuses(&from_parquet), subtask_statuses(&from_folder));
+    assert_eq!(
+        subtask_statuses(&from_parquet),
+        subtask_statuses(&from_folder)
+    );
     assert_eq!(from_parquet["total"], 40.0);
 }
 
@@ -176,10 +259,19 @@ fn judging_from_the_parquet_layout_gives_the_same_result() {
 fn unknown_subtask_is_a_clear_error() {
     let dir = problem_dir("sumpairs");
     let out = bin()
-        .args(["judge", "--subtask", "99-nope", dir.to_str().unwrap(), dir.join("solutions/ac.cpp").to_str().unwrap()])
+        .args([
+            "judge",
+            "--subtask",
+            "99-nope",
+            dir.to_str().unwrap(),
+            dir.join("solutions/ac.cpp").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no subtask \"99-nope\"") && err.contains("01-small"), "{err}");
+    assert!(
+        err.contains("no subtask \"99-nope\"") && err.contains("01-small"),
+        "{err}"
+    );
 }

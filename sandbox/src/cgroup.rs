@@ -34,7 +34,11 @@ pub enum CgroupVersion {
 #[derive(Debug, Clone)]
 pub(crate) enum CgroupRoot {
     /// Parent directories (`.../ioi-run`) in the memory, cpuacct and pids hierarchies.
-    V1 { memory: PathBuf, cpuacct: PathBuf, pids: PathBuf },
+    V1 {
+        memory: PathBuf,
+        cpuacct: PathBuf,
+        pids: PathBuf,
+    },
     /// Parent directory in the unified hierarchy, with memory and pids enabled for children.
     V2 { base: PathBuf },
 }
@@ -54,10 +58,15 @@ impl CgroupRoot {
     /// cpuacct and pids controllers mounted.
     pub(crate) fn detect() -> Result<CgroupRoot> {
         if cgroups_rs::fs::hierarchies::is_cgroup2_unified_mode() {
-            return Self::v2_for_this_process(Path::new(cgroups_rs::fs::hierarchies::UNIFIED_MOUNTPOINT));
+            return Self::v2_for_this_process(Path::new(
+                cgroups_rs::fs::hierarchies::UNIFIED_MOUNTPOINT,
+            ));
         }
         let v1 = cgroups_rs::fs::hierarchies::V1::new();
-        let mount = |c| v1.get_mount_point(c).map(|(point, _)| point.join(GROUP_DIR));
+        let mount = |c| {
+            v1.get_mount_point(c)
+                .map(|(point, _)| point.join(GROUP_DIR))
+        };
         use cgroups_rs::fs::Controllers;
         match (mount(Controllers::Mem), mount(Controllers::CpuAcct), mount(Controllers::Pids)) {
             (Some(memory), Some(cpuacct), Some(pids)) => Ok(CgroupRoot::V1 { memory, cpuacct, pids }),
@@ -77,7 +86,8 @@ impl CgroupRoot {
             enable_v2_controllers(mount)?;
             return Ok(CgroupRoot::V2 { base });
         }
-        let own = fs::read_to_string("/proc/self/cgroup").context("cannot read /proc/self/cgroup")?;
+        let own =
+            fs::read_to_string("/proc/self/cgroup").context("cannot read /proc/self/cgroup")?;
         let rel = own
             .lines()
             .find_map(|l| l.strip_prefix("0::"))
@@ -96,12 +106,18 @@ impl CgroupRoot {
                 own_dir.display()
             );
         }
-        Ok(CgroupRoot::V2 { base: own_dir.join(GROUP_DIR) })
+        Ok(CgroupRoot::V2 {
+            base: own_dir.join(GROUP_DIR),
+        })
     }
 
     fn parents(&self) -> Vec<&Path> {
         match self {
-            CgroupRoot::V1 { memory, cpuacct, pids } => vec![memory, cpuacct, pids],
+            CgroupRoot::V1 {
+                memory,
+                cpuacct,
+                pids,
+            } => vec![memory, cpuacct, pids],
             CgroupRoot::V2 { base } => vec![base],
         }
     }
@@ -109,7 +125,8 @@ impl CgroupRoot {
     /// Creates the `ioi-run` parent directories and removes run cgroups of keepers that died.
     pub(crate) fn prepare(&self) -> Result<()> {
         for parent in self.parents() {
-            fs::create_dir_all(parent).with_context(|| format!("cannot create cgroup {}", parent.display()))?;
+            fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create cgroup {}", parent.display()))?;
         }
         if let CgroupRoot::V2 { base } = self {
             enable_v2_controllers(base)?;
@@ -120,10 +137,14 @@ impl CgroupRoot {
 
     fn remove_stale(&self) {
         for parent in self.parents() {
-            let Ok(entries) = fs::read_dir(parent) else { continue };
+            let Ok(entries) = fs::read_dir(parent) else {
+                continue;
+            };
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                let Some(pid) = name.split('-').next().and_then(|p| p.parse::<i32>().ok()) else { continue };
+                let Some(pid) = name.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+                    continue;
+                };
                 let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
                 if !alive {
                     kill_members(&entry.path());
@@ -142,8 +163,16 @@ impl CgroupRoot {
 
     /// Creates the cgroup of one run with its limits, and opens the `cgroup.procs` files the
     /// program writes itself into.
-    pub(crate) fn create_run(&self, memory: Option<u64>, processes: Option<u64>) -> Result<RunCgroup> {
-        let name = format!("{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    pub(crate) fn create_run(
+        &self,
+        memory: Option<u64>,
+        processes: Option<u64>,
+    ) -> Result<RunCgroup> {
+        let name = format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT_ID.fetch_add(1, Ordering::Relaxed)
+        );
         let dirs: Vec<PathBuf> = self.parents().iter().map(|p| p.join(&name)).collect();
         for dir in &dirs {
             create_dir_retrying(dir)?;
@@ -179,7 +208,10 @@ fn enable_v2_controllers(dir: &Path) -> Result<()> {
     for controller in ["memory", "pids"] {
         if !current.split_whitespace().any(|c| c == controller) {
             fs::write(&control, format!("+{controller}")).with_context(|| {
-                format!("cannot enable the {controller} controller in {}", control.display())
+                format!(
+                    "cannot enable the {controller} controller in {}",
+                    control.display()
+                )
             })?;
         }
     }
@@ -195,8 +227,10 @@ fn create_dir_retrying(dir: &Path) -> Result<()> {
             Err(e) => last = Some(e),
         }
     }
-    Err(last.map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("unknown error")))
-        .with_context(|| format!("cannot create cgroup {}", dir.display()))
+    Err(last
+        .map(anyhow::Error::from)
+        .unwrap_or_else(|| anyhow::anyhow!("unknown error")))
+    .with_context(|| format!("cannot create cgroup {}", dir.display()))
 }
 
 fn open_counter(path: &Path) -> Result<File> {
@@ -210,8 +244,14 @@ fn kill_members(dir: &Path) {
         return;
     }
     if let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) {
-        for pid in procs.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        for pid in procs
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }
@@ -230,12 +270,24 @@ impl RunCgroup {
     fn set_limits(&self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
         if let Some(bytes) = memory {
             let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-            self.memory.set_limit(bytes).context("cannot set the cgroup memory limit")?;
+            self.memory
+                .set_limit(bytes)
+                .context("cannot set the cgroup memory limit")?;
             // No swap: the memory+swap limit equals the memory limit (v1), swap is 0 (v2).
-            let swap = if self.version == CgroupVersion::V1 { bytes } else { 0 };
-            let swap_file = if self.version == CgroupVersion::V1 { "memory.memsw.limit_in_bytes" } else { "memory.swap.max" };
+            let swap = if self.version == CgroupVersion::V1 {
+                bytes
+            } else {
+                0
+            };
+            let swap_file = if self.version == CgroupVersion::V1 {
+                "memory.memsw.limit_in_bytes"
+            } else {
+                "memory.swap.max"
+            };
             if self.memory.path().join(swap_file).exists() {
-                self.memory.set_memswap_limit(swap).context("cannot set the cgroup swap limit")?;
+                self.memory
+                    .set_memswap_limit(swap)
+                    .context("cannot set the cgroup swap limit")?;
             }
         }
         if let Some(n) = processes {
@@ -280,7 +332,8 @@ impl RunCgroup {
         match self.version {
             CgroupVersion::V1 => self.memory.memory_stat().oom_control.oom_kill,
             CgroupVersion::V2 => {
-                let events = fs::read_to_string(self.dirs[0].join("memory.events")).unwrap_or_default();
+                let events =
+                    fs::read_to_string(self.dirs[0].join("memory.events")).unwrap_or_default();
                 parse_key(&events, "oom_kill").unwrap_or(0)
             }
         }
@@ -316,7 +369,9 @@ fn parse_cpu_usage(version: CgroupVersion, text: &str) -> Duration {
 fn parse_key(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let mut parts = l.split_whitespace();
-        (parts.next() == Some(key)).then(|| parts.next()?.parse().ok()).flatten()
+        (parts.next() == Some(key))
+            .then(|| parts.next()?.parse().ok())
+            .flatten()
     })
 }
 
@@ -356,7 +411,10 @@ mod tests {
         let dir = base.join(&name);
         fs::create_dir_all(&dir).unwrap();
         for (file, content) in [
-            ("cpu.stat", "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n"),
+            (
+                "cpu.stat",
+                "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n",
+            ),
             ("memory.peak", "123456789\n"),
             ("memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"),
             ("memory.swap.max", "max\n"),
@@ -366,8 +424,14 @@ mod tests {
         }
         let run = cg_root.create_run(Some(256 << 20), Some(32)).unwrap();
         assert_eq!(run.dir(), dir);
-        assert_eq!(fs::read_to_string(dir.join("memory.max")).unwrap(), (256u64 << 20).to_string());
-        assert_eq!(fs::read_to_string(dir.join("memory.swap.max")).unwrap(), "0");
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.max")).unwrap(),
+            (256u64 << 20).to_string()
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.swap.max")).unwrap(),
+            "0"
+        );
         assert_eq!(fs::read_to_string(dir.join("pids.max")).unwrap(), "32");
         assert_eq!(run.cpu_time(), Duration::from_millis(1500));
         assert_eq!(run.memory_peak(), 123456789);
@@ -377,8 +441,14 @@ mod tests {
 
     #[test]
     fn v1_counter_parsing() {
-        assert_eq!(parse_cpu_usage(CgroupVersion::V1, "2500000000\n"), Duration::from_millis(2500));
-        assert_eq!(parse_key("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill"), Some(2));
+        assert_eq!(
+            parse_cpu_usage(CgroupVersion::V1, "2500000000\n"),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            parse_key("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill"),
+            Some(2)
+        );
         assert_eq!(parse_key("oom_kill_disable 0\n", "oom_kill"), None);
     }
 }

@@ -48,7 +48,10 @@ pub(crate) enum Report {
     Exited(i32),
     Signaled(i32),
     /// Setup failed at `step` with `errno` (see [`Step`]).
-    SetupFailed { step: u32, errno: i32 },
+    SetupFailed {
+        step: u32,
+        errno: i32,
+    },
 }
 
 /// Setup steps, for error messages. Mount operations are numbered from `MOUNTS`.
@@ -116,11 +119,15 @@ impl Report {
     }
 
     pub fn decode(bytes: &[u8; Self::SIZE]) -> Option<Report> {
-        let word = |i: usize| i32::from_ne_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let word =
+            |i: usize| i32::from_ne_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
         Some(match word(0) {
             0 => Report::Exited(word(4)),
             1 => Report::Signaled(word(4)),
-            2 => Report::SetupFailed { step: word(4) as u32, errno: word(8) },
+            2 => Report::SetupFailed {
+                step: word(4) as u32,
+                errno: word(8),
+            },
             _ => return None,
         })
     }
@@ -138,7 +145,10 @@ fn write_all(fd: libc::c_int, bytes: &[u8]) {
 }
 
 fn fail(plan: &ChildPlan, step: u32, errno: i32) -> ! {
-    write_all(plan.report_write, &Report::SetupFailed { step, errno }.encode());
+    write_all(
+        plan.report_write,
+        &Report::SetupFailed { step, errno }.encode(),
+    );
     // SAFETY: _exit is always safe.
     unsafe { libc::_exit(1) }
 }
@@ -162,7 +172,16 @@ fn close_others(keep: &[libc::c_int]) {
 /// A fork that runs no `atfork` handlers (the keeper's other threads may hold C library locks).
 fn raw_fork() -> libc::pid_t {
     // SAFETY: clone without CLONE_VM behaves like fork; the child continues on a copy of the stack.
-    unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) as libc::pid_t }
+    unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        ) as libc::pid_t
+    }
 }
 
 /// The init: sets up the box, forks the program, reaps until it exits, reports, exits.
@@ -182,7 +201,9 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
         fds[i] = match stdio {
             StdioPlan::Fd(fd) => *fd,
             // SAFETY: open of a prepared path.
-            StdioPlan::Open { path, flags } => unsafe { libc::open(path.as_ptr(), *flags | libc::O_CLOEXEC, 0o644) },
+            StdioPlan::Open { path, flags } => unsafe {
+                libc::open(path.as_ptr(), *flags | libc::O_CLOEXEC, 0o644)
+            },
         };
         if fds[i] < 0 {
             fail(plan, Step::OPEN_STDIN + i as u32, errno());
@@ -193,7 +214,14 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
         if libc::sethostname(c"ioi-box".as_ptr(), 7) != 0 {
             fail(plan, Step::HOSTNAME, errno());
         }
-        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
             fail(plan, Step::PRIVATE_MOUNTS, errno());
         }
     }
@@ -212,7 +240,14 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             fail(plan, Step::PIVOT_ROOT, errno());
         }
         let ro = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), ro, std::ptr::null()) != 0 {
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            ro,
+            std::ptr::null(),
+        ) != 0
+        {
             fail(plan, Step::READONLY_ROOT, errno());
         }
     }
@@ -244,7 +279,10 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
     if n == 8 {
         let step = u32::from_ne_bytes([failure[0], failure[1], failure[2], failure[3]]);
         let errno = i32::from_ne_bytes([failure[4], failure[5], failure[6], failure[7]]);
-        write_all(plan.report_write, &Report::SetupFailed { step, errno }.encode());
+        write_all(
+            plan.report_write,
+            &Report::SetupFailed { step, errno }.encode(),
+        );
         // SAFETY: _exit.
         unsafe { libc::_exit(1) };
     }
@@ -260,7 +298,10 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             };
         }
         if pid < 0 && errno() != libc::EINTR {
-            break Report::SetupFailed { step: Step::FORK, errno: errno() };
+            break Report::SetupFailed {
+                step: Step::FORK,
+                errno: errno(),
+            };
         }
     };
     write_all(plan.report_write, &report.encode());
@@ -301,7 +342,9 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
         }
         // Raw system calls: the C library's wrappers synchronise every thread of the process,
         // and the keeper's other threads do not exist in this copy (they would never answer).
-        if plan.clear_groups && libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) != 0 {
+        if plan.clear_groups
+            && libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) != 0
+        {
             fail(Step::SET_IDS, errno());
         }
         if libc::syscall(libc::SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0
@@ -309,7 +352,13 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
         {
             fail(Step::SET_IDS, errno());
         }
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
         // capset: empty effective, permitted and inheritable sets.
         let header = [0x2008_0522u32, 0]; // _LINUX_CAPABILITY_VERSION_3, this process
         let data = [0u32; 6];
@@ -317,7 +366,12 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
             fail(Step::DROP_CAPS, errno());
         }
         // Everything but stdio closes on exec (including the error pipe).
-        libc::syscall(libc::SYS_close_range, 3u32, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC);
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
     }
     if let Err(e) = crate::seccomp::install(plan.seccomp) {
         fail(Step::SECCOMP, e);

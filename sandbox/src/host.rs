@@ -11,16 +11,28 @@ pub struct Check {
 }
 
 fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Checks the mechanisms the sandbox needs, without running anything.
 pub fn checks() -> Vec<Check> {
     let mut out = Vec::new();
     let kernel = nix::sys::utsname::uname()
-        .map(|u| format!("{} {}", u.sysname().to_string_lossy(), u.release().to_string_lossy()))
+        .map(|u| {
+            format!(
+                "{} {}",
+                u.sysname().to_string_lossy(),
+                u.release().to_string_lossy()
+            )
+        })
         .unwrap_or_else(|_| "unknown".into());
-    out.push(Check { name: "kernel", ok: true, detail: kernel });
+    out.push(Check {
+        name: "kernel",
+        ok: true,
+        detail: kernel,
+    });
 
     let max_userns = read("/proc/sys/user/max_user_namespaces").and_then(|s| s.parse::<u64>().ok());
     let unpriv = read("/proc/sys/kernel/unprivileged_userns_clone");
@@ -36,17 +48,32 @@ pub fn checks() -> Vec<Check> {
     });
 
     let (cg_ok, cg_detail) = match crate::cgroup::CgroupRoot::detect() {
-        Ok(root) => (true, match root.version() {
-            crate::CgroupVersion::V1 => "cgroup v1 with memory, cpuacct and pids controllers".to_string(),
-            crate::CgroupVersion::V2 => "cgroup v2 (unified) with memory and pids controllers".to_string(),
-        }),
+        Ok(root) => (
+            true,
+            match root.version() {
+                crate::CgroupVersion::V1 => {
+                    "cgroup v1 with memory, cpuacct and pids controllers".to_string()
+                }
+                crate::CgroupVersion::V2 => {
+                    "cgroup v2 (unified) with memory and pids controllers".to_string()
+                }
+            },
+        ),
         Err(e) => (false, format!("{e:#}")),
     };
-    out.push(Check { name: "cgroups", ok: cg_ok, detail: cg_detail });
+    out.push(Check {
+        name: "cgroups",
+        ok: cg_ok,
+        detail: cg_detail,
+    });
 
     let swap_accounting = Path::new("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists();
     let swap_total = read("/proc/meminfo")
-        .and_then(|m| m.lines().find(|l| l.starts_with("SwapTotal:")).map(|l| l.to_string()))
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("SwapTotal:"))
+                .map(|l| l.to_string())
+        })
         .unwrap_or_default();
     let no_swap = swap_total.split_whitespace().nth(1) == Some("0");
     out.push(Check {
@@ -67,7 +94,11 @@ pub fn checks() -> Vec<Check> {
     out.push(Check {
         name: "seccomp",
         ok: seccomp,
-        detail: if seccomp { "available".into() } else { "the kernel lacks CONFIG_SECCOMP_FILTER".into() },
+        detail: if seccomp {
+            "available".into()
+        } else {
+            "the kernel lacks CONFIG_SECCOMP_FILTER".into()
+        },
     });
     out
 }

@@ -31,7 +31,11 @@ pub struct SandboxOptions {
 
 impl Default for SandboxOptions {
     fn default() -> Self {
-        SandboxOptions { sandbox_uid: 60000, sandbox_gid: 60000, tmp_size: 1 << 30 }
+        SandboxOptions {
+            sandbox_uid: 60000,
+            sandbox_gid: 60000,
+            tmp_size: 1 << 30,
+        }
     }
 }
 
@@ -63,7 +67,10 @@ pub fn abort_all() {
         Err(_) => return,
     };
     for (pid, cgroup) in runs {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
         cgroup.remove();
     }
@@ -81,7 +88,14 @@ impl Sandbox {
         std::fs::create_dir_all(&root_mountpoint)
             .with_context(|| format!("cannot create {}", root_mountpoint.display()))?;
         let keeper_is_root = nix::unistd::geteuid().is_root();
-        Ok(Sandbox { cgroups, system, filters, root_mountpoint, options, keeper_is_root })
+        Ok(Sandbox {
+            cgroups,
+            system,
+            filters,
+            root_mountpoint,
+            options,
+            keeper_is_root,
+        })
     }
 
     /// The cgroup version in use.
@@ -95,7 +109,10 @@ impl Sandbox {
         if self.keeper_is_root {
             (self.options.sandbox_uid, self.options.sandbox_gid)
         } else {
-            (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw())
+            (
+                nix::unistd::geteuid().as_raw(),
+                nix::unistd::getegid().as_raw(),
+            )
         }
     }
 
@@ -112,7 +129,10 @@ impl Sandbox {
         if spec.argv.is_empty() {
             bail!("empty command");
         }
-        let cgroup = Arc::new(self.cgroups.create_run(spec.limits.memory, spec.limits.processes)?);
+        let cgroup = Arc::new(
+            self.cgroups
+                .create_run(spec.limits.memory, spec.limits.processes)?,
+        );
         let result = self.run_in(spec, &cgroup);
         cgroup.remove();
         result
@@ -122,7 +142,11 @@ impl Sandbox {
         let procs = cgroup.open_procs()?;
         let (go_read, go_write) = pipe()?;
         let (report_read, report_write) = pipe()?;
-        let tmp_size = spec.limits.memory.unwrap_or(self.options.tmp_size).min(self.options.tmp_size);
+        let tmp_size = spec
+            .limits
+            .memory
+            .unwrap_or(self.options.tmp_size)
+            .min(self.options.tmp_size);
         let mount_ops = mounts::plan(&self.root_mountpoint, &self.system, spec, tmp_size)?;
         let stdio = [
             stdio_plan(&spec.stdin, true)?,
@@ -131,7 +155,12 @@ impl Sandbox {
         ];
         let argv_c = to_cstrings(&spec.argv)?;
         let env_c = to_cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")))?;
-        let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str()).unwrap_or("");
+        let path_var = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("");
         let exe_candidates = exe_candidates(&spec.argv[0], path_var)?;
         let mut keep_fds: Vec<i32> = vec![go_read.as_raw_fd(), report_write.as_raw_fd()];
         keep_fds.extend(cgroup::raw(&procs));
@@ -168,7 +197,14 @@ impl Sandbox {
         // SAFETY: a fork-like clone (no CLONE_VM, no new stack); the child only runs
         // `init_main`, which is async-signal-safe, and never returns.
         let pid = unsafe {
-            libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize)
+            libc::syscall(
+                libc::SYS_clone,
+                (flags | libc::SIGCHLD) as libc::c_ulong,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            )
         } as i32;
         if pid < 0 {
             let e = std::io::Error::last_os_error();
@@ -216,7 +252,9 @@ impl Sandbox {
         drop(go_write);
 
         let limits = &spec.limits;
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u32;
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1) as u32;
         let mut limit_hit: Option<Status> = None;
         let mut report_bytes = [0u8; Report::SIZE];
         let mut got = 0usize;
@@ -230,22 +268,24 @@ impl Sandbox {
                 let left = cpu.saturating_sub(cgroup.cpu_time());
                 wait = wait.min((left / cores).max(Duration::from_millis(2)));
             }
-            let timeout = PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
-            let mut fds = [PollFd::new(std::os::fd::AsFd::as_fd(&report_read), PollFlags::POLLIN)];
+            let timeout =
+                PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(
+                std::os::fd::AsFd::as_fd(&report_read),
+                PollFlags::POLLIN,
+            )];
             match poll(&mut fds, timeout) {
-                Ok(n) if n > 0 => {
-                    match nix::unistd::read(&report_read, &mut report_bytes[got..]) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            got += n;
-                            if got == Report::SIZE {
-                                break;
-                            }
+                Ok(n) if n > 0 => match nix::unistd::read(&report_read, &mut report_bytes[got..]) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        got += n;
+                        if got == Report::SIZE {
+                            break;
                         }
-                        Err(nix::errno::Errno::EINTR) => {}
-                        Err(_) => break,
                     }
-                }
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => break,
+                },
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => {
                     kill_init();
@@ -266,8 +306,16 @@ impl Sandbox {
         }
         let wall_time = start.elapsed();
         let _ = nix::sys::wait::waitpid(init, None);
-        let report = if got == Report::SIZE { Report::decode(&report_bytes) } else { None };
-        let stats = Stats { cpu: cgroup.cpu_time(), memory: cgroup.memory_peak(), oom_kills: cgroup.oom_kills() };
+        let report = if got == Report::SIZE {
+            Report::decode(&report_bytes)
+        } else {
+            None
+        };
+        let stats = Stats {
+            cpu: cgroup.cpu_time(),
+            memory: cgroup.memory_peak(),
+            oom_kills: cgroup.oom_kills(),
+        };
         Ok(classify(report, limit_hit, &stats, wall_time, spec, plan))
     }
 
@@ -280,12 +328,24 @@ impl Sandbox {
         if self.keeper_is_root {
             // The init stays root inside (it must create the mount points); the program becomes
             // INSIDE_ID, which is the unprivileged sandbox id on the host.
-            write("uid_map", &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_uid))?;
-            write("gid_map", &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_gid))?;
+            write(
+                "uid_map",
+                &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_uid),
+            )?;
+            write(
+                "gid_map",
+                &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_gid),
+            )?;
         } else {
             write("setgroups", "deny")?;
-            write("uid_map", &format!("{INSIDE_ID} {} 1\n", nix::unistd::geteuid()))?;
-            write("gid_map", &format!("{INSIDE_ID} {} 1\n", nix::unistd::getegid()))?;
+            write(
+                "uid_map",
+                &format!("{INSIDE_ID} {} 1\n", nix::unistd::geteuid()),
+            )?;
+            write(
+                "gid_map",
+                &format!("{INSIDE_ID} {} 1\n", nix::unistd::getegid()),
+            )?;
         }
         Ok(())
     }
@@ -348,23 +408,42 @@ fn classify(
         None => out.signal = Some(libc::SIGKILL),
     }
     let cpu_over = spec.limits.cpu_time.is_some_and(|cpu| stats.cpu > cpu);
-    let memory_near = spec.limits.memory.is_some_and(|m| stats.memory >= m.saturating_sub(m / 50));
+    let memory_near = spec
+        .limits
+        .memory
+        .is_some_and(|m| stats.memory >= m.saturating_sub(m / 50));
     let killed = out.signal == Some(libc::SIGKILL);
-    (out.status, out.message) = if stats.oom_kills > 0 || (killed && memory_near && limit_hit.is_none()) {
-        (Status::MemoryLimit, format!("memory limit exceeded (peak {} bytes)", stats.memory))
-    } else if cpu_over || limit_hit == Some(Status::TimeLimit) {
-        (Status::TimeLimit, format!("time limit exceeded ({:.3} s CPU)", stats.cpu.as_secs_f64()))
-    } else if limit_hit == Some(Status::WallTimeLimit) {
-        (Status::WallTimeLimit, format!("wall time limit exceeded ({:.3} s)", wall.as_secs_f64()))
-    } else if out.signal == Some(libc::SIGXFSZ) {
-        (Status::OutputLimit, "output limit exceeded".into())
-    } else if let Some(sig) = out.signal {
-        (Status::Signaled, format!("killed by signal {sig} ({})", crate::signal_name(sig)))
-    } else if out.exit_code != Some(0) {
-        (Status::RuntimeError, format!("exited with code {}", out.exit_code.unwrap_or(-1)))
-    } else {
-        (Status::Ok, "ok".into())
-    };
+    (out.status, out.message) =
+        if stats.oom_kills > 0 || (killed && memory_near && limit_hit.is_none()) {
+            (
+                Status::MemoryLimit,
+                format!("memory limit exceeded (peak {} bytes)", stats.memory),
+            )
+        } else if cpu_over || limit_hit == Some(Status::TimeLimit) {
+            (
+                Status::TimeLimit,
+                format!("time limit exceeded ({:.3} s CPU)", stats.cpu.as_secs_f64()),
+            )
+        } else if limit_hit == Some(Status::WallTimeLimit) {
+            (
+                Status::WallTimeLimit,
+                format!("wall time limit exceeded ({:.3} s)", wall.as_secs_f64()),
+            )
+        } else if out.signal == Some(libc::SIGXFSZ) {
+            (Status::OutputLimit, "output limit exceeded".into())
+        } else if let Some(sig) = out.signal {
+            (
+                Status::Signaled,
+                format!("killed by signal {sig} ({})", crate::signal_name(sig)),
+            )
+        } else if out.exit_code != Some(0) {
+            (
+                Status::RuntimeError,
+                format!("exited with code {}", out.exit_code.unwrap_or(-1)),
+            )
+        } else {
+            (Status::Ok, "ok".into())
+        };
     out
 }
 
@@ -374,14 +453,31 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 
 fn stdio_plan(stdio: &Stdio, input: bool) -> Result<StdioPlan> {
     let open = |path: &Path, flags: libc::c_int| -> Result<StdioPlan> {
-        Ok(StdioPlan::Open { path: CString::new(path.as_os_str().as_bytes())?, flags })
+        Ok(StdioPlan::Open {
+            path: CString::new(path.as_os_str().as_bytes())?,
+            flags,
+        })
     };
     match stdio {
-        Stdio::Null => open(Path::new("/dev/null"), if input { libc::O_RDONLY } else { libc::O_WRONLY }),
+        Stdio::Null => open(
+            Path::new("/dev/null"),
+            if input {
+                libc::O_RDONLY
+            } else {
+                libc::O_WRONLY
+            },
+        ),
         Stdio::Path(p) if input => open(p, libc::O_RDONLY),
         Stdio::Path(p) => open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC),
         Stdio::Append(p) => open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND),
-        Stdio::Existing(p) => open(p, if input { libc::O_RDONLY } else { libc::O_WRONLY }),
+        Stdio::Existing(p) => open(
+            p,
+            if input {
+                libc::O_RDONLY
+            } else {
+                libc::O_WRONLY
+            },
+        ),
         Stdio::Fd(fd) => Ok(StdioPlan::Fd(fd.as_raw_fd())),
     }
 }
@@ -394,7 +490,11 @@ fn to_cstrings(items: impl IntoIterator<Item = impl Into<String>>) -> Result<Vec
 }
 
 fn null_terminated(items: &[CString]) -> Vec<*const libc::c_char> {
-    items.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+    items
+        .iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
 }
 
 /// Where to look for argv[0] inside the box: itself if it contains a `/`, else each `PATH`
@@ -406,10 +506,11 @@ fn exe_candidates(argv0: &str, path_var: &str) -> Result<Vec<CString>> {
     path_var
         .split(':')
         .filter(|d| !d.is_empty())
-        .map(|d| Ok(CString::new(format!("{}/{argv0}", d.trim_end_matches('/')))?))
+        .map(|d| {
+            Ok(CString::new(format!(
+                "{}/{argv0}",
+                d.trim_end_matches('/')
+            ))?)
+        })
         .collect()
 }
-
-
-
-

@@ -71,7 +71,10 @@ pub const BOX_PATH: &str = "/box";
 
 impl RunSpec {
     /// A spec with the given argv in `box_dir`, stdio to /dev/null, no limits, and a `PATH`.
-    pub fn new(box_dir: impl Into<PathBuf>, argv: impl IntoIterator<Item = impl Into<String>>) -> RunSpec {
+    pub fn new(
+        box_dir: impl Into<PathBuf>,
+        argv: impl IntoIterator<Item = impl Into<String>>,
+    ) -> RunSpec {
         RunSpec {
             argv: argv.into_iter().map(Into::into).collect(),
             env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
@@ -97,10 +100,18 @@ pub struct Bind {
 
 impl Bind {
     pub fn read_only(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Bind {
-        Bind { host: host.into(), inside: inside.into(), writable: false }
+        Bind {
+            host: host.into(),
+            inside: inside.into(),
+            writable: false,
+        }
     }
     pub fn writable(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Bind {
-        Bind { host: host.into(), inside: inside.into(), writable: true }
+        Bind {
+            host: host.into(),
+            inside: inside.into(),
+            writable: true,
+        }
     }
 }
 

@@ -18,13 +18,28 @@ use crate::{RunSpec, BOX_PATH};
 /// One step of building the box filesystem.
 #[derive(Debug)]
 pub(crate) enum MountOp {
-    Mkdir { path: CString },
-    Symlink { target: CString, path: CString },
-    Tmpfs { path: CString, data: CString },
+    Mkdir {
+        path: CString,
+    },
+    Symlink {
+        target: CString,
+        path: CString,
+    },
+    Tmpfs {
+        path: CString,
+        data: CString,
+    },
     /// Bind `source` onto `path` (created as a directory or an empty file), then remount with
     /// `flags` (which repeat the source's locked flags, as a user namespace requires).
-    Bind { source: CString, path: CString, dir: bool, flags: libc::c_ulong },
-    Proc { path: CString },
+    Bind {
+        source: CString,
+        path: CString,
+        dir: bool,
+        flags: libc::c_ulong,
+    },
+    Proc {
+        path: CString,
+    },
 }
 
 impl MountOp {
@@ -36,7 +51,10 @@ impl MountOp {
             MountOp::Symlink { path, .. } => format!("symlink {}", s(path)),
             MountOp::Tmpfs { path, .. } => format!("mount tmpfs on {}", s(path)),
             MountOp::Bind { source, path, .. } => format!("bind {} on {}", s(source), s(path)),
-            MountOp::Proc { path } => format!("mount proc on {} (is /proc fully visible on the host?)", s(path)),
+            MountOp::Proc { path } => format!(
+                "mount proc on {} (is /proc fully visible on the host?)",
+                s(path)
+            ),
         }
     }
 }
@@ -50,11 +68,20 @@ pub(crate) struct SystemLayout {
 
 #[derive(Debug, Clone)]
 enum SystemEntry {
-    Symlink { path: PathBuf, target: PathBuf },
-    Bind { path: PathBuf, dir: bool, flags: libc::c_ulong },
+    Symlink {
+        path: PathBuf,
+        target: PathBuf,
+    },
+    Bind {
+        path: PathBuf,
+        dir: bool,
+        flags: libc::c_ulong,
+    },
 }
 
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
 const ETC_ENTRIES: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -71,15 +98,28 @@ impl SystemLayout {
         let mut entries = Vec::new();
         for p in SYSTEM_DIRS.iter().chain(ETC_ENTRIES) {
             let path = Path::new(p);
-            let Ok(meta) = path.symlink_metadata() else { continue };
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
             if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(path).with_context(|| format!("cannot read link {p}"))?;
-                entries.push(SystemEntry::Symlink { path: path.into(), target });
+                let target =
+                    std::fs::read_link(path).with_context(|| format!("cannot read link {p}"))?;
+                entries.push(SystemEntry::Symlink {
+                    path: path.into(),
+                    target,
+                });
             } else {
-                entries.push(SystemEntry::Bind { path: path.into(), dir: meta.is_dir(), flags: remount_flags(path, false)? });
+                entries.push(SystemEntry::Bind {
+                    path: path.into(),
+                    dir: meta.is_dir(),
+                    flags: remount_flags(path, false)?,
+                });
             }
         }
-        if !entries.iter().any(|e| matches!(e, SystemEntry::Bind { path, .. } if path == Path::new("/usr"))) {
+        if !entries
+            .iter()
+            .any(|e| matches!(e, SystemEntry::Bind { path, .. } if path == Path::new("/usr")))
+        {
             bail!("/usr is missing: the sandbox needs the host's /usr for compilers and libraries");
         }
         Ok(SystemLayout { entries })
@@ -89,7 +129,8 @@ impl SystemLayout {
 /// Flags for the read-only (or read-write) remount of a bind of `source`: the source mount's
 /// nosuid/nodev/noexec/atime flags must be kept, since a user namespace may not clear them.
 fn remount_flags(source: &Path, writable: bool) -> Result<libc::c_ulong> {
-    let st = statvfs(source).with_context(|| format!("cannot stat the filesystem of {}", source.display()))?;
+    let st = statvfs(source)
+        .with_context(|| format!("cannot stat the filesystem of {}", source.display()))?;
     let f = st.flags();
     let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NODEV;
     if !writable {
@@ -110,31 +151,50 @@ fn remount_flags(source: &Path, writable: bool) -> Result<libc::c_ulong> {
 }
 
 fn cstr(p: &Path) -> Result<CString> {
-    CString::new(p.as_os_str().as_bytes()).with_context(|| format!("path contains a NUL byte: {}", p.display()))
+    CString::new(p.as_os_str().as_bytes())
+        .with_context(|| format!("path contains a NUL byte: {}", p.display()))
 }
 
 /// Under `root`, the host path of the box path `inside` (which must be absolute and plain).
 fn under(root: &Path, inside: &Path) -> Result<PathBuf> {
-    if !inside.is_absolute() || inside.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        bail!("sandbox path {} must be absolute and without `..`", inside.display());
+    if !inside.is_absolute()
+        || inside
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        bail!(
+            "sandbox path {} must be absolute and without `..`",
+            inside.display()
+        );
     }
     Ok(root.join(inside.strip_prefix("/").unwrap_or(inside)))
 }
 
 /// The whole list of operations for one run, with the new root at `root` (an empty host
 /// directory, mounted over by a tmpfs in the run's private mount namespace).
-pub(crate) fn plan(root: &Path, system: &SystemLayout, spec: &RunSpec, tmp_size: u64) -> Result<Vec<MountOp>> {
-    let mut ops = vec![MountOp::Tmpfs { path: cstr(root)?, data: CString::new("mode=0755,size=4m")? }];
+pub(crate) fn plan(
+    root: &Path,
+    system: &SystemLayout,
+    spec: &RunSpec,
+    tmp_size: u64,
+) -> Result<Vec<MountOp>> {
+    let mut ops = vec![MountOp::Tmpfs {
+        path: cstr(root)?,
+        data: CString::new("mode=0755,size=4m")?,
+    }];
     let mkdirs = |ops: &mut Vec<MountOp>, inside: &str| -> Result<()> {
-        ops.push(MountOp::Mkdir { path: cstr(&under(root, Path::new(inside))?)? });
+        ops.push(MountOp::Mkdir {
+            path: cstr(&under(root, Path::new(inside))?)?,
+        });
         Ok(())
     };
     mkdirs(&mut ops, "/etc")?;
     for entry in &system.entries {
         match entry {
-            SystemEntry::Symlink { path, target } => {
-                ops.push(MountOp::Symlink { target: cstr(target)?, path: cstr(&under(root, path)?)? })
-            }
+            SystemEntry::Symlink { path, target } => ops.push(MountOp::Symlink {
+                target: cstr(target)?,
+                path: cstr(&under(root, path)?)?,
+            }),
             SystemEntry::Bind { path, dir, flags } => ops.push(MountOp::Bind {
                 source: cstr(path)?,
                 path: cstr(&under(root, path)?)?,
@@ -180,9 +240,15 @@ pub(crate) fn plan(root: &Path, system: &SystemLayout, spec: &RunSpec, tmp_size:
     }
     let tmpfs_data = CString::new(format!("mode=1777,size={tmp_size}"))?;
     mkdirs(&mut ops, "/tmp")?;
-    ops.push(MountOp::Tmpfs { path: cstr(&under(root, Path::new("/tmp"))?)?, data: tmpfs_data.clone() });
+    ops.push(MountOp::Tmpfs {
+        path: cstr(&under(root, Path::new("/tmp"))?)?,
+        data: tmpfs_data.clone(),
+    });
     mkdirs(&mut ops, "/dev")?;
-    ops.push(MountOp::Tmpfs { path: cstr(&under(root, Path::new("/dev"))?)?, data: CString::new("mode=0755,size=64k")? });
+    ops.push(MountOp::Tmpfs {
+        path: cstr(&under(root, Path::new("/dev"))?)?,
+        data: CString::new("mode=0755,size=64k")?,
+    });
     for dev in ["null", "zero", "full", "random", "urandom"] {
         let host = PathBuf::from("/dev").join(dev);
         ops.push(MountOp::Bind {
@@ -192,31 +258,54 @@ pub(crate) fn plan(root: &Path, system: &SystemLayout, spec: &RunSpec, tmp_size:
             flags: remount_flags(&host, true)? & !libc::MS_NODEV,
         });
     }
-    for (name, target) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")] {
-        ops.push(MountOp::Symlink { target: CString::new(target)?, path: cstr(&under(root, &Path::new("/dev").join(name))?)? });
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        ops.push(MountOp::Symlink {
+            target: CString::new(target)?,
+            path: cstr(&under(root, &Path::new("/dev").join(name))?)?,
+        });
     }
     mkdirs(&mut ops, "/dev/shm")?;
-    ops.push(MountOp::Tmpfs { path: cstr(&under(root, Path::new("/dev/shm"))?)?, data: tmpfs_data });
+    ops.push(MountOp::Tmpfs {
+        path: cstr(&under(root, Path::new("/dev/shm"))?)?,
+        data: tmpfs_data,
+    });
     mkdirs(&mut ops, "/proc")?;
-    ops.push(MountOp::Proc { path: cstr(&under(root, Path::new("/proc"))?)? });
+    ops.push(MountOp::Proc {
+        path: cstr(&under(root, Path::new("/proc"))?)?,
+    });
     Ok(ops)
 }
 
 /// Executes one operation: async-signal-safe. Returns the errno on failure.
 pub(crate) fn apply(op: &MountOp) -> Result<(), i32> {
     use std::ptr::null;
-    let check = |r: libc::c_int| if r == 0 { Ok(()) } else { Err(nix::errno::Errno::last_raw()) };
+    let check = |r: libc::c_int| {
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(nix::errno::Errno::last_raw())
+        }
+    };
     // SAFETY: every pointer is a NUL-terminated string prepared before the clone, or null
     // where the system call accepts null.
     unsafe {
         match op {
             MountOp::Mkdir { path } => {
-                if libc::mkdir(path.as_ptr(), 0o755) != 0 && nix::errno::Errno::last_raw() != libc::EEXIST {
+                if libc::mkdir(path.as_ptr(), 0o755) != 0
+                    && nix::errno::Errno::last_raw() != libc::EEXIST
+                {
                     return Err(nix::errno::Errno::last_raw());
                 }
                 Ok(())
             }
-            MountOp::Symlink { target, path } => check(libc::symlink(target.as_ptr(), path.as_ptr())),
+            MountOp::Symlink { target, path } => {
+                check(libc::symlink(target.as_ptr(), path.as_ptr()))
+            }
             MountOp::Tmpfs { path, data } => check(libc::mount(
                 c"tmpfs".as_ptr(),
                 path.as_ptr(),
@@ -224,13 +313,24 @@ pub(crate) fn apply(op: &MountOp) -> Result<(), i32> {
                 libc::MS_NOSUID | libc::MS_NODEV,
                 data.as_ptr().cast(),
             )),
-            MountOp::Bind { source, path, dir, flags } => {
+            MountOp::Bind {
+                source,
+                path,
+                dir,
+                flags,
+            } => {
                 if *dir {
-                    if libc::mkdir(path.as_ptr(), 0o755) != 0 && nix::errno::Errno::last_raw() != libc::EEXIST {
+                    if libc::mkdir(path.as_ptr(), 0o755) != 0
+                        && nix::errno::Errno::last_raw() != libc::EEXIST
+                    {
                         return Err(nix::errno::Errno::last_raw());
                     }
                 } else {
-                    let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
+                    let fd = libc::open(
+                        path.as_ptr(),
+                        libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                        0o644,
+                    );
                     if fd < 0 && nix::errno::Errno::last_raw() != libc::EEXIST {
                         // An existing target inside the box (bind over a box file) is fine.
                         if nix::errno::Errno::last_raw() != libc::EISDIR {
@@ -241,7 +341,13 @@ pub(crate) fn apply(op: &MountOp) -> Result<(), i32> {
                         libc::close(fd);
                     }
                 }
-                check(libc::mount(source.as_ptr(), path.as_ptr(), null(), libc::MS_BIND | libc::MS_REC, null()))?;
+                check(libc::mount(
+                    source.as_ptr(),
+                    path.as_ptr(),
+                    null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    null(),
+                ))?;
                 check(libc::mount(null(), path.as_ptr(), null(), *flags, null()))
             }
             MountOp::Proc { path } => check(libc::mount(

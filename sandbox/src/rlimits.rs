@@ -16,14 +16,32 @@ pub(crate) struct Rlimit {
 pub(crate) fn plan(limits: &Limits) -> Vec<Rlimit> {
     let value = |v: Option<u64>| v.map(|v| v as libc::rlim_t).unwrap_or(libc::RLIM_INFINITY);
     let mut out = vec![
-        Rlimit { resource: libc::RLIMIT_STACK, value: value(limits.stack) },
-        Rlimit { resource: libc::RLIMIT_FSIZE, value: value(limits.output_size) },
-        Rlimit { resource: libc::RLIMIT_NOFILE, value: value(limits.open_files) },
-        Rlimit { resource: libc::RLIMIT_CORE, value: 0 },
-        Rlimit { resource: libc::RLIMIT_MEMLOCK, value: 0 },
+        Rlimit {
+            resource: libc::RLIMIT_STACK,
+            value: value(limits.stack),
+        },
+        Rlimit {
+            resource: libc::RLIMIT_FSIZE,
+            value: value(limits.output_size),
+        },
+        Rlimit {
+            resource: libc::RLIMIT_NOFILE,
+            value: value(limits.open_files),
+        },
+        Rlimit {
+            resource: libc::RLIMIT_CORE,
+            value: 0,
+        },
+        Rlimit {
+            resource: libc::RLIMIT_MEMLOCK,
+            value: 0,
+        },
     ];
     if let Some(cpu) = limits.cpu_time {
-        out.push(Rlimit { resource: libc::RLIMIT_CPU, value: cpu.as_secs() as libc::rlim_t + 2 });
+        out.push(Rlimit {
+            resource: libc::RLIMIT_CPU,
+            value: cpu.as_secs() as libc::rlim_t + 2,
+        });
     }
     out
 }
@@ -31,7 +49,10 @@ pub(crate) fn plan(limits: &Limits) -> Vec<Rlimit> {
 /// Applies the plan: async-signal-safe. Returns the errno of the first failure.
 pub(crate) fn apply(plan: &[Rlimit]) -> Result<(), i32> {
     for r in plan {
-        let lim = libc::rlimit { rlim_cur: r.value, rlim_max: r.value };
+        let lim = libc::rlimit {
+            rlim_cur: r.value,
+            rlim_max: r.value,
+        };
         // SAFETY: setrlimit with a valid pointer to a local struct.
         if unsafe { libc::setrlimit(r.resource, &lim) } != 0 {
             return Err(nix::errno::Errno::last_raw());

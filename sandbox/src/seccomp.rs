@@ -11,19 +11,61 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    TargetArch,
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
 };
 
 /// Syscalls that kill the process unconditionally.
 const KILLED: &[&str] = &[
-    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "unshare",
-    "setns", "kexec_load", "kexec_file_load", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "reboot", "init_module",
-    "finit_module", "delete_module", "swapon", "swapoff", "acct", "settimeofday", "clock_settime",
-    "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "iopl", "ioperm", "open_by_handle_at",
-    "name_to_handle_at", "fanotify_init", "quotactl", "syslog", "vhangup", "mount_setattr", "move_mount",
-    "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "pidfd_getfd",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "kexec_load",
+    "kexec_file_load",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "userfaultfd",
+    "reboot",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "swapon",
+    "swapoff",
+    "acct",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "iopl",
+    "ioperm",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "fanotify_init",
+    "quotactl",
+    "syslog",
+    "vhangup",
+    "mount_setattr",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "pidfd_getfd",
 ];
 
 /// Namespace-creating clone flags.
@@ -43,8 +85,12 @@ pub(crate) struct Filters {
 }
 
 fn arch() -> Result<TargetArch> {
-    TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|e| anyhow::anyhow!("seccomp: unsupported architecture {}: {e:?}", std::env::consts::ARCH))
+    TargetArch::try_from(std::env::consts::ARCH).map_err(|e| {
+        anyhow::anyhow!(
+            "seccomp: unsupported architecture {}: {e:?}",
+            std::env::consts::ARCH
+        )
+    })
 }
 
 fn syscall_number(name: &str) -> Option<i64> {
@@ -138,16 +184,27 @@ pub(crate) fn build() -> Result<Filters> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
-    let kill: BpfProgram = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::KillProcess, arch)?
-        .try_into()
-        .context("cannot compile the seccomp kill list")?;
+    let kill: BpfProgram = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::KillProcess,
+        arch,
+    )?
+    .try_into()
+    .context("cannot compile the seccomp kill list")?;
     let mut clone3: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     clone3.insert(libc::SYS_clone3, Vec::new());
-    let clone3: BpfProgram =
-        SeccompFilter::new(clone3, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)?
-            .try_into()
-            .context("cannot compile the seccomp clone3 filter")?;
-    Ok(Filters { programs: vec![kill, clone3] })
+    let clone3: BpfProgram = SeccompFilter::new(
+        clone3,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?
+    .try_into()
+    .context("cannot compile the seccomp clone3 filter")?;
+    Ok(Filters {
+        programs: vec![kill, clone3],
+    })
 }
 
 /// Installs the filters (and no_new_privs): async-signal-safe, no allocation.

@@ -17,7 +17,11 @@ fn plain_program_runs_and_reports_usage() {
     );
     assert_eq!(o.status, Status::Ok, "{o:?}");
     assert_eq!(b.read("stdout").trim(), (64u64 << 20).to_string());
-    assert!(o.memory >= 64 << 20 && o.memory < 128 << 20, "peak memory {}", o.memory);
+    assert!(
+        o.memory >= 64 << 20 && o.memory < 128 << 20,
+        "peak memory {}",
+        o.memory
+    );
     assert_eq!(o.exit_code, Some(0));
 }
 
@@ -25,9 +29,20 @@ fn plain_program_runs_and_reports_usage() {
 fn exit_code_and_signal_are_reported() {
     let b = TestBox::new();
     let o = b.run_cpp("int main(){ return 3; }", limits(1.0, 64));
-    assert_eq!((o.status, o.exit_code), (Status::RuntimeError, Some(3)), "{o:?}");
-    let o = b.run_cpp("int main(){ volatile int *p = nullptr; *p = 1; }", limits(1.0, 64));
-    assert_eq!((o.status, o.signal), (Status::Signaled, Some(libc::SIGSEGV)), "{o:?}");
+    assert_eq!(
+        (o.status, o.exit_code),
+        (Status::RuntimeError, Some(3)),
+        "{o:?}"
+    );
+    let o = b.run_cpp(
+        "int main(){ volatile int *p = nullptr; *p = 1; }",
+        limits(1.0, 64),
+    );
+    assert_eq!(
+        (o.status, o.signal),
+        (Status::Signaled, Some(libc::SIGSEGV)),
+        "{o:?}"
+    );
 }
 
 #[test]
@@ -36,9 +51,15 @@ fn fork_bomb_is_contained_by_the_pids_limit() {
     let o = b.run_cpp(
         r#"#include <unistd.h>
         int main(){ for(;;) fork(); }"#,
-        Limits { processes: Some(32), ..limits(1.0, 256) },
+        Limits {
+            processes: Some(32),
+            ..limits(1.0, 256)
+        },
     );
-    assert!(matches!(o.status, Status::TimeLimit | Status::WallTimeLimit), "{o:?}");
+    assert!(
+        matches!(o.status, Status::TimeLimit | Status::WallTimeLimit),
+        "{o:?}"
+    );
     assert!(o.wall_time < 5.0, "{o:?}");
 }
 
@@ -99,9 +120,15 @@ fn threads_burning_cpu_hit_the_time_limit() {
 #[test]
 fn sleeping_forever_hits_the_wall_limit() {
     let b = TestBox::new();
-    let o = b.run_cpp("#include <unistd.h>\nint main(){ for(;;) pause(); }", limits(0.5, 64));
+    let o = b.run_cpp(
+        "#include <unistd.h>\nint main(){ for(;;) pause(); }",
+        limits(0.5, 64),
+    );
     assert_eq!(o.status, Status::WallTimeLimit, "{o:?}");
-    assert!(o.cpu_time < 0.1 && o.wall_time >= 2.5 && o.wall_time < 4.0, "{o:?}");
+    assert!(
+        o.cpu_time < 0.1 && o.wall_time >= 2.5 && o.wall_time < 4.0,
+        "{o:?}"
+    );
 }
 
 #[test]
@@ -137,14 +164,25 @@ fn network_sockets_are_killed() {
         int main(){ int s = socket(AF_INET, SOCK_STREAM, 0); sockaddr_in a{}; a.sin_family=AF_INET; a.sin_port=htons(80); a.sin_addr.s_addr=inet_addr("1.1.1.1"); return connect(s,(sockaddr*)&a,sizeof a) == 0 ? 0 : 42; }"#,
         limits(1.0, 64),
     );
-    assert_eq!((o.status, o.signal), (Status::Signaled, Some(libc::SIGSYS)), "{o:?}");
+    assert_eq!(
+        (o.status, o.signal),
+        (Status::Signaled, Some(libc::SIGSYS)),
+        "{o:?}"
+    );
 }
 
 #[test]
 fn ptrace_is_killed() {
     let b = TestBox::new();
-    let o = b.run_cpp("#include <sys/ptrace.h>\nint main(){ ptrace(PTRACE_TRACEME, 0, 0, 0); return 0; }", limits(1.0, 64));
-    assert_eq!((o.status, o.signal), (Status::Signaled, Some(libc::SIGSYS)), "{o:?}");
+    let o = b.run_cpp(
+        "#include <sys/ptrace.h>\nint main(){ ptrace(PTRACE_TRACEME, 0, 0, 0); return 0; }",
+        limits(1.0, 64),
+    );
+    assert_eq!(
+        (o.status, o.signal),
+        (Status::Signaled, Some(libc::SIGSYS)),
+        "{o:?}"
+    );
 }
 
 #[test]
@@ -182,7 +220,12 @@ fn kill_minus_one_reaches_nothing_outside() {
     let (uid, gid) = sandbox().box_owner();
     let mut sentinel = {
         use std::os::unix::process::CommandExt;
-        std::process::Command::new("sleep").arg("30").uid(uid).gid(gid).spawn().unwrap()
+        std::process::Command::new("sleep")
+            .arg("30")
+            .uid(uid)
+            .gid(gid)
+            .spawn()
+            .unwrap()
     };
     let b = TestBox::new();
     let o = b.run_cpp(
@@ -228,21 +271,32 @@ fn deep_recursion_uses_an_unlimited_stack() {
         limits(5.0, 512),
     );
     assert_eq!(o.status, Status::Ok, "{o:?}");
-    assert!(o.memory > 100 << 20, "the stack should really have been used: {o:?}");
+    assert!(
+        o.memory > 100 << 20,
+        "the stack should really have been used: {o:?}"
+    );
 }
 
 #[test]
 fn missing_program_is_the_command_not_the_sandbox() {
     let b = TestBox::new();
     let o = sandbox().run(&b.spec(&["/box/does-not-exist"]));
-    assert_eq!((o.status, o.exit_code), (Status::RuntimeError, Some(127)), "{o:?}");
+    assert_eq!(
+        (o.status, o.exit_code),
+        (Status::RuntimeError, Some(127)),
+        "{o:?}"
+    );
     assert!(o.message.contains("cannot execute"), "{o:?}");
 }
 
 #[test]
 fn gcc_and_bash_work_inside() {
     let b = TestBox::new();
-    std::fs::write(b.path().join("a.cpp"), "#include <bits/stdc++.h>\nint main(){ std::cout << 6*7 << std::endl; }").unwrap();
+    std::fs::write(
+        b.path().join("a.cpp"),
+        "#include <bits/stdc++.h>\nint main(){ std::cout << 6*7 << std::endl; }",
+    )
+    .unwrap();
     let mut spec = b.spec(&["bash", "-c", "g++ -O2 -pipe -o a a.cpp && ./a"]);
     spec.limits = limits(20.0, 1024);
     spec.stdout = Stdio::Path(b.path().join("out"));
@@ -257,7 +311,9 @@ fn stdin_comes_from_a_host_file() {
     let b = TestBox::new();
     let input = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(input.path(), "20 22\n").unwrap();
-    b.compile("#include <cstdio>\nint main(){ int a,b; scanf(\"%d %d\",&a,&b); printf(\"%d\\n\", a+b); }");
+    b.compile(
+        "#include <cstdio>\nint main(){ int a,b; scanf(\"%d %d\",&a,&b); printf(\"%d\\n\", a+b); }",
+    );
     let mut spec = b.spec(&["./prog"]);
     spec.stdin = Stdio::Path(input.path().to_path_buf());
     spec.stdout = Stdio::Path(b.path().join("out"));
@@ -289,10 +345,17 @@ fn parallel_runs_do_not_interfere() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for (i, o) in verdicts {
-        let expected = if i % 2 == 0 { Status::Ok } else { Status::TimeLimit };
+        let expected = if i % 2 == 0 {
+            Status::Ok
+        } else {
+            Status::TimeLimit
+        };
         assert_eq!(o.status, expected, "run {i}: {o:?}");
         if i % 2 == 0 {
-            assert!(o.cpu_time >= 0.2 && o.cpu_time < 0.5, "run {i}: CPU time inflated by load: {o:?}");
+            assert!(
+                o.cpu_time >= 0.2 && o.cpu_time < 0.5,
+                "run {i}: CPU time inflated by load: {o:?}"
+            );
         }
     }
 }

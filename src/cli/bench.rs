@@ -31,7 +31,10 @@ pub fn run(args: Args) -> Result<i32> {
 fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
     samples.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    (ms(samples[samples.len() / 2]), ms(samples[samples.len() * 9 / 10]))
+    (
+        ms(samples[samples.len() / 2]),
+        ms(samples[samples.len() * 9 / 10]),
+    )
 }
 
 fn bench_sandbox(runs: usize) -> Result<i32> {
@@ -62,13 +65,23 @@ fn bench_sandbox(runs: usize) -> Result<i32> {
         let t = Instant::now();
         let outcome = sandbox.run(&spec);
         sandboxed.push(t.elapsed());
-        anyhow::ensure!(outcome.status == Status::Ok, "sandboxed /bin/true failed: {}", outcome.message);
+        anyhow::ensure!(
+            outcome.status == Status::Ok,
+            "sandboxed /bin/true failed: {}",
+            outcome.message
+        );
     }
     let (plain_med, plain_p90) = summary(plain);
     let (sb_med, sb_p90) = summary(sandboxed);
     println!("runs of /bin/true         {runs}");
     println!("plain fork+exec           median {plain_med:.3} ms   p90 {plain_p90:.3} ms");
-    println!("sandboxed (ns+mounts+cgroup {:?}+seccomp)  median {sb_med:.3} ms   p90 {sb_p90:.3} ms", sandbox.cgroup_version());
-    println!("overhead per run          median {:.3} ms", sb_med - plain_med);
+    println!(
+        "sandboxed (ns+mounts+cgroup {:?}+seccomp)  median {sb_med:.3} ms   p90 {sb_p90:.3} ms",
+        sandbox.cgroup_version()
+    );
+    println!(
+        "overhead per run          median {:.3} ms",
+        sb_med - plain_med
+    );
     Ok(0)
 }

@@ -36,6 +36,11 @@ pub fn run(args: Args) -> Result<i32> {
         loaded.push((problem, tests));
     }
     crate::problem::convert::write_openr1(&loaded, &args.problems_out, &args.tests_out)?;
-    println!("wrote {} problem(s): {} and {}", loaded.len(), args.problems_out.display(), args.tests_out.display());
+    println!(
+        "wrote {} problem(s): {} and {}",
+        loaded.len(),
+        args.problems_out.display(),
+        args.tests_out.display()
+    );
     Ok(0)
 }

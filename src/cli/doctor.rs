@@ -22,10 +22,18 @@ pub fn run(_args: Args) -> Result<i32> {
     let gxx = std::process::Command::new("g++").arg("--version").output();
     match gxx {
         Ok(out) if out.status.success() => {
-            let first = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").to_string();
+            let first = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
             report("g++", true, &first)
         }
-        _ => report("g++", false, "g++ not found: install it (apt-get install g++)"),
+        _ => report(
+            "g++",
+            false,
+            "g++ not found: install it (apt-get install g++)",
+        ),
     }
     let sandbox = match Sandbox::new(SandboxOptions::default()) {
         Ok(s) => s,
@@ -48,7 +56,11 @@ pub fn run(_args: Args) -> Result<i32> {
 
 fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {
     let Ok(dir) = tempfile::tempdir() else {
-        return vec![("self-test", false, "cannot create a temporary directory".into())];
+        return vec![(
+            "self-test",
+            false,
+            "cannot create a temporary directory".into(),
+        )];
     };
     let (uid, gid) = sandbox.box_owner();
     let _ = std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid));
@@ -66,12 +78,28 @@ fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {
     };
     let mut out = Vec::new();
     let o = run(&["/bin/true"]);
-    out.push(("run /bin/true", o.status == Status::Ok, format!("{:?}: {}", o.status, o.message)));
+    out.push((
+        "run /bin/true",
+        o.status == Status::Ok,
+        format!("{:?}: {}", o.status, o.message),
+    ));
     let o = run(&["bash", "-c", "while :; do :; done"]);
-    out.push(("CPU time limit", o.status == Status::TimeLimit, format!("{:?} after {:.2} s CPU", o.status, o.cpu_time)));
+    out.push((
+        "CPU time limit",
+        o.status == Status::TimeLimit,
+        format!("{:?} after {:.2} s CPU", o.status, o.cpu_time),
+    ));
     let o = run(&["bash", "-c", "a=x; while :; do a=$a$a; done"]);
-    out.push(("memory limit", o.status == Status::MemoryLimit, format!("{:?}, peak {} MiB", o.status, o.memory >> 20)));
+    out.push((
+        "memory limit",
+        o.status == Status::MemoryLimit,
+        format!("{:?}, peak {} MiB", o.status, o.memory >> 20),
+    ));
     let o = run(&["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22"]);
-    out.push(("no network", o.status != Status::Ok, format!("{:?}: {}", o.status, o.message)));
+    out.push((
+        "no network",
+        o.status != Status::Ok,
+        format!("{:?}: {}", o.status, o.message),
+    ));
     out
 }

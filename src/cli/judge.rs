@@ -62,14 +62,22 @@ pub fn run(args: Args) -> Result<i32> {
     for name in &args.subtasks {
         if problem.subtask(name).is_none() {
             let names: Vec<&str> = problem.subtasks.iter().map(|s| s.name.as_str()).collect();
-            bail!("problem {} has no subtask {name:?} (it has {})", problem.id, names.join(", "));
+            bail!(
+                "problem {} has no subtask {name:?} (it has {})",
+                problem.id,
+                names.join(", ")
+            );
         }
     }
     let solution = args.paths.last().context("missing SOLUTION.cpp")?;
-    let code = std::fs::read_to_string(solution).with_context(|| format!("cannot read {}", solution.display()))?;
+    let code = std::fs::read_to_string(solution)
+        .with_context(|| format!("cannot read {}", solution.display()))?;
     let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
-    let source = OneProblem { judge, problem: Mutex::new(Some((problem, tests))) };
+    let source = OneProblem {
+        judge,
+        problem: Mutex::new(Some((problem, tests))),
+    };
     let options = ScheduleOptions {
         jobs: args.run.jobs(),
         batch_size: args.run.test_batch_size,
@@ -78,16 +86,33 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let progress = Progress::default();
     let outcome: Mutex<Option<schedule::Finished>> = Mutex::new(None);
-    schedule::run(&source.judge, &source, &[Job { problem: key, code: Some(code) }], &options, &progress, &|f| {
-        if let Ok(mut slot) = outcome.lock() {
-            *slot = Some(f);
-        }
-    })?;
-    let finished = outcome.into_inner().ok().flatten().context("the judge produced no result")?;
+    schedule::run(
+        &source.judge,
+        &source,
+        &[Job {
+            problem: key,
+            code: Some(code),
+        }],
+        &options,
+        &progress,
+        &|f| {
+            if let Ok(mut slot) = outcome.lock() {
+                *slot = Some(f);
+            }
+        },
+    )?;
+    let finished = outcome
+        .into_inner()
+        .ok()
+        .flatten()
+        .context("the judge produced no result")?;
     let results = finished.result?;
     let problem = &finished.problem.problem;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json_report(problem, &results))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_report(problem, &results))?
+        );
     } else {
         print_human(problem, &results);
     }
@@ -96,7 +121,11 @@ pub fn run(args: Args) -> Result<i32> {
 
 fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
     if let Some(rows) = &args.problems {
-        let id = args.problem_id.as_deref().unwrap_or_default().to_lowercase();
+        let id = args
+            .problem_id
+            .as_deref()
+            .unwrap_or_default()
+            .to_lowercase();
         let problems = crate::problem::openr1::load_problems(std::slice::from_ref(rows))?;
         let found: Vec<Problem> = problems
             .into_iter()
@@ -105,7 +134,10 @@ fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
         let problem = match found.len() {
             0 => bail!("no problem {id:?} in {}", rows.display()),
             1 => found.into_iter().next().context("unreachable")?,
-            _ => bail!("several problems {id:?} in {} (years differ): pick one with --year", rows.display()),
+            _ => bail!(
+                "several problems {id:?} in {} (years differ): pick one with --year",
+                rows.display()
+            ),
         };
         if args.tests.is_empty() {
             bail!("--tests is required with --problems");
@@ -138,7 +170,13 @@ pub fn json_report(problem: &Problem, results: &[SubtaskResult]) -> serde_json::
 
 fn print_human(problem: &Problem, results: &[SubtaskResult]) {
     let color = std::io::stdout().is_terminal();
-    let paint = |text: String, code: &str| if color { format!("\x1b[{code}m{text}\x1b[0m") } else { text };
+    let paint = |text: String, code: &str| {
+        if color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text
+        }
+    };
     // Each test once, with every subtask it belongs to.
     let mut rows: Vec<(&crate::score::TestResult, Vec<&str>)> = Vec::new();
     for s in results {
@@ -154,30 +192,74 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) {
             }
         }
     }
-    println!("{} ({}), time limit {} s, memory limit {} MiB", problem.name, problem.id, problem.time_limit, problem.memory_limit >> 20);
+    println!(
+        "{} ({}), time limit {} s, memory limit {} MiB",
+        problem.name,
+        problem.id,
+        problem.time_limit,
+        problem.memory_limit >> 20
+    );
     println!();
-    println!("{:<16} {:<22} {:<7} {:>6} {:>8} {:>8} {:>9}  feedback", "test", "subtasks", "verdict", "score", "cpu s", "wall s", "mem MiB");
+    println!(
+        "{:<16} {:<22} {:<7} {:>6} {:>8} {:>8} {:>9}  feedback",
+        "test", "subtasks", "verdict", "score", "cpu s", "wall s", "mem MiB"
+    );
     for (t, subtasks) in rows {
         let near = t.time.is_some_and(|time| time >= problem.time_limit * 0.8);
-        let time = t.time.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
-        let time = if near { paint(format!("{time:>8}"), "33") } else { format!("{time:>8}") };
-        let wall = t.wall_time.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
-        let mem = t.memory.map(|v| format!("{:.1}", v as f64 / (1 << 20) as f64)).unwrap_or_else(|| "-".into());
-        let feedback = t.feedback.as_deref().unwrap_or("").lines().next().unwrap_or("");
+        let time = t
+            .time
+            .map(|v| format!("{v:.3}"))
+            .unwrap_or_else(|| "-".into());
+        let time = if near {
+            paint(format!("{time:>8}"), "33")
+        } else {
+            format!("{time:>8}")
+        };
+        let wall = t
+            .wall_time
+            .map(|v| format!("{v:.3}"))
+            .unwrap_or_else(|| "-".into());
+        let mem = t
+            .memory
+            .map(|v| format!("{:.1}", v as f64 / (1 << 20) as f64))
+            .unwrap_or_else(|| "-".into());
+        let feedback = t
+            .feedback
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("");
         let status = paint(format!("{:<7}", t.status.as_str()), status_color(t.status));
-        println!("{:<16} {:<22} {status} {:>6} {time} {wall:>8} {mem:>9}  {feedback}", t.test_name, subtasks.join(","), format!("{:.2}", t.score));
+        println!(
+            "{:<16} {:<22} {status} {:>6} {time} {wall:>8} {mem:>9}  {feedback}",
+            t.test_name,
+            subtasks.join(","),
+            format!("{:.2}", t.score)
+        );
     }
     println!();
     println!("{:<22} {:>10} {:>8}", "subtask", "points", "status");
     let mut total = 0.0;
     for s in results {
         total += s.weighted_score();
-        let status = paint(format!("{:>8}", s.status().as_str()), status_color(s.status()));
-        println!("{:<22} {:>10} {status}", s.subtask, format!("{}/{}", s.weighted_score(), s.points));
+        let status = paint(
+            format!("{:>8}", s.status().as_str()),
+            status_color(s.status()),
+        );
+        println!(
+            "{:<22} {:>10} {status}",
+            s.subtask,
+            format!("{}/{}", s.weighted_score(), s.points)
+        );
     }
     let max: f64 = results.iter().map(|s| s.points).sum();
     println!();
-    println!("total {}/{}", crate::score::round_like_python(total, 2), max);
+    println!(
+        "total {}/{}",
+        crate::score::round_like_python(total, 2),
+        max
+    );
 }
 
 fn status_color(status: Status) -> &'static str {

@@ -61,7 +61,10 @@ pub fn main() -> i32 {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IOI_RUN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 /// On SIGINT/SIGTERM/SIGHUP: kill every sandboxed run and remove its cgroup, then exit. The
@@ -114,7 +117,13 @@ pub enum RunnerKind {
 
 impl RunArgs {
     pub fn jobs(&self) -> usize {
-        self.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1)
+        self.jobs
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+            .max(1)
     }
 
     pub fn judge_options(&self) -> anyhow::Result<crate::judge::JudgeOptions> {
@@ -124,10 +133,14 @@ impl RunArgs {
             options.cache_dir = dir.join("compile");
         }
         options.runner = match (&self.compile_script, &self.run_script, self.runner) {
-            (Some(c), Some(r), _) => crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {
-                compile: std::fs::read_to_string(c).with_context(|| format!("cannot read {}", c.display()))?,
-                run: std::fs::read_to_string(r).with_context(|| format!("cannot read {}", r.display()))?,
-            }),
+            (Some(c), Some(r), _) => {
+                crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {
+                    compile: std::fs::read_to_string(c)
+                        .with_context(|| format!("cannot read {}", c.display()))?,
+                    run: std::fs::read_to_string(r)
+                        .with_context(|| format!("cannot read {}", r.display()))?,
+                })
+            }
             (_, _, RunnerKind::Scripts) => crate::judge::Runner::Scripts(Default::default()),
             _ => crate::judge::Runner::Native,
         };
@@ -138,22 +151,34 @@ impl RunArgs {
 /// Parses a size in bytes: `1048576`, `256K`, `256M`, `2G` (powers of 1024), `256MiB`, `1GB`.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("invalid size {text:?}: expected e.g. 268435456, 256M or 2G"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid size {text:?}: expected e.g. 268435456, 256M or 2G"))?;
     let multiplier: u64 = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 1,
         "K" | "KB" | "KIB" => 1 << 10,
         "M" | "MB" | "MIB" => 1 << 20,
         "G" | "GB" | "GIB" => 1 << 30,
-        other => return Err(format!("invalid size unit {other:?} in {text:?}: use K, M or G")),
+        other => {
+            return Err(format!(
+                "invalid size unit {other:?} in {text:?}: use K, M or G"
+            ))
+        }
     };
     Ok((value * multiplier as f64) as u64)
 }
 
 /// Parses a duration in seconds (`1`, `0.5`).
 pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
-    let v: f64 = text.trim().trim_end_matches('s').parse().map_err(|_| format!("invalid number of seconds {text:?}"))?;
+    let v: f64 = text
+        .trim()
+        .trim_end_matches('s')
+        .parse()
+        .map_err(|_| format!("invalid number of seconds {text:?}"))?;
     if !(v > 0.0 && v.is_finite()) {
         return Err(format!("seconds must be positive, got {text:?}"));
     }
@@ -176,7 +201,10 @@ mod tests {
 
     #[test]
     fn seconds_must_be_positive() {
-        assert_eq!(parse_seconds("1.5"), Ok(std::time::Duration::from_millis(1500)));
+        assert_eq!(
+            parse_seconds("1.5"),
+            Ok(std::time::Duration::from_millis(1500))
+        );
         assert!(parse_seconds("0").is_err());
         assert!(parse_seconds("abc").is_err());
     }

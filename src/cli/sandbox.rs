@@ -51,21 +51,28 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let sandbox = Sandbox::new(SandboxOptions::default()).context("the sandbox cannot start on this host (try `ioi-run doctor`)")?;
+    let sandbox = Sandbox::new(SandboxOptions::default())
+        .context("the sandbox cannot start on this host (try `ioi-run doctor`)")?;
     let temp_box;
     let box_dir = match &args.box_dir {
         Some(dir) => dir.clone(),
         None => {
             temp_box = tempfile::Builder::new().prefix("sandbox-box-").tempdir()?;
             let (uid, gid) = sandbox.box_owner();
-            std::os::unix::fs::chown(temp_box.path(), Some(uid), Some(gid))
-                .with_context(|| format!("cannot give {} to the sandbox user", temp_box.path().display()))?;
+            std::os::unix::fs::chown(temp_box.path(), Some(uid), Some(gid)).with_context(|| {
+                format!(
+                    "cannot give {} to the sandbox user",
+                    temp_box.path().display()
+                )
+            })?;
             temp_box.path().to_path_buf()
         }
     };
     let mut spec = RunSpec::new(&box_dir, args.command.iter().cloned());
     for var in &args.env {
-        let Some((k, v)) = var.split_once('=') else { bail!("--env {var:?}: expected NAME=VALUE") };
+        let Some((k, v)) = var.split_once('=') else {
+            bail!("--env {var:?}: expected NAME=VALUE")
+        };
         spec.env.retain(|(name, _)| name != k);
         spec.env.push((k.to_string(), v.to_string()));
     }
@@ -73,11 +80,21 @@ pub fn run(args: Args) -> Result<i32> {
         spec.binds.push(parse_dir(dir)?);
     }
     spec.stdin = args.stdin.clone().map(Stdio::Path).unwrap_or(Stdio::Null);
-    spec.stdout = args.stdout.clone().map(Stdio::Path).unwrap_or_else(|| inherit(1));
-    spec.stderr = args.stderr.clone().map(Stdio::Path).unwrap_or_else(|| inherit(2));
+    spec.stdout = args
+        .stdout
+        .clone()
+        .map(Stdio::Path)
+        .unwrap_or_else(|| inherit(1));
+    spec.stderr = args
+        .stderr
+        .clone()
+        .map(Stdio::Path)
+        .unwrap_or_else(|| inherit(2));
     spec.limits = Limits {
         cpu_time: args.time,
-        wall_time: args.wall_time.or(args.time.map(|t| t * 3 + Duration::from_secs(1))),
+        wall_time: args
+            .wall_time
+            .or(args.time.map(|t| t * 3 + Duration::from_secs(1))),
         memory: args.memory,
         processes: Some(args.processes),
         output_size: args.output_limit,
@@ -87,7 +104,12 @@ pub fn run(args: Args) -> Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
-        eprintln!("status     {}", serde_json::to_value(outcome.status)?.as_str().unwrap_or("?"));
+        eprintln!(
+            "status     {}",
+            serde_json::to_value(outcome.status)?
+                .as_str()
+                .unwrap_or("?")
+        );
         if let Some(code) = outcome.exit_code {
             eprintln!("exit code  {code}");
         }
@@ -96,7 +118,10 @@ pub fn run(args: Args) -> Result<i32> {
         }
         eprintln!("cpu time   {:.3} s", outcome.cpu_time);
         eprintln!("wall time  {:.3} s", outcome.wall_time);
-        eprintln!("memory     {:.1} MiB", outcome.memory as f64 / (1 << 20) as f64);
+        eprintln!(
+            "memory     {:.1} MiB",
+            outcome.memory as f64 / (1 << 20) as f64
+        );
         eprintln!("message    {}", outcome.message);
     }
     Ok(match outcome.status {
@@ -113,7 +138,8 @@ fn inherit(fd: i32) -> Stdio {
         1 => std::io::stdout().as_fd().try_clone_to_owned(),
         _ => std::io::stderr().as_fd().try_clone_to_owned(),
     };
-    dup.map(|d: OwnedFd| Stdio::Fd(std::sync::Arc::new(d))).unwrap_or(Stdio::Null)
+    dup.map(|d: OwnedFd| Stdio::Fd(std::sync::Arc::new(d)))
+        .unwrap_or(Stdio::Null)
 }
 
 fn parse_dir(spec: &str) -> Result<Bind> {

@@ -13,7 +13,11 @@ pub const WRONG: &str = "Output isn't correct";
 /// CMS white-diff: lines compared one by one, where any run of whitespace equals any other,
 /// whitespace at line ends is ignored, and so are trailing empty lines. Streams both files.
 pub fn white_diff(expected: &Path, actual: &Path) -> Result<bool> {
-    let open = |p: &Path| File::open(p).map(BufReader::new).with_context(|| format!("cannot open {}", p.display()));
+    let open = |p: &Path| {
+        File::open(p)
+            .map(BufReader::new)
+            .with_context(|| format!("cannot open {}", p.display()))
+    };
     let (mut a, mut b) = (open(expected)?, open(actual)?);
     let (mut la, mut lb) = (Vec::new(), Vec::new());
     loop {
@@ -43,7 +47,9 @@ fn is_space(c: &u8) -> bool {
 }
 
 fn same_tokens(a: &[u8], b: &[u8]) -> bool {
-    a.split(is_space).filter(|t| !t.is_empty()).eq(b.split(is_space).filter(|t| !t.is_empty()))
+    a.split(is_space)
+        .filter(|t| !t.is_empty())
+        .eq(b.split(is_space).filter(|t| !t.is_empty()))
 }
 
 fn rest_is_blank(current: &[u8], reader: &mut impl BufRead) -> Result<bool> {
@@ -62,11 +68,17 @@ fn rest_is_blank(current: &[u8], reader: &mut impl BufRead) -> Result<bool> {
 /// feedback is stderr (trimmed). An unparsable score is the tool's failure, not the program's.
 pub fn parse_verdict(stdout: &str, stderr: &str, tool: &str) -> Result<(f64, String)> {
     let Some(first) = stdout.split_whitespace().next() else {
-        bail!("the {tool} printed no score on stdout (stderr: {:?})", truncate(stderr, 200));
+        bail!(
+            "the {tool} printed no score on stdout (stderr: {:?})",
+            truncate(stderr, 200)
+        );
     };
-    let score: f64 = first
-        .parse()
-        .with_context(|| format!("the {tool} printed {:?} instead of a score", truncate(first, 50)))?;
+    let score: f64 = first.parse().with_context(|| {
+        format!(
+            "the {tool} printed {:?} instead of a score",
+            truncate(first, 50)
+        )
+    })?;
     if !(0.0..=1.0).contains(&score) {
         bail!("the {tool} printed the score {score}, outside [0, 1]");
     }
@@ -112,10 +124,24 @@ mod tests {
 
     #[test]
     fn verdicts_parse_scores_in_range() {
-        assert_eq!(parse_verdict("0.5\n", "partially\n", "checker").unwrap(), (0.5, "partially".into()));
-        assert_eq!(parse_verdict("1", "Output is correct", "checker").unwrap().0, 1.0);
-        assert!(parse_verdict("", "boom", "checker").unwrap_err().to_string().contains("no score"));
-        assert!(parse_verdict("1.5", "", "manager").unwrap_err().to_string().contains("outside"));
+        assert_eq!(
+            parse_verdict("0.5\n", "partially\n", "checker").unwrap(),
+            (0.5, "partially".into())
+        );
+        assert_eq!(
+            parse_verdict("1", "Output is correct", "checker")
+                .unwrap()
+                .0,
+            1.0
+        );
+        assert!(parse_verdict("", "boom", "checker")
+            .unwrap_err()
+            .to_string()
+            .contains("no score"));
+        assert!(parse_verdict("1.5", "", "manager")
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
         assert!(parse_verdict("abc", "", "manager").is_err());
     }
 }

@@ -51,7 +51,12 @@ impl CompileJob<'_> {
         let mut h = blake3::Hasher::new();
         h.update(b"ioi-run compile v1\0");
         h.update(compiler_identity().as_bytes());
-        for part in self.flags.iter().chain(&self.sources).chain(std::iter::once(&self.output)) {
+        for part in self
+            .flags
+            .iter()
+            .chain(&self.sources)
+            .chain(std::iter::once(&self.output))
+        {
             h.update(part.as_bytes());
             h.update(b"\0");
         }
@@ -99,8 +104,13 @@ pub fn default_cache_dir() -> PathBuf {
 impl CompileCache {
     /// A cache in `dir`, trimmed to about `max_bytes` (least recently used entries go first).
     pub fn new(dir: PathBuf, max_bytes: u64) -> Result<CompileCache> {
-        fs::create_dir_all(&dir).with_context(|| format!("cannot create the compile cache {}", dir.display()))?;
-        Ok(CompileCache { dir, max_bytes, in_memory: Mutex::new(HashMap::new()) })
+        fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create the compile cache {}", dir.display()))?;
+        Ok(CompileCache {
+            dir,
+            max_bytes,
+            in_memory: Mutex::new(HashMap::new()),
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -116,11 +126,24 @@ impl CompileCache {
         files.push((&source, code.as_bytes()));
         let mut sources = vec![source.as_str()];
         sources.extend(problem.compiled_graders().iter().map(|g| g.path.as_str()));
-        self.compile(sandbox, CompileJob { files, sources, flags: SUBMISSION_FLAGS, output: &output })
+        self.compile(
+            sandbox,
+            CompileJob {
+                files,
+                sources,
+                flags: SUBMISSION_FLAGS,
+                output: &output,
+            },
+        )
     }
 
     /// Compiles a trusted tool of the problem (`checker/checker.cpp`, `graders/manager.cpp`).
-    pub fn tool(&self, sandbox: &Sandbox, problem: &Problem, source: &GraderFile) -> Result<Compiled> {
+    pub fn tool(
+        &self,
+        sandbox: &Sandbox,
+        problem: &Problem,
+        source: &GraderFile,
+    ) -> Result<Compiled> {
         let output = source.path.trim_end_matches(".cpp").to_string();
         let job = CompileJob {
             files: grader_files(problem),
@@ -134,12 +157,18 @@ impl CompileCache {
     fn compile(&self, sandbox: &Sandbox, job: CompileJob) -> Result<Compiled> {
         let key = job.key();
         let cell = {
-            let mut map = self.in_memory.lock().map_err(|_| anyhow::anyhow!("compile cache lock poisoned"))?;
+            let mut map = self
+                .in_memory
+                .lock()
+                .map_err(|_| anyhow::anyhow!("compile cache lock poisoned"))?;
             map.entry(key.clone()).or_default().clone()
         };
-        cell.get_or_init(|| self.load_or_build(sandbox, &key, &job).map_err(|e| format!("{e:#}")))
-            .clone()
-            .map_err(|e| anyhow::anyhow!(e))
+        cell.get_or_init(|| {
+            self.load_or_build(sandbox, &key, &job)
+                .map_err(|e| format!("{e:#}"))
+        })
+        .clone()
+        .map_err(|e| anyhow::anyhow!(e))
     }
 
     fn load_or_build(&self, sandbox: &Sandbox, key: &str, job: &CompileJob) -> Result<Compiled> {
@@ -163,7 +192,10 @@ impl CompileCache {
             BuildResult::Error { exit_code, stderr } => {
                 let json = serde_json::json!({ "exit_code": exit_code, "stderr": stderr });
                 fs::write(staging.path().join("error.json"), json.to_string())?;
-                Compiled::Error { exit_code: *exit_code, stderr: stderr.clone() }
+                Compiled::Error {
+                    exit_code: *exit_code,
+                    stderr: stderr.clone(),
+                }
             }
         };
         // Another process may have stored the same entry meanwhile: either copy is right.
@@ -177,7 +209,9 @@ impl CompileCache {
 
     /// Removes the least recently used entries while the cache is over its size bound.
     fn trim(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
         let mut all: Vec<(SystemTime, u64, PathBuf)> = entries
             .flatten()
             .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
@@ -188,7 +222,10 @@ impl CompileCache {
                     .filter_map(|f| f.metadata().ok())
                     .map(|m| m.len())
                     .sum();
-                let used = e.metadata().and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+                let used = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
                 (used, size, e.path())
             })
             .collect();
@@ -206,7 +243,11 @@ impl CompileCache {
 }
 
 fn grader_files(problem: &Problem) -> Vec<(&str, &[u8])> {
-    problem.grader_files.iter().map(|f| (f.path.as_str(), f.content.as_slice())).collect()
+    problem
+        .grader_files
+        .iter()
+        .map(|f| (f.path.as_str(), f.content.as_slice()))
+        .collect()
 }
 
 fn read_entry(entry: &Path) -> Option<Compiled> {
@@ -214,7 +255,8 @@ fn read_entry(entry: &Path) -> Option<Compiled> {
     if program.is_file() {
         return Some(Compiled::Binary(program));
     }
-    let error: serde_json::Value = serde_json::from_str(&fs::read_to_string(entry.join("error.json")).ok()?).ok()?;
+    let error: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(entry.join("error.json")).ok()?).ok()?;
     Some(Compiled::Error {
         exit_code: error["exit_code"].as_i64()? as i32,
         stderr: error["stderr"].as_str()?.to_string(),
@@ -227,7 +269,8 @@ fn touch(entry: &Path) {
 
 fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).with_context(|| format!("cannot chmod {}", path.display()))
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot chmod {}", path.display()))
 }
 
 enum BuildResult {
@@ -280,12 +323,19 @@ fn build(sandbox: &Sandbox, job: &CompileJob) -> Result<BuildResult> {
     }
     match outcome.status {
         Status::Ok => {
-            let bytes = fs::read(workdir.path().join(job.output))
-                .with_context(|| format!("the compiler succeeded but produced no {}", job.output))?;
+            let bytes = fs::read(workdir.path().join(job.output)).with_context(|| {
+                format!("the compiler succeeded but produced no {}", job.output)
+            })?;
             Ok(BuildResult::Binary(bytes))
         }
-        Status::RuntimeError => Ok(BuildResult::Error { exit_code: outcome.exit_code.unwrap_or(1), stderr }),
+        Status::RuntimeError => Ok(BuildResult::Error {
+            exit_code: outcome.exit_code.unwrap_or(1),
+            stderr,
+        }),
         Status::InternalError => bail!("cannot compile: {}", outcome.message),
-        _ => Ok(BuildResult::Error { exit_code: -1, stderr: format!("{stderr}\ncompiler stopped: {}", outcome.message) }),
+        _ => Ok(BuildResult::Error {
+            exit_code: -1,
+            stderr: format!("{stderr}\ncompiler stopped: {}", outcome.message),
+        }),
     }
 }

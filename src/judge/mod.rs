@@ -44,7 +44,11 @@ pub struct JudgeOptions {
 
 impl Default for JudgeOptions {
     fn default() -> Self {
-        JudgeOptions { runner: Runner::Native, cache_dir: compile::default_cache_dir(), cache_max_bytes: 2 << 30 }
+        JudgeOptions {
+            runner: Runner::Native,
+            cache_dir: compile::default_cache_dir(),
+            cache_max_bytes: 2 << 30,
+        }
     }
 }
 
@@ -115,7 +119,11 @@ impl Judge {
     pub fn new(options: JudgeOptions) -> Result<Judge> {
         let sandbox = Sandbox::new(SandboxOptions::default())?;
         let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?;
-        Ok(Judge { sandbox, cache, runner: options.runner })
+        Ok(Judge {
+            sandbox,
+            cache,
+            runner: options.runner,
+        })
     }
 
     pub fn sandbox(&self) -> &Sandbox {
@@ -131,7 +139,11 @@ impl Judge {
         for subtask in &problem.subtasks {
             for test in &subtask.test_names {
                 if tests.get(test).is_none() {
-                    bail!("problem {}: subtask {} names test {test:?}, which has no input/output", problem.id, subtask.name);
+                    bail!(
+                        "problem {}: subtask {} names test {test:?}, which has no input/output",
+                        problem.id,
+                        subtask.name
+                    );
                 }
             }
         }
@@ -142,19 +154,35 @@ impl Judge {
             }
             if let TaskType::Communication(_) = problem.task {
                 let Some(source) = problem.manager() else {
-                    bail!("problem {}: a Communication task needs graders/manager.cpp", problem.id)
+                    bail!(
+                        "problem {}: a Communication task needs graders/manager.cpp",
+                        problem.id
+                    )
                 };
                 tools.manager = Some(self.tool(&problem, source, "manager")?);
             }
         }
-        Ok(LoadedProblem { problem, tests, tools })
+        Ok(LoadedProblem {
+            problem,
+            tests,
+            tools,
+        })
     }
 
-    fn tool(&self, problem: &Problem, source: &crate::problem::GraderFile, what: &str) -> Result<PathBuf> {
+    fn tool(
+        &self,
+        problem: &Problem,
+        source: &crate::problem::GraderFile,
+        what: &str,
+    ) -> Result<PathBuf> {
         match self.cache.tool(&self.sandbox, problem, source)? {
             Compiled::Binary(path) => Ok(path),
             Compiled::Error { exit_code, stderr } => {
-                bail!("problem {}: the {what} {} does not compile (exit code {exit_code}):\n{stderr}", problem.id, source.path)
+                bail!(
+                    "problem {}: the {what} {} does not compile (exit code {exit_code}):\n{stderr}",
+                    problem.id,
+                    source.path
+                )
             }
         }
     }
@@ -162,23 +190,41 @@ impl Judge {
     /// Compiles a submission (once per distinct code and problem).
     pub fn compile(&self, loaded: &LoadedProblem, code: &str) -> Result<Build> {
         match &self.runner {
-            Runner::Native => Ok(match self.cache.submission(&self.sandbox, &loaded.problem, code)? {
-                Compiled::Binary(path) => Build::Program(Program::Binary(path)),
-                Compiled::Error { exit_code, stderr } => Build::Error(Compiled::error_feedback(exit_code, &stderr)),
-            }),
-            Runner::Scripts(scripts) => Ok(match scripts::compile(&self.sandbox, scripts, &loaded.problem, code)? {
-                scripts::ScriptBuild::Box(dir) => Build::Program(Program::ScriptBox(dir)),
-                scripts::ScriptBuild::Error { exit_code, stderr } => Build::Error(Compiled::error_feedback(exit_code, &stderr)),
-            }),
+            Runner::Native => Ok(
+                match self
+                    .cache
+                    .submission(&self.sandbox, &loaded.problem, code)?
+                {
+                    Compiled::Binary(path) => Build::Program(Program::Binary(path)),
+                    Compiled::Error { exit_code, stderr } => {
+                        Build::Error(Compiled::error_feedback(exit_code, &stderr))
+                    }
+                },
+            ),
+            Runner::Scripts(scripts) => Ok(
+                match scripts::compile(&self.sandbox, scripts, &loaded.problem, code)? {
+                    scripts::ScriptBuild::Box(dir) => Build::Program(Program::ScriptBox(dir)),
+                    scripts::ScriptBuild::Error { exit_code, stderr } => {
+                        Build::Error(Compiled::error_feedback(exit_code, &stderr))
+                    }
+                },
+            ),
         }
     }
 
     /// Runs one test of a compiled submission.
-    pub fn run_test(&self, loaded: &LoadedProblem, program: &Program, test: &TestCase) -> Result<TestVerdict> {
+    pub fn run_test(
+        &self,
+        loaded: &LoadedProblem,
+        program: &Program,
+        test: &TestCase,
+    ) -> Result<TestVerdict> {
         let problem = &loaded.problem;
         match (program, &problem.task) {
             (Program::ScriptBox(dir), _) => scripts::run_test(&self.sandbox, problem, dir, test),
-            (Program::Binary(bin), TaskType::Batch) => native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test),
+            (Program::Binary(bin), TaskType::Batch) => {
+                native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test)
+            }
             (Program::Binary(bin), TaskType::Communication(params)) => {
                 native::run_communication(&self.sandbox, problem, params, &loaded.tools, bin, test)
             }

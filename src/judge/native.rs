@@ -40,7 +40,9 @@ fn tool_limits(problem: &Problem, processes: usize) -> Limits {
     let cpu = (problem.time_limit * 2.0 * processes as f64 + 10.0).max(20.0);
     Limits {
         cpu_time: Some(Duration::from_secs_f64(cpu)),
-        wall_time: Some(Duration::from_secs_f64(problem.time_limit * 3.0 + 1.0 + cpu)),
+        wall_time: Some(Duration::from_secs_f64(
+            problem.time_limit * 3.0 + 1.0 + cpu,
+        )),
         memory: Some(4 << 30),
         processes: Some(16),
         output_size: Some(1 << 30),
@@ -56,19 +58,37 @@ pub(crate) fn failure_feedback(outcome: &Outcome) -> Result<Option<String>> {
         Status::TimeLimit | Status::WallTimeLimit => "Time limit exceeded".to_string(),
         Status::MemoryLimit => "Memory limit exceeded".to_string(),
         Status::OutputLimit => "Runtime error: output limit exceeded".to_string(),
-        Status::Signaled => format!("Runtime error: killed by signal {}", outcome.signal.unwrap_or(0)),
-        Status::RuntimeError => format!("Runtime error: exit code {}", outcome.exit_code.unwrap_or(-1)),
+        Status::Signaled => format!(
+            "Runtime error: killed by signal {}",
+            outcome.signal.unwrap_or(0)
+        ),
+        Status::RuntimeError => format!(
+            "Runtime error: exit code {}",
+            outcome.exit_code.unwrap_or(-1)
+        ),
         Status::InternalError => bail!("sandbox failure: {}", outcome.message),
     }))
 }
 
 fn verdict(score: f64, feedback: String, usage: &Outcome) -> TestVerdict {
-    TestVerdict { score, feedback, time: usage.cpu_time, wall_time: usage.wall_time, memory: usage.memory }
+    TestVerdict {
+        score,
+        feedback,
+        time: usage.cpu_time,
+        wall_time: usage.wall_time,
+        memory: usage.memory,
+    }
 }
 
 /// Batch: the solution reads the input on stdin, writes its output to a file; then the
 /// checker, or white-diff, decides.
-pub fn run_batch(sandbox: &Sandbox, problem: &Problem, tools: &ProblemTools, program: &Path, test: &TestCase) -> Result<TestVerdict> {
+pub fn run_batch(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+) -> Result<TestVerdict> {
     let work = BoxDir::new(sandbox)?;
     let output = work.join("output.txt");
     let mut spec = RunSpec::new(work.path(), [PROGRAM]);
@@ -89,9 +109,20 @@ pub fn run_batch(sandbox: &Sandbox, problem: &Problem, tools: &ProblemTools, pro
 }
 
 /// `checker input.txt correct_output.txt contestant_output`, in its own box.
-fn run_checker(sandbox: &Sandbox, problem: &Problem, checker: &Path, test: &TestCase, output: &Path) -> Result<(f64, String)> {
+fn run_checker(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    checker: &Path,
+    test: &TestCase,
+    output: &Path,
+) -> Result<(f64, String)> {
     let work = BoxDir::new(sandbox)?;
-    let argv = ["/tools/checker", "/data/input.txt", "/data/correct_output.txt", "/data/contestant_output.txt"];
+    let argv = [
+        "/tools/checker",
+        "/data/input.txt",
+        "/data/correct_output.txt",
+        "/data/contestant_output.txt",
+    ];
     let mut spec = RunSpec::new(work.path(), argv);
     spec.binds = vec![
         Bind::read_only(checker, "/tools/checker"),
@@ -109,7 +140,12 @@ fn run_checker(sandbox: &Sandbox, problem: &Problem, checker: &Path, test: &Test
         // testlib checkers may exit non-zero on WA while still printing the score.
         Status::Ok | Status::RuntimeError => check::parse_verdict(&stdout, &stderr, "checker")
             .with_context(|| format!("checker on test {} ({})", test.name, run.message)),
-        _ => bail!("the checker failed on test {}: {} (stderr: {})", test.name, run.message, stderr.trim()),
+        _ => bail!(
+            "the checker failed on test {}: {} (stderr: {})",
+            test.name,
+            run.message,
+            stderr.trim()
+        ),
     }
 }
 
@@ -121,7 +157,10 @@ struct Fifos {
 impl Fifos {
     fn new(count: usize) -> Result<Fifos> {
         use std::os::unix::fs::PermissionsExt;
-        let root = tempfile::Builder::new().prefix("ioi-fifos-").tempdir().context("cannot create the FIFO folder")?;
+        let root = tempfile::Builder::new()
+            .prefix("ioi-fifos-")
+            .tempdir()
+            .context("cannot create the FIFO folder")?;
         fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755))?;
         let fifos = Fifos { root };
         for i in 0..count {
@@ -158,25 +197,35 @@ pub fn run_communication(
     program: &Path,
     test: &TestCase,
 ) -> Result<TestVerdict> {
-    let Some(manager) = &tools.manager else { bail!("Communication task {} has no compiled manager", problem.id) };
+    let Some(manager) = &tools.manager else {
+        bail!("Communication task {} has no compiled manager", problem.id)
+    };
     let n = params.num_processes.max(1);
     let fifos = Fifos::new(n)?;
     let manager_box = BoxDir::new(sandbox)?;
     let mut manager_spec = RunSpec::new(manager_box.path(), ["/tools/manager".to_string()]);
-    manager_spec.binds.push(Bind::read_only(manager, "/tools/manager"));
+    manager_spec
+        .binds
+        .push(Bind::read_only(manager, "/tools/manager"));
     for i in 0..n {
         let inside = format!("/fifo{i}");
-        manager_spec.binds.push(Bind::writable(fifos.dir(i), &inside));
+        manager_spec
+            .binds
+            .push(Bind::writable(fifos.dir(i), &inside));
         manager_spec.argv.push(format!("{inside}/u{i}_to_m"));
         manager_spec.argv.push(format!("{inside}/m_to_u{i}"));
     }
-    manager_spec.argv.extend(params.manager_args.iter().cloned());
+    manager_spec
+        .argv
+        .extend(params.manager_args.iter().cloned());
     manager_spec.stdin = Stdio::Path(test.input.clone());
     manager_spec.stdout = Stdio::Path(manager_box.join("manager.out"));
     manager_spec.stderr = Stdio::Path(manager_box.join("manager.err"));
     manager_spec.limits = tool_limits(problem, n);
 
-    let user_boxes: Vec<BoxDir> = (0..n).map(|_| BoxDir::new(sandbox)).collect::<Result<_>>()?;
+    let user_boxes: Vec<BoxDir> = (0..n)
+        .map(|_| BoxDir::new(sandbox))
+        .collect::<Result<_>>()?;
     let user_specs: Vec<RunSpec> = user_boxes
         .iter()
         .enumerate()
@@ -203,11 +252,17 @@ pub fn run_communication(
         .collect();
 
     let (manager_run, user_runs) = std::thread::scope(|s| {
-        let users: Vec<_> = user_specs.iter().map(|spec| s.spawn(move || sandbox.run(spec))).collect();
+        let users: Vec<_> = user_specs
+            .iter()
+            .map(|spec| s.spawn(move || sandbox.run(spec)))
+            .collect();
         let manager_run = sandbox.run(&manager_spec);
         let user_runs: Vec<Outcome> = users
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Outcome::internal_error("a user process thread panicked")))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Outcome::internal_error("a user process thread panicked"))
+            })
             .collect();
         (manager_run, user_runs)
     });
@@ -225,10 +280,17 @@ pub fn run_communication(
         (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),
         // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
         (_, Ok((score, feedback))) => Ok(verdict(score, feedback, &usage)),
-        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => {
-            Ok(verdict(0.0, format!("{WRONG}: the solution stopped communicating"), &usage))
-        }
-        (_, Err(e)) => bail!("the manager failed on test {}: {} ({e:#}; stderr: {})", test.name, manager_run.message, stderr.trim()),
+        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(verdict(
+            0.0,
+            format!("{WRONG}: the solution stopped communicating"),
+            &usage,
+        )),
+        (_, Err(e)) => bail!(
+            "the manager failed on test {}: {} ({e:#}; stderr: {})",
+            test.name,
+            manager_run.message,
+            stderr.trim()
+        ),
     }
 }
 

@@ -54,7 +54,11 @@ impl SubmissionPlan {
                 tests: s.test_names.clone(),
             })
             .collect();
-        SubmissionPlan { problem_id: problem.id.clone(), subtasks, batch_size: batch_size.max(1) }
+        SubmissionPlan {
+            problem_id: problem.id.clone(),
+            subtasks,
+            batch_size: batch_size.max(1),
+        }
     }
 
     /// Every test of every planned subtask given the same result (no code: SKIPPED; a
@@ -101,12 +105,23 @@ impl SubmissionPlan {
             let mut tests: Vec<TestResult> = subtask
                 .tests
                 .iter()
-                .map(|t| cache.get(t.as_str()).cloned().unwrap_or_else(|| TestResult::skipped(t)))
+                .map(|t| {
+                    cache
+                        .get(t.as_str())
+                        .cloned()
+                        .unwrap_or_else(|| TestResult::skipped(t))
+                })
                 .collect();
-            let failed_already = tests.iter().any(|t| t.status != Status::Skipped && t.score == 0.0);
+            let failed_already = tests
+                .iter()
+                .any(|t| t.status != Status::Skipped && t.score == 0.0);
             if !failed_already {
-                let uncached: Vec<&str> =
-                    subtask.tests.iter().map(String::as_str).filter(|t| !cache.contains_key(t)).collect();
+                let uncached: Vec<&str> = subtask
+                    .tests
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|t| !cache.contains_key(t))
+                    .collect();
                 for batch in uncached.chunks(self.batch_size) {
                     let mut batch_results = Vec::with_capacity(batch.len());
                     for &name in batch {
@@ -114,10 +129,18 @@ impl SubmissionPlan {
                             Some(r) => batch_results.push(r.clone()),
                             None if optimistic => {
                                 requested.push(name.to_string());
-                                batch_results.push(TestResult { score: 1.0, status: Status::Accepted, ..TestResult::skipped(name) });
+                                batch_results.push(TestResult {
+                                    score: 1.0,
+                                    status: Status::Accepted,
+                                    ..TestResult::skipped(name)
+                                });
                             }
                             None => {
-                                let missing = batch.iter().filter(|t| !known.contains_key(**t)).map(|t| t.to_string()).collect();
+                                let missing = batch
+                                    .iter()
+                                    .filter(|t| !known.contains_key(**t))
+                                    .map(|t| t.to_string())
+                                    .collect();
                                 return Walk::Need(missing);
                             }
                         }
@@ -175,13 +198,25 @@ mod tests {
     }
 
     fn result(name: &str, score: f64) -> TestResult {
-        let feedback = if score == 0.0 { "Output isn't correct" } else { "Output is correct" };
-        TestResult { score, status: Status::of_run(score, feedback), feedback: Some(feedback.into()), ..TestResult::skipped(name) }
+        let feedback = if score == 0.0 {
+            "Output isn't correct"
+        } else {
+            "Output is correct"
+        };
+        TestResult {
+            score,
+            status: Status::of_run(score, feedback),
+            feedback: Some(feedback.into()),
+            ..TestResult::skipped(name)
+        }
     }
 
     /// Drives the replay like a sequential judge with the given true scores, returning the
     /// tests in the order they were run and the final results.
-    fn judge_sequentially(plan: &SubmissionPlan, truth: &HashMap<&str, f64>) -> (Vec<String>, Vec<SubtaskResult>) {
+    fn judge_sequentially(
+        plan: &SubmissionPlan,
+        truth: &HashMap<&str, f64>,
+    ) -> (Vec<String>, Vec<SubtaskResult>) {
         let mut known = HashMap::new();
         let mut ran = Vec::new();
         loop {
@@ -199,16 +234,35 @@ mod tests {
 
     #[test]
     fn stops_a_subtask_after_a_zero_and_reuses_shared_tests() {
-        let p = problem(&[("00-samples", &["s1"]), ("01-a", &["s1", "a1", "a2", "a3"]), ("02-b", &["a2", "b1"])]);
+        let p = problem(&[
+            ("00-samples", &["s1"]),
+            ("01-a", &["s1", "a1", "a2", "a3"]),
+            ("02-b", &["a2", "b1"]),
+        ]);
         let plan = SubmissionPlan::new(&p, None, 1);
-        let truth = HashMap::from([("s1", 1.0), ("a1", 0.0), ("a2", 1.0), ("a3", 1.0), ("b1", 1.0)]);
+        let truth = HashMap::from([
+            ("s1", 1.0),
+            ("a1", 0.0),
+            ("a2", 1.0),
+            ("a3", 1.0),
+            ("b1", 1.0),
+        ]);
         let (ran, results) = judge_sequentially(&plan, &truth);
         // s1 once (shared), a1 fails so a2/a3 are skipped in 01-a; 02-b runs a2 and b1.
         assert_eq!(ran, ["s1", "a1", "a2", "b1"]);
-        let statuses: Vec<Vec<Status>> =
-            results.iter().map(|s| s.test_results.iter().map(|t| t.status).collect()).collect();
+        let statuses: Vec<Vec<Status>> = results
+            .iter()
+            .map(|s| s.test_results.iter().map(|t| t.status).collect())
+            .collect();
         use Status::*;
-        assert_eq!(statuses, vec![vec![Accepted], vec![Accepted, WrongAnswer, Skipped, Skipped], vec![Accepted, Accepted]]);
+        assert_eq!(
+            statuses,
+            vec![
+                vec![Accepted],
+                vec![Accepted, WrongAnswer, Skipped, Skipped],
+                vec![Accepted, Accepted]
+            ]
+        );
         assert_eq!(results[1].status(), WrongAnswer);
         assert_eq!(results[2].score(), 1.0);
     }
@@ -243,9 +297,16 @@ mod tests {
         let plan = SubmissionPlan::new(&p, None, 1);
         let truth = HashMap::from([("t1", 1.0), ("t2", 0.0), ("t3", 0.0), ("t4", 0.5)]);
         let (_, sequential) = judge_sequentially(&plan, &truth);
-        let everything: HashMap<String, TestResult> = truth.iter().map(|(t, s)| (t.to_string(), result(t, *s))).collect();
+        let everything: HashMap<String, TestResult> = truth
+            .iter()
+            .map(|(t, s)| (t.to_string(), result(t, *s)))
+            .collect();
         assert_eq!(plan.replay(&everything), Replay::Done(sequential.clone()));
-        assert_eq!(sequential[1].test_results[2].status, Status::Skipped, "t4 is after a zero in 02");
+        assert_eq!(
+            sequential[1].test_results[2].status,
+            Status::Skipped,
+            "t4 is after a zero in 02"
+        );
     }
 
     #[test]

@@ -169,7 +169,12 @@ impl Shared<'_> {
                             state.busy += 1;
                             break Some(work);
                         }
-                        None if state.pending.is_empty() && state.active.is_empty() && state.busy == 0 => break None,
+                        None if state.pending.is_empty()
+                            && state.active.is_empty()
+                            && state.busy == 0 =>
+                        {
+                            break None
+                        }
                         None if !finished.is_empty() => break None,
                         None => state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
                     }
@@ -203,7 +208,12 @@ impl Shared<'_> {
                     if let Replay::Need(batch) = a.plan.replay(&a.known) {
                         if let Some(test) = batch.into_iter().find(|t| !a.in_flight.contains(t)) {
                             a.in_flight.insert(test.clone());
-                            return Some(Work::Test(a.job, a.problem.clone(), program.clone(), test));
+                            return Some(Work::Test(
+                                a.job,
+                                a.problem.clone(),
+                                program.clone(),
+                                test,
+                            ));
                         }
                     }
                 }
@@ -245,7 +255,10 @@ impl Shared<'_> {
             for a in &mut state.active {
                 if let (BuildState::Ready(program), None) = (&a.build, &a.failure) {
                     let ahead = a.plan.lookahead(&a.known);
-                    if let Some(test) = ahead.into_iter().find(|t| !a.in_flight.contains(t) && !a.known.contains_key(t)) {
+                    if let Some(test) = ahead
+                        .into_iter()
+                        .find(|t| !a.in_flight.contains(t) && !a.known.contains_key(t))
+                    {
                         a.in_flight.insert(test.clone());
                         return Some(Work::Test(a.job, a.problem.clone(), program.clone(), test));
                     }
@@ -255,9 +268,23 @@ impl Shared<'_> {
         }
     }
 
-    fn admit(&self, state: &mut State, job: usize, problem: Arc<LoadedProblem>, finished: &mut Vec<Finished>) {
-        let plan = SubmissionPlan::new(&problem.problem, self.options.subtasks.as_deref(), self.options.batch_size);
-        if self.jobs[job].code.as_deref().is_none_or(|c| c.trim().is_empty()) {
+    fn admit(
+        &self,
+        state: &mut State,
+        job: usize,
+        problem: Arc<LoadedProblem>,
+        finished: &mut Vec<Finished>,
+    ) {
+        let plan = SubmissionPlan::new(
+            &problem.problem,
+            self.options.subtasks.as_deref(),
+            self.options.batch_size,
+        );
+        if self.jobs[job]
+            .code
+            .as_deref()
+            .is_none_or(|c| c.trim().is_empty())
+        {
             let results = plan.uniform(TestResult::skipped);
             self.complete(state, job, problem, Ok(results), finished);
             return;
@@ -272,15 +299,25 @@ impl Shared<'_> {
             started: Instant::now(),
             failure: None,
         });
-        self.progress.active.store(state.active.len(), Ordering::Relaxed);
+        self.progress
+            .active
+            .store(state.active.len(), Ordering::Relaxed);
     }
 
-    fn fail_unadmitted(&self, state: &mut State, job: usize, message: &str, finished: &mut Vec<Finished>) {
+    fn fail_unadmitted(
+        &self,
+        state: &mut State,
+        job: usize,
+        message: &str,
+        finished: &mut Vec<Finished>,
+    ) {
         // The problem could not load: report with an empty problem placeholder is not possible,
         // so the failure is reported through `remaining` bookkeeping and an error result.
         let key = self.jobs[job].problem.clone();
         self.release_problem(state, &key);
-        self.progress.submissions_done.fetch_add(1, Ordering::Relaxed);
+        self.progress
+            .submissions_done
+            .fetch_add(1, Ordering::Relaxed);
         finished.push(Finished {
             job,
             problem: Arc::new(LoadedProblem {
@@ -300,7 +337,10 @@ impl Shared<'_> {
             if a.failure.is_none() {
                 if let Some(limit) = self.options.timeout {
                     if a.started.elapsed() > limit {
-                        a.failure = Some(anyhow!("the submission timed out after {} s (--timeout)", limit.as_secs_f64()));
+                        a.failure = Some(anyhow!(
+                            "the submission timed out after {} s (--timeout)",
+                            limit.as_secs_f64()
+                        ));
                     }
                 }
             }
@@ -322,8 +362,15 @@ impl Shared<'_> {
                                 .filter(|t| t.status != Status::Skipped)
                                 .map(|t| t.test_name.as_str())
                                 .collect();
-                            let discarded = a.known.keys().filter(|k| !used.contains(k.as_str())).count() + a.in_flight.len();
-                            self.progress.tests_discarded.fetch_add(discarded, Ordering::Relaxed);
+                            let discarded = a
+                                .known
+                                .keys()
+                                .filter(|k| !used.contains(k.as_str()))
+                                .count()
+                                + a.in_flight.len();
+                            self.progress
+                                .tests_discarded
+                                .fetch_add(discarded, Ordering::Relaxed);
                             Ok(results)
                         }
                         Replay::Need(_) => Err(anyhow!("internal: replay incomplete")),
@@ -334,13 +381,28 @@ impl Shared<'_> {
                 i += 1;
             }
         }
-        self.progress.active.store(state.active.len(), Ordering::Relaxed);
+        self.progress
+            .active
+            .store(state.active.len(), Ordering::Relaxed);
     }
 
-    fn complete(&self, state: &mut State, job: usize, problem: Arc<LoadedProblem>, result: Result<Vec<SubtaskResult>>, finished: &mut Vec<Finished>) {
+    fn complete(
+        &self,
+        state: &mut State,
+        job: usize,
+        problem: Arc<LoadedProblem>,
+        result: Result<Vec<SubtaskResult>>,
+        finished: &mut Vec<Finished>,
+    ) {
         self.release_problem(state, &self.jobs[job].problem);
-        self.progress.submissions_done.fetch_add(1, Ordering::Relaxed);
-        finished.push(Finished { job, problem, result });
+        self.progress
+            .submissions_done
+            .fetch_add(1, Ordering::Relaxed);
+        finished.push(Finished {
+            job,
+            problem,
+            result,
+        });
     }
 
     fn release_problem(&self, state: &mut State, key: &str) {
@@ -411,7 +473,9 @@ impl Shared<'_> {
                         Err(e) => a.failure = Some(e.context(format!("test {test}"))),
                     }
                 } else {
-                    self.progress.tests_discarded.fetch_add(1, Ordering::Relaxed);
+                    self.progress
+                        .tests_discarded
+                        .fetch_add(1, Ordering::Relaxed);
                 }
                 self.finish_ready(&mut state, &mut finished);
             }

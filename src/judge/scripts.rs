@@ -31,7 +31,10 @@ pub struct Scripts {
 
 impl Default for Scripts {
     fn default() -> Self {
-        Scripts { compile: COMPILE_SCRIPT.to_string(), run: RUN_SCRIPT.to_string() }
+        Scripts {
+            compile: COMPILE_SCRIPT.to_string(),
+            run: RUN_SCRIPT.to_string(),
+        }
     }
 }
 
@@ -54,7 +57,12 @@ fn script_limits(wall: Duration, memory: u64) -> Limits {
 }
 
 /// Runs `compile` in a fresh box holding the submission, the grader files and both scripts.
-pub fn compile(sandbox: &Sandbox, scripts: &Scripts, problem: &Problem, code: &str) -> Result<ScriptBuild> {
+pub fn compile(
+    sandbox: &Sandbox,
+    scripts: &Scripts,
+    problem: &Problem,
+    code: &str,
+) -> Result<ScriptBuild> {
     let work = BoxDir::new(sandbox)?;
     for file in &problem.grader_files {
         work.write(&file.path, &file.content)?;
@@ -70,17 +78,29 @@ pub fn compile(sandbox: &Sandbox, scripts: &Scripts, problem: &Problem, code: &s
     let stderr = fs::read_to_string(work.join(".compile-stderr")).unwrap_or_default();
     Ok(match outcome.status {
         Status::Ok => ScriptBuild::Box(Arc::new(work)),
-        Status::InternalError => anyhow::bail!("cannot run the compile script: {}", outcome.message),
-        _ => ScriptBuild::Error { exit_code: outcome.exit_code.unwrap_or(-1), stderr },
+        Status::InternalError => {
+            anyhow::bail!("cannot run the compile script: {}", outcome.message)
+        }
+        _ => ScriptBuild::Error {
+            exit_code: outcome.exit_code.unwrap_or(-1),
+            stderr,
+        },
     })
 }
 
 /// Runs `run` on one test in a copy of the compiled box.
-pub fn run_test(sandbox: &Sandbox, problem: &Problem, compiled: &BoxDir, test: &TestCase) -> Result<TestVerdict> {
+pub fn run_test(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    compiled: &BoxDir,
+    test: &TestCase,
+) -> Result<TestVerdict> {
     let work = BoxDir::new(sandbox)?;
     copy_tree(compiled, &work)?;
-    fs::copy(&test.input, work.join("input.txt")).with_context(|| format!("cannot copy {}", test.input.display()))?;
-    fs::copy(&test.output, work.join("correct_output.txt")).with_context(|| format!("cannot copy {}", test.output.display()))?;
+    fs::copy(&test.input, work.join("input.txt"))
+        .with_context(|| format!("cannot copy {}", test.input.display()))?;
+    fs::copy(&test.output, work.join("correct_output.txt"))
+        .with_context(|| format!("cannot copy {}", test.output.display()))?;
     let mut spec = RunSpec::new(work.path(), ["bash", "run"]);
     spec.stdout = Stdio::Path(work.join(".run-stdout"));
     spec.stderr = Stdio::Path(work.join(".run-stderr"));
@@ -99,7 +119,13 @@ pub fn run_test(sandbox: &Sandbox, problem: &Problem, compiled: &BoxDir, test: &
         _ if outcome.status == Status::WallTimeLimit => (0.0, "Time limit exceeded".to_string()),
         _ => (0.0, format!("Unknown error: {}", stderr.trim())),
     };
-    Ok(TestVerdict { score, feedback, time: outcome.cpu_time, wall_time: outcome.wall_time, memory: outcome.memory })
+    Ok(TestVerdict {
+        score,
+        feedback,
+        time: outcome.cpu_time,
+        wall_time: outcome.wall_time,
+        memory: outcome.memory,
+    })
 }
 
 /// Copies every file of the compiled box (hard links would let one test's run alter another's
@@ -111,8 +137,12 @@ fn copy_tree(from: &BoxDir, to: &BoxDir) -> Result<()> {
         let target = to.path().join(rel);
         if entry.file_type().is_dir() {
             to.mkdirs(&target)?;
-        } else if entry.file_type().is_file() && !rel.starts_with(".compile-stdout") && !rel.starts_with(".compile-stderr") {
-            fs::copy(entry.path(), &target).with_context(|| format!("cannot copy {}", entry.path().display()))?;
+        } else if entry.file_type().is_file()
+            && !rel.starts_with(".compile-stdout")
+            && !rel.starts_with(".compile-stderr")
+        {
+            fs::copy(entry.path(), &target)
+                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
             keep_mode(entry.path(), &target)?;
         }
     }

@@ -44,7 +44,11 @@ impl TestBox {
             .arg(&src)
             .output()
             .expect("g++ runs");
-        assert!(out.status.success(), "compile failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "compile failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         exe
     }
 
