@@ -3,6 +3,7 @@
 mod bench;
 mod convert;
 mod doctor;
+mod evaluate;
 mod judge;
 mod sandbox;
 mod serve;
@@ -25,6 +26,10 @@ enum Command {
     Doctor(doctor::Args),
     /// Judge one solution on one problem and show every test.
     Judge(judge::Args),
+    /// Evaluate whole datasets of submissions (resumable), writing results and reports.
+    Evaluate(evaluate::Args),
+    /// Regenerate the markdown reports from results JSONL files.
+    Report(evaluate::ReportArgs),
     /// Convert CMS task folders to the open-r1/ioi parquet layout.
     Convert(convert::Args),
     /// Benchmarks that print figures.
@@ -47,6 +52,8 @@ pub fn main() -> i32 {
         Command::Bench(args) => bench::run(args),
         Command::Judge(args) => judge::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Evaluate(args) => evaluate::run(args),
+        Command::Report(args) => evaluate::report(args),
         Command::Serve(args) => serve::run(args),
     };
     match result {

@@ -7,11 +7,13 @@
 //! through [`result_row`]. Reports are built from results rows alone, so they can be regenerated
 //! from any results JSONL without judging again.
 
+pub mod demo;
 pub mod export;
 mod hub;
 pub mod reports;
 pub mod results;
 pub mod roundrobin;
+pub mod run;
 pub mod submissions;
 
 pub use export::{export_results_file, write_parquet_dataset};

@@ -1,0 +1,278 @@
+//! `ioi-run evaluate`: judge whole datasets like tests_runner.py (resumable, parallel), then
+//! write results (JSONL + parquet) and reports. `ioi-run report` rebuilds reports from results.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::evaluate::run::{self, Catalog, EvaluateOptions};
+use crate::evaluate::{resolve_datasets, SubmissionOptions};
+use crate::judge::schedule::{Progress, ScheduleOptions};
+use crate::judge::Judge;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Datasets to evaluate, comma-separated: parquet/jsonl files, folders, globs, or Hugging
+    /// Face ids (`org/name`, `org/prefix-*`).
+    #[arg(required_unless_present = "demo")]
+    datasets: Option<String>,
+    /// Output dataset: a local folder receiving the parquet results and reports/ (for a hub
+    /// id, a local folder of that name and the command to upload it).
+    #[arg(required_unless_present = "demo")]
+    results_name: Option<String>,
+    /// Evaluate the embedded demo (three problems, 26 submissions; no download needed):
+    /// `ioi-run evaluate --demo [RESULTS_NAME]`.
+    #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
+    demo: bool,
+    /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.
+    #[arg(long, default_value = "open-r1/ioi")]
+    problems: Vec<String>,
+    /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders.
+    #[arg(long, default_value = "open-r1/ioi-test-cases")]
+    tests: Vec<String>,
+    /// Where the results JSONL (the resume cache) are kept [default: RESULTS_NAME].
+    #[arg(long)]
+    local_results_path: Option<PathBuf>,
+    /// Column holding each submission's unique id.
+    #[arg(long, default_value = "uuid")]
+    id_column: String,
+    #[command(flatten)]
+    run: super::RunArgs,
+    /// Judge nothing: say what would run.
+    #[arg(long)]
+    dry_run: bool,
+    /// Start over: move existing results to .bak first.
+    #[arg(long = "override")]
+    override_existing: bool,
+    /// Seconds one submission's whole evaluation may take; past it the submission is left
+    /// out of the results (and retried by the next run).
+    #[arg(long, value_parser = super::parse_seconds)]
+    timeout: Option<Duration>,
+    /// Prepend the includes models often forget.
+    #[arg(long)]
+    add_includes: bool,
+    /// Add a `messages` column (prompt, generation) for SFT.
+    #[arg(long)]
+    add_messages_column: bool,
+    /// Take the code from the last ```cpp block of `generation` even when `code` is filled.
+    #[arg(long)]
+    always_extract_code: bool,
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let demo_dir;
+    let (datasets, results_name, problems, tests) = if args.demo {
+        // With --demo the only positional, if any, is the results folder.
+        let results = args
+            .datasets
+            .clone()
+            .unwrap_or_else(|| "ioi-run-demo".into());
+        demo_dir = PathBuf::from(&results).join("demo-input");
+        crate::evaluate::demo::extract(&demo_dir)?;
+        eprintln!(
+            "demo problems and submissions written to {}",
+            demo_dir.display()
+        );
+        let subs = demo_dir
+            .join("submissions.jsonl")
+            .to_string_lossy()
+            .into_owned();
+        (subs, results, vec![demo_dir.join("problems")], vec![])
+    } else {
+        let datasets = args.datasets.clone().context("DATASETS is required")?;
+        let results = args
+            .results_name
+            .clone()
+            .context("RESULTS_NAME is required")?;
+        let problems = run::resolve_sources(&args.problems)?;
+        let tests = if problems.iter().all(|p| p.is_dir() && !has_dataset_files(p)) {
+            vec![]
+        } else {
+            run::resolve_sources(&args.tests)?
+        };
+        (datasets, results, problems, tests)
+    };
+    let results_dir = PathBuf::from(&results_name);
+    let options = EvaluateOptions {
+        datasets: resolve_datasets(&datasets)?,
+        local_results_path: args
+            .local_results_path
+            .clone()
+            .unwrap_or_else(|| results_dir.clone()),
+        results_dir: results_dir.clone(),
+        submissions: SubmissionOptions {
+            id_column: args.id_column.clone(),
+            always_extract_code: args.always_extract_code,
+            add_includes: args.add_includes,
+            add_messages_column: args.add_messages_column,
+        },
+        schedule: ScheduleOptions {
+            jobs: args.run.jobs(),
+            batch_size: args.run.test_batch_size,
+            subtasks: None,
+            timeout: args.timeout,
+        },
+        override_existing: args.override_existing,
+    };
+    let catalog = Catalog::load(&problems, &tests)?;
+    if args.dry_run {
+        let plan = run::dry_run(&options, &catalog)?;
+        println!("dry run: nothing judged\n{}", run::describe(&plan));
+        return Ok(0);
+    }
+    let judge = Judge::new(args.run.judge_options()?)?;
+    let progress = Progress::default();
+    let total = std::sync::atomic::AtomicUsize::new(0);
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let summary = std::thread::scope(|s| {
+        let display = s.spawn(|| show_progress(&progress, &total, &finished));
+        let result = run::evaluate(&options, &catalog, &judge, &progress, &|plan| {
+            eprint!("{}", run::describe(plan));
+            total.store(plan.datasets.iter().map(|d| d.3).sum(), Ordering::Relaxed);
+        });
+        finished.store(true, Ordering::Relaxed);
+        let _ = display.join();
+        result
+    })?;
+    let secs = summary.elapsed.as_secs_f64().max(1e-9);
+    let tests = progress.tests_run.load(Ordering::Relaxed);
+    println!(
+        "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed, {} compiles)",
+        summary.judged,
+        secs,
+        tests as f64 / secs,
+        tests,
+        progress.tests_discarded.load(Ordering::Relaxed),
+        progress.compiles.load(Ordering::Relaxed)
+    );
+    for path in &summary.results_files {
+        println!("results:  {}", path.display());
+    }
+    for path in &summary.parquet_files {
+        println!("parquet:  {}", path.display());
+    }
+    if let Some(first) = summary.reports.iter().find(|p| p.ends_with("README.md")) {
+        println!(
+            "reports:  {} (and {} more)",
+            first.display(),
+            summary.reports.len().saturating_sub(1)
+        );
+    }
+    if results_name.contains('/') && !results_dir.exists() {
+        println!(
+            "to upload: huggingface-cli upload {results_name} {} --repo-type dataset",
+            results_dir.display()
+        );
+    } else if looks_like_hub_id(&results_name) {
+        println!(
+            "to upload: huggingface-cli upload {results_name} {results_name} --repo-type dataset"
+        );
+    }
+    if !summary.failed.is_empty() {
+        eprintln!(
+            "{} submission(s) could not be judged (run again to retry them):",
+            summary.failed.len()
+        );
+        for f in &summary.failed {
+            eprintln!("  {f}");
+        }
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn looks_like_hub_id(name: &str) -> bool {
+    let parts: Vec<&str> = name.split('/').collect();
+    parts.len() == 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && *p != "." && *p != "..")
+}
+
+fn has_dataset_files(dir: &std::path::Path) -> bool {
+    crate::dataset::files_under(dir)
+        .map(|f| !f.is_empty())
+        .unwrap_or(false)
+}
+
+/// A progress bar on a terminal, a log line every 10 s otherwise.
+fn show_progress(
+    progress: &Progress,
+    total: &std::sync::atomic::AtomicUsize,
+    finished: &std::sync::atomic::AtomicBool,
+) {
+    let start = Instant::now();
+    let terminal = std::io::stderr().is_terminal();
+    let bar = terminal.then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} submissions  {msg}  ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let mut last_log = Instant::now();
+    while !finished.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        let done = progress.submissions_done.load(Ordering::Relaxed);
+        let tests = progress.tests_run.load(Ordering::Relaxed);
+        let rate = tests as f64 / start.elapsed().as_secs_f64().max(1e-3);
+        let msg = format!(
+            "{} active, {rate:.1} tests/s",
+            progress.active.load(Ordering::Relaxed)
+        );
+        match &bar {
+            Some(bar) => {
+                bar.set_length(total.load(Ordering::Relaxed) as u64);
+                bar.set_position(done as u64);
+                bar.set_message(msg);
+            }
+            None if last_log.elapsed() >= Duration::from_secs(10) => {
+                eprintln!(
+                    "progress: {done}/{} submissions, {msg}",
+                    total.load(Ordering::Relaxed)
+                );
+                last_log = Instant::now();
+            }
+            None => {}
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Results JSONL files written by `ioi-run evaluate`.
+    #[arg(required = true)]
+    results: Vec<PathBuf>,
+    /// Folder receiving reports/<dataset>/ [default: the folder of the first results file].
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub fn report(args: ReportArgs) -> Result<i32> {
+    let out = match &args.out {
+        Some(dir) => dir.clone(),
+        None => args.results[0]
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_default(),
+    };
+    for path in &args.results {
+        if !path.is_file() {
+            bail!("{}: no such results file", path.display());
+        }
+    }
+    let written = crate::evaluate::write_reports(&args.results, &out)?;
+    for path in written {
+        println!("{}", path.display());
+    }
+    Ok(0)
+}

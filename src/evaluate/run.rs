@@ -1,0 +1,349 @@
+//! The evaluation of whole datasets: submissions from every dataset are judged by one
+//! scheduler (all cores busy across submission boundaries), each result is appended to its
+//! dataset's results JSONL as soon as it is known, and at the end the parquet export and the
+//! reports are written.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionOptions};
+use crate::judge::schedule::{self, Finished, Job, ProblemSource, Progress, ScheduleOptions};
+use crate::judge::{Judge, LoadedProblem};
+use crate::problem::Problem;
+
+/// Everything `ioi-run evaluate` needs.
+#[derive(Debug, Clone)]
+pub struct EvaluateOptions {
+    pub datasets: Vec<DatasetSource>,
+    /// Where the parquet results and the reports go.
+    pub results_dir: PathBuf,
+    /// Where the results JSONL (the resume cache) go.
+    pub local_results_path: PathBuf,
+    pub submissions: SubmissionOptions,
+    pub schedule: ScheduleOptions,
+    pub override_existing: bool,
+}
+
+/// Where problems come from: CMS task folders, or open-r1/ioi rows with test-case sources.
+pub enum Catalog {
+    Cms(Vec<(Problem, PathBuf)>),
+    OpenR1 {
+        problems: Vec<Problem>,
+        tests: Vec<PathBuf>,
+    },
+}
+
+impl Catalog {
+    /// Loads the problem list from `--problems` sources (CMS folders, a folder of CMS folders,
+    /// or open-r1/ioi files) and remembers the `--tests` sources.
+    pub fn load(problem_sources: &[PathBuf], tests: &[PathBuf]) -> Result<Catalog> {
+        let mut cms = Vec::new();
+        let mut rows = Vec::new();
+        for source in problem_sources {
+            if source.join("problem.json").is_file() {
+                cms.push(source.clone());
+            } else if source.is_dir() && has_cms_children(source) {
+                let mut dirs: Vec<PathBuf> = std::fs::read_dir(source)?
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.join("problem.json").is_file())
+                    .collect();
+                dirs.sort();
+                cms.extend(dirs);
+            } else {
+                rows.push(source.clone());
+            }
+        }
+        match (cms.is_empty(), rows.is_empty()) {
+            (false, true) => {
+                let problems = cms
+                    .into_iter()
+                    .map(|dir| Ok((crate::problem::cms::load_cms(&dir)?.0, dir)))
+                    .collect::<Result<_>>()?;
+                Ok(Catalog::Cms(problems))
+            }
+            (true, false) => {
+                if tests.is_empty() {
+                    bail!("--tests is required with open-r1/ioi problem rows");
+                }
+                Ok(Catalog::OpenR1 {
+                    problems: crate::problem::openr1::load_problems(&rows)?,
+                    tests: tests.to_vec(),
+                })
+            }
+            (true, true) => bail!("no problems given (--problems)"),
+            (false, false) => {
+                bail!("--problems mixes CMS task folders and open-r1/ioi files: use one kind")
+            }
+        }
+    }
+
+    fn problems(&self) -> Vec<&Problem> {
+        match self {
+            Catalog::Cms(list) => list.iter().map(|(p, _)| p).collect(),
+            Catalog::OpenR1 { problems, .. } => problems.iter().collect(),
+        }
+    }
+
+    /// The key of the problem a submission is for (CMS folders without a year match any year).
+    fn key_for(&self, year: i64, problem_id: &str) -> Option<String> {
+        self.problems()
+            .into_iter()
+            .find(|p| p.id == problem_id && (p.year == year || p.year == 0))
+            .map(|p| format!("{}/{}", p.year, p.id))
+    }
+}
+
+fn has_cms_children(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().join("problem.json").is_file())
+        })
+        .unwrap_or(false)
+}
+
+/// Loads problems for the scheduler: tests streamed for one problem at a time.
+struct CatalogSource<'a> {
+    catalog: &'a Catalog,
+    judge: &'a Judge,
+}
+
+impl ProblemSource for CatalogSource<'_> {
+    fn load(&self, key: &str) -> Result<LoadedProblem> {
+        let (year, id) = key.split_once('/').context("malformed problem key")?;
+        let year: i64 = year.parse()?;
+        match self.catalog {
+            Catalog::Cms(list) => {
+                let (_, dir) = list
+                    .iter()
+                    .find(|(p, _)| p.id == id && p.year == year)
+                    .context("unknown problem")?;
+                let (problem, tests) = crate::problem::cms::load_cms(dir)?;
+                self.judge.prepare(problem, tests)
+            }
+            Catalog::OpenR1 { problems, tests } => {
+                let problem = problems
+                    .iter()
+                    .find(|p| p.id == id && p.year == year)
+                    .context("unknown problem")?;
+                let test_set = crate::problem::openr1::load_tests(tests, problem)?;
+                self.judge.prepare(problem.clone(), test_set)
+            }
+        }
+    }
+}
+
+/// One submission to judge, with where its result goes.
+struct Pending {
+    dataset: usize,
+    submission: Submission,
+    problem_key: String,
+}
+
+/// What a dry run or a run found to do.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Per dataset: (name, total submissions, already done, to run).
+    pub datasets: Vec<(String, usize, usize, usize)>,
+    /// Submissions to run per problem key.
+    pub per_problem: BTreeMap<String, usize>,
+}
+
+/// The end-of-run summary.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub judged: usize,
+    pub failed: Vec<String>,
+    pub elapsed: Duration,
+    pub results_files: Vec<PathBuf>,
+    pub parquet_files: Vec<PathBuf>,
+    pub reports: Vec<PathBuf>,
+}
+
+/// Loads every dataset, matches submissions to problems (bad input is an error naming the
+/// file, row and field), and works out what remains to run.
+fn prepare(
+    options: &EvaluateOptions,
+    catalog: &Catalog,
+) -> Result<(Plan, Vec<ResultsFile>, Vec<Pending>)> {
+    let mut plan = Plan::default();
+    let mut files = Vec::new();
+    let mut pending = Vec::new();
+    for (index, dataset) in options.datasets.iter().enumerate() {
+        let submissions = dataset.load(&options.submissions)?;
+        let results = ResultsFile::open(
+            &options.local_results_path,
+            &dataset.config_name,
+            &options.submissions.id_column,
+            options.override_existing,
+        )?;
+        let total = submissions.len();
+        let mut to_run = 0;
+        for submission in submissions {
+            if results.is_done(&submission.key()) {
+                continue;
+            }
+            let Some(problem_key) = catalog.key_for(submission.year, &submission.problem_id) else {
+                let known: Vec<String> = catalog
+                    .problems()
+                    .iter()
+                    .map(|p| format!("{} ({})", p.id, p.year))
+                    .collect();
+                bail!(
+                    "{}: field `problem_id`: no problem {:?} of year {} among the problems ({})",
+                    submission.origin,
+                    submission.problem_id,
+                    submission.year,
+                    known.join(", ")
+                );
+            };
+            *plan.per_problem.entry(problem_key.clone()).or_default() += 1;
+            to_run += 1;
+            pending.push(Pending {
+                dataset: index,
+                submission,
+                problem_key,
+            });
+        }
+        plan.datasets
+            .push((dataset.config_name.clone(), total, total - to_run, to_run));
+        files.push(results);
+    }
+    // Grouped by problem so each problem's tests are loaded once and dropped after use.
+    pending.sort_by(|a, b| a.problem_key.cmp(&b.problem_key));
+    Ok((plan, files, pending))
+}
+
+/// What would run, without judging anything.
+pub fn dry_run(options: &EvaluateOptions, catalog: &Catalog) -> Result<Plan> {
+    let (plan, _, _) = prepare(
+        &EvaluateOptions {
+            override_existing: false,
+            ..options.clone()
+        },
+        catalog,
+    )?;
+    Ok(plan)
+}
+
+/// Judges every submission not yet in the results, appending each result as it comes, then
+/// writes the parquet export and the reports.
+pub fn evaluate(
+    options: &EvaluateOptions,
+    catalog: &Catalog,
+    judge: &Judge,
+    progress: &Progress,
+    on_plan: &dyn Fn(&Plan),
+) -> Result<Summary> {
+    let started = Instant::now();
+    let (plan, files, pending) = prepare(options, catalog)?;
+    on_plan(&plan);
+    let jobs: Vec<Job> = pending
+        .iter()
+        .map(|p| Job {
+            problem: p.problem_key.clone(),
+            code: p.submission.code.clone(),
+        })
+        .collect();
+    let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
+    let failures = Mutex::new(Vec::new());
+    let write_errors = Mutex::new(Vec::new());
+    let source = CatalogSource { catalog, judge };
+    schedule::run(
+        judge,
+        &source,
+        &jobs,
+        &options.schedule,
+        progress,
+        &|finished: Finished| {
+            let pending = &pending[finished.job];
+            let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
+            match finished.result {
+                Ok(results) => {
+                    let row = result_row(&pending.submission, &finished.problem.problem, &results);
+                    let appended = files[pending.dataset]
+                        .lock()
+                        .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
+                        .and_then(|mut file| file.append(&row));
+                    if let Err(e) = appended {
+                        if let Ok(mut errors) = write_errors.lock() {
+                            errors.push(format!("{who}: {e:#}"));
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("{who}: not judged: {e:#}");
+                    if let Ok(mut list) = failures.lock() {
+                        list.push(format!("{who}: {e:#}"));
+                    }
+                }
+            }
+        },
+    )?;
+    let write_errors = write_errors.into_inner().unwrap_or_default();
+    if !write_errors.is_empty() {
+        bail!("cannot write results:\n{}", write_errors.join("\n"));
+    }
+    let results_files: Vec<PathBuf> = files
+        .into_iter()
+        .filter_map(|f| f.into_inner().ok())
+        .map(|f| f.path().to_path_buf())
+        .collect();
+    let mut parquet_files = Vec::new();
+    for path in &results_files {
+        if let Some(out) = super::export_results_file(path, &options.results_dir)? {
+            parquet_files.push(out);
+        }
+    }
+    let reports = super::write_reports(&results_files, &options.results_dir)?;
+    let failed = failures.into_inner().unwrap_or_default();
+    Ok(Summary {
+        judged: jobs.len() - failed.len(),
+        failed,
+        elapsed: started.elapsed(),
+        results_files,
+        parquet_files,
+        reports,
+    })
+}
+
+/// Resolves `--problems`/`--tests` items: local paths as they are, hub ids downloaded.
+pub fn resolve_sources(items: &[String]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for item in items {
+        let path = Path::new(item);
+        if path.exists() {
+            out.push(path.to_path_buf());
+        } else if super::hub::is_hub_id(item) {
+            for source in super::hub::resolve(item, None)? {
+                out.extend(source.files);
+            }
+        } else {
+            bail!("{item}: no such file or folder, and not a Hugging Face dataset id");
+        }
+    }
+    Ok(out)
+}
+
+/// Counts per problem key, for messages.
+pub fn describe(plan: &Plan) -> String {
+    let mut out = String::new();
+    for (name, total, done, run) in &plan.datasets {
+        out.push_str(&format!(
+            "  {name}: {total} submissions, {done} already judged, {run} to judge\n"
+        ));
+    }
+    let per: HashMap<&String, &usize> = plan.per_problem.iter().collect();
+    let mut keys: Vec<_> = per.keys().collect();
+    keys.sort();
+    for key in keys {
+        out.push_str(&format!("    {key}: {}\n", per[key]));
+    }
+    out
+}
