@@ -88,7 +88,8 @@ pub fn run(args: Args) -> Result<i32> {
             .clone()
             .context("RESULTS_NAME is required")?;
         let problems = run::resolve_sources(&args.problems)?;
-        let tests = if problems.iter().all(|p| p.is_dir() && !has_dataset_files(p)) {
+        // CMS task folders carry their tests; only open-r1 rows need --tests.
+        let tests = if problems.iter().all(|p| run::is_cms_source(p)) {
             vec![]
         } else {
             run::resolve_sources(&args.tests)?
@@ -190,12 +191,6 @@ fn looks_like_hub_id(name: &str) -> bool {
         && parts
             .iter()
             .all(|p| !p.is_empty() && *p != "." && *p != "..")
-}
-
-fn has_dataset_files(dir: &std::path::Path) -> bool {
-    crate::dataset::files_under(dir)
-        .map(|f| !f.is_empty())
-        .unwrap_or(false)
 }
 
 /// A progress bar on a terminal, a log line every 10 s otherwise.

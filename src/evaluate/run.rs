@@ -98,6 +98,11 @@ impl Catalog {
     }
 }
 
+/// Whether a `--problems` source is a CMS task folder or a folder of them (no tests needed).
+pub fn is_cms_source(path: &Path) -> bool {
+    path.join("problem.json").is_file() || (path.is_dir() && has_cms_children(path))
+}
+
 fn has_cms_children(dir: &Path) -> bool {
     std::fs::read_dir(dir)
         .map(|entries| {
