@@ -3,10 +3,10 @@
 //! (one unified directory).
 //!
 //! Limits and statistics go through the cgroups-rs controllers, built on explicit directories
-//! (so a fake cgroupfs in a temporary folder exercises the same code). Two values are read by
-//! hand because the crate has no accessor for them: the CPU counter, polled many times per run
-//! (one `pread` of an open file instead of the crate's full `cpuacct` snapshot), and the v2
-//! `memory.events` OOM-kill count.
+//! (so a fake cgroupfs in a temporary folder exercises the same code). Statistics are read by
+//! hand, one file each, because the crate only offers full snapshots (a dozen files) and they
+//! are read on the hot path: the CPU counter many times per run (one `pread` of an open file),
+//! the peak memory and the OOM-kill count once per run.
 //!
 //! Run cgroups are named `<keeper pid>-<n>` under an `ioi-run` directory, so stale ones left by
 //! a killed keeper are recognised and removed by the next one.
@@ -324,19 +324,26 @@ impl RunCgroup {
 
     /// Peak memory of the members, in bytes.
     pub(crate) fn memory_peak(&self) -> u64 {
-        self.memory.memory_stat().max_usage_in_bytes
+        let file = match self.version {
+            CgroupVersion::V1 => "memory.max_usage_in_bytes",
+            CgroupVersion::V2 => "memory.peak",
+        };
+        self.read_memory_file(file).trim().parse().unwrap_or(0)
     }
 
     /// How many processes the OOM killer killed in this cgroup.
     pub(crate) fn oom_kills(&self) -> u64 {
-        match self.version {
-            CgroupVersion::V1 => self.memory.memory_stat().oom_control.oom_kill,
-            CgroupVersion::V2 => {
-                let events =
-                    fs::read_to_string(self.dirs[0].join("memory.events")).unwrap_or_default();
-                parse_key(&events, "oom_kill").unwrap_or(0)
-            }
-        }
+        let file = match self.version {
+            CgroupVersion::V1 => "memory.oom_control",
+            CgroupVersion::V2 => "memory.events",
+        };
+        parse_key(&self.read_memory_file(file), "oom_kill").unwrap_or(0)
+    }
+
+    /// One file of the memory controller. Read by hand: cgroups-rs only offers a snapshot of
+    /// every memory file (a dozen reads), and this runs after every run.
+    fn read_memory_file(&self, name: &str) -> String {
+        fs::read_to_string(self.memory.path().join(name)).unwrap_or_default()
     }
 
     /// Kills whatever is still in the cgroup and removes it.

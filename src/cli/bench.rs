@@ -19,12 +19,41 @@ enum What {
         #[arg(long, default_value_t = 300)]
         runs: usize,
     },
+    /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
+    Judge {
+        #[arg(long, default_value_t = 100)]
+        tests: usize,
+        /// Loop iterations of the solution per test (10^7 is about 10 ms).
+        #[arg(long, default_value_t = 10_000_000)]
+        work: u64,
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
+    /// Dataset throughput on the demo scaled up, and peak memory while streaming a large tests
+    /// file.
+    Evaluate {
+        #[arg(long, default_value_t = 200)]
+        submissions: usize,
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+        /// Size of the generated tests file, in GiB.
+        #[arg(long, default_value_t = 1.0)]
+        tests_gb: f64,
+    },
 }
 
 pub fn run(args: Args) -> Result<i32> {
     match args.what {
         What::Sandbox { runs } => bench_sandbox(runs),
+        What::Judge { tests, work, jobs } => super::bench_judge::run(tests, work, jobs.unwrap_or_else(cores)),
+        What::Evaluate { submissions, jobs, tests_gb } => {
+            super::bench_evaluate::run(submissions, jobs.unwrap_or_else(cores), tests_gb)
+        }
     }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// Median and 90th percentile of a sample, in milliseconds.

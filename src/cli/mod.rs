@@ -1,6 +1,8 @@
 //! Command-line interface: parsing (clap derive) and dispatch to one module per subcommand.
 
 mod bench;
+mod bench_evaluate;
+mod bench_judge;
 mod convert;
 mod doctor;
 mod evaluate;
