@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Status};
 
+use crate::server::bench::BenchServeOptions;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -19,11 +21,43 @@ enum What {
         #[arg(long, default_value_t = 300)]
         runs: usize,
     },
+    /// Requests per second of `ioi-run serve` with the real judge, by number of concurrent
+    /// clients, and the gain of compiling a submission once over compiling it per request.
+    Serve {
+        /// Executions at once in the server [default: the number of cores].
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Requests per concurrency level.
+        #[arg(long, default_value_t = 48)]
+        requests: usize,
+        /// Concurrency levels (numbers of clients sending at once).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+        clients: Vec<usize>,
+        /// Requests in the compile-once vs compile-per-request comparison.
+        #[arg(long, default_value_t = 12)]
+        compile_requests: usize,
+    },
 }
 
 pub fn run(args: Args) -> Result<i32> {
     match args.what {
         What::Sandbox { runs } => bench_sandbox(runs),
+        What::Serve {
+            jobs,
+            requests,
+            clients,
+            compile_requests,
+        } => {
+            let jobs =
+                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            crate::server::bench::bench_serve(&BenchServeOptions {
+                jobs: jobs.max(1),
+                requests,
+                clients,
+                compile_requests,
+            })?;
+            Ok(0)
+        }
     }
 }
 
