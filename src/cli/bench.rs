@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Status};
 
+use crate::server::bench::BenchServeOptions;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -40,6 +42,22 @@ enum What {
         #[arg(long, default_value_t = 1.0)]
         tests_gb: f64,
     },
+    /// Requests per second of `ioi-run serve` with the real judge, by number of concurrent
+    /// clients, and the gain of compiling a submission once over compiling it per request.
+    Serve {
+        /// Executions at once in the server [default: the number of cores].
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Requests per concurrency level.
+        #[arg(long, default_value_t = 48)]
+        requests: usize,
+        /// Concurrency levels (numbers of clients sending at once).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+        clients: Vec<usize>,
+        /// Requests in the compile-once vs compile-per-request comparison.
+        #[arg(long, default_value_t = 12)]
+        compile_requests: usize,
+    },
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -48,6 +66,20 @@ pub fn run(args: Args) -> Result<i32> {
         What::Judge { tests, work, jobs } => super::bench_judge::run(tests, work, jobs.unwrap_or_else(cores)),
         What::Evaluate { submissions, jobs, tests_gb } => {
             super::bench_evaluate::run(submissions, jobs.unwrap_or_else(cores), tests_gb)
+        }
+        What::Serve {
+            jobs,
+            requests,
+            clients,
+            compile_requests,
+        } => {
+            crate::server::bench::bench_serve(&BenchServeOptions {
+                jobs: jobs.unwrap_or_else(cores).max(1),
+                requests,
+                clients,
+                compile_requests,
+            })?;
+            Ok(0)
         }
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::server::{Executor, ServeOptions, Server, ShutdownHandle};
+use crate::judge::JudgeOptions;
+use crate::server::{Executor, JudgeExecutor, ServeOptions, Server, ShutdownHandle};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -61,12 +62,12 @@ pub fn run(args: Args) -> Result<i32> {
     result.map(|()| 0)
 }
 
-/// The executor that judges requests. The judge replaces this body with its own executor.
+/// The executor that judges requests: the judge with the default compile cache
+/// (`$IOI_RUN_CACHE`). `jobs` bounds the executions at once in the server, not here.
 pub fn make_executor(_jobs: usize) -> Result<Arc<dyn Executor>> {
-    Err(anyhow!(
-        "judge not wired yet: `ioi-run serve` needs the judge's Executor (src/cli/serve.rs, \
-         make_executor)"
-    ))
+    let executor = JudgeExecutor::new(JudgeOptions::default())
+        .context("cannot start the judge for `ioi-run serve`")?;
+    Ok(Arc::new(executor))
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr> {

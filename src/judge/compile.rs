@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -18,6 +19,8 @@ use crate::problem::{GraderFile, Problem};
 pub const SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-s"];
 /// Flags of checker and manager compiles.
 pub const TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
+/// Flags of a plain C++ program (the server's `c++` language).
+pub const PROGRAM_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 
 /// What a compile produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,12 +87,17 @@ fn compiler_identity() -> &'static str {
     })
 }
 
+/// One compile, shared by every caller that asks for the same key while it runs and after.
+type SharedCompile = Arc<OnceLock<Result<Compiled, String>>>;
+
 /// The compile cache: a directory of `<hash>/` entries holding `program` or `error.json`.
 pub struct CompileCache {
     dir: PathBuf,
     max_bytes: u64,
     /// Compiles in progress or done in this process, by key.
-    in_memory: Mutex<HashMap<String, Arc<OnceLock<Result<Compiled, String>>>>>,
+    in_memory: Mutex<HashMap<String, SharedCompile>>,
+    /// Compiler runs so far (entries found on disk or in memory do not count).
+    builds: AtomicUsize,
 }
 
 /// Default location: `$IOI_RUN_CACHE` or the user's cache directory.
@@ -110,11 +118,17 @@ impl CompileCache {
             dir,
             max_bytes,
             in_memory: Mutex::new(HashMap::new()),
+            builds: AtomicUsize::new(0),
         })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// How many times this cache ran the compiler: what "compile once" is measured by.
+    pub fn builds(&self) -> usize {
+        self.builds.load(Ordering::Relaxed)
     }
 
     /// Compiles a submission for `problem`: `graders/<id>.cpp` with the grader/stub.
@@ -154,6 +168,23 @@ impl CompileCache {
         self.compile(sandbox, job)
     }
 
+    /// Compiles a plain program: `source` (one of `files`, all placed side by side) into
+    /// `program`, with [`PROGRAM_FLAGS`].
+    pub fn program(
+        &self,
+        sandbox: &Sandbox,
+        files: &[(&str, &[u8])],
+        source: &str,
+    ) -> Result<Compiled> {
+        let job = CompileJob {
+            files: files.to_vec(),
+            sources: vec![source],
+            flags: PROGRAM_FLAGS,
+            output: "program",
+        };
+        self.compile(sandbox, job)
+    }
+
     fn compile(&self, sandbox: &Sandbox, job: CompileJob) -> Result<Compiled> {
         let key = job.key();
         let cell = {
@@ -177,6 +208,7 @@ impl CompileCache {
             touch(&entry);
             return Ok(found);
         }
+        self.builds.fetch_add(1, Ordering::Relaxed);
         let built = build(sandbox, job)?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
@@ -237,6 +269,11 @@ impl CompileCache {
             }
             if fs::remove_dir_all(&path).is_ok() {
                 total -= size;
+                // A long-running process (the server) must not hand out the removed binary:
+                // forgetting the key makes the next request compile it again.
+                if let (Some(key), Ok(mut map)) = (path.file_name(), self.in_memory.lock()) {
+                    map.remove(&*key.to_string_lossy());
+                }
             }
         }
     }

@@ -104,8 +104,18 @@ pub enum Program {
 #[derive(Clone)]
 pub enum Build {
     Program(Program),
-    /// A compilation error: the feedback every test gets.
-    Error(String),
+    /// A compilation error: the compiler's exit code (-1 when a limit stopped it) and stderr.
+    Error {
+        exit_code: i32,
+        stderr: String,
+    },
+}
+
+impl Build {
+    /// The feedback every test of a submission that did not compile gets.
+    pub fn error_feedback(exit_code: i32, stderr: &str) -> String {
+        Compiled::error_feedback(exit_code, stderr)
+    }
 }
 
 /// The judge: a sandbox, a compile cache and a runner.
@@ -196,16 +206,14 @@ impl Judge {
                     .submission(&self.sandbox, &loaded.problem, code)?
                 {
                     Compiled::Binary(path) => Build::Program(Program::Binary(path)),
-                    Compiled::Error { exit_code, stderr } => {
-                        Build::Error(Compiled::error_feedback(exit_code, &stderr))
-                    }
+                    Compiled::Error { exit_code, stderr } => Build::Error { exit_code, stderr },
                 },
             ),
             Runner::Scripts(scripts) => Ok(
                 match scripts::compile(&self.sandbox, scripts, &loaded.problem, code)? {
                     scripts::ScriptBuild::Box(dir) => Build::Program(Program::ScriptBox(dir)),
                     scripts::ScriptBuild::Error { exit_code, stderr } => {
-                        Build::Error(Compiled::error_feedback(exit_code, &stderr))
+                        Build::Error { exit_code, stderr }
                     }
                 },
             ),

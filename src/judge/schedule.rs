@@ -437,7 +437,8 @@ impl Shared<'_> {
                 if let Some(a) = state.active.iter_mut().find(|a| a.job == job) {
                     match build {
                         Ok(Build::Program(program)) => a.build = BuildState::Ready(program),
-                        Ok(Build::Error(feedback)) => {
+                        Ok(Build::Error { exit_code, stderr }) => {
+                            let feedback = Build::error_feedback(exit_code, &stderr);
                             let results = a.plan.uniform(|t| TestResult {
                                 score: 0.0,
                                 status: Status::CompilationError,

@@ -4,7 +4,8 @@
 //! The server only speaks HTTP: it parses Piston's request shape into a [`Job`], admits it
 //! (at most `jobs` running, at most `max_queue` waiting, HTTP 503 beyond), hands it to an
 //! [`Executor`] on a blocking thread and turns the [`Response`] back into Piston's JSON. It never
-//! judges anything itself: the judge implements [`Executor`], and tests use a fake. The helpers
+//! judges anything itself: [`JudgeExecutor`] (in [`judged`]) implements [`Executor`] with the
+//! judge, and tests also use a fake. The helpers
 //! in [`piston`] build the responses the Python client maps back to `(score, feedback)`.
 //!
 //! ```text
@@ -13,7 +14,9 @@
 //!                  Piston JSON ◀─ ExecuteReply ◀─ Response ◀───┘
 //! ```
 
+pub mod bench;
 mod http;
+pub mod judged;
 pub mod piston;
 mod request;
 mod runtime;
@@ -21,6 +24,7 @@ mod runtime;
 use std::time::Duration;
 
 pub use http::{ServeOptions, Server, ShutdownHandle};
+pub use judged::JudgeExecutor;
 pub use request::{parse_execute, ExecuteRequest};
 pub use runtime::Runtime;
 

@@ -1,0 +1,266 @@
+//! `ioi-run bench serve`: throughput of the Piston-compatible server with the real judge.
+//!
+//! The server runs in-process on an ephemeral port with a fresh compile cache; clients send
+//! requests exactly as the Python client builds them for a small Batch problem whose test
+//! takes about 10 ms. Two figures: requests per second for 1, 2, 4, 8 concurrent clients (the
+//! submission compiled once, as in real use), and what compiling once saves over compiling per
+//! request (each request made unique by a comment, so the cache never hits).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use super::piston::client_view;
+use super::{JudgeExecutor, Response, ServeOptions, Server};
+use crate::judge::JudgeOptions;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchServeOptions {
+    /// Executions at once in the server.
+    pub jobs: usize,
+    /// Requests per concurrency level.
+    pub requests: usize,
+    /// Concurrent clients, one level each.
+    pub clients: Vec<usize>,
+    /// Requests of the compile-once vs compile-per-request comparison (each compiles ~1 s).
+    pub compile_requests: usize,
+}
+
+/// Numbers in the test: enough that reading them takes about 10 ms.
+const COUNT: usize = 60_000;
+const HEADER: &str = "#include <vector>\nlong long add_up(const std::vector<int>& a);\n";
+const GRADER: &str = r#"#include "addup.h"
+#include <cstdio>
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 1;
+    std::vector<int> a(n);
+    for (int& x : a) if (scanf("%d", &x) != 1) return 1;
+    printf("%lld\n", add_up(a));
+}
+"#;
+const SOLUTION: &str = r#"#include "addup.h"
+long long add_up(const std::vector<int>& a) {
+    long long s = 0;
+    for (int x : a) s += x;
+    return s;
+}
+"#;
+const TIME_LIMIT: f64 = 1.0;
+const MEMORY_LIMIT: u64 = 256 << 20;
+
+/// The test: `COUNT` pseudo-random numbers and their sum.
+fn test_case() -> (String, String) {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut sum: i64 = 0;
+    let mut input = format!("{COUNT}\n");
+    for _ in 0..COUNT {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let x = (state % 1_000_000_000) as i64;
+        sum += x;
+        input.push_str(&x.to_string());
+        input.push(' ');
+    }
+    input.push('\n');
+    (input, format!("{sum}\n"))
+}
+
+/// A request body as the Python client builds it (`run_submission` + `send_execute`).
+fn request_body(submission: &str, input: &str, output: &str) -> String {
+    let config = json!({"code": "addup", "task_type": "Batch", "time_limit": TIME_LIMIT,
+                        "memory_limit": MEMORY_LIMIT});
+    json!({
+        "files": [
+            {"name": "graders/addup.cpp", "content": submission},
+            {"name": "input.txt", "content": input},
+            {"name": "correct_output.txt", "content": output},
+            {"name": "graders/addup.h", "content": HEADER},
+            {"name": "graders/grader.cpp", "content": GRADER},
+            {"name": "graders/grader_config.json", "content": config.to_string()},
+        ],
+        "run_timeout": ((TIME_LIMIT + 3.0) * 1000.0) as u64,
+        "run_memory_limit": MEMORY_LIMIT,
+        "language": "cms_ioi",
+        "version": "*",
+    })
+    .to_string()
+}
+
+/// Sends one request and checks the client reads it as accepted.
+fn send(agent: &ureq::Agent, url: &str, body: &str) -> Result<()> {
+    let reply = agent
+        .post(url)
+        .set("Content-Type", "application/json")
+        .send_string(body);
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(ureq::Error::Status(code, reply)) => {
+            bail!("HTTP {code}: {}", reply.into_string().unwrap_or_default())
+        }
+        Err(e) => return Err(e).context("HTTP request failed"),
+    };
+    let value: Value = reply.into_json().context("the answer is not JSON")?;
+    let response: Response = serde_json::from_value(value).context("not a Piston response")?;
+    let (score, feedback) = client_view(&response).map_err(anyhow::Error::msg)?;
+    if score != "1" {
+        bail!("the benchmark solution was not accepted: {score} {feedback}");
+    }
+    Ok(())
+}
+
+/// What one round of requests measured.
+struct Round {
+    per_second: f64,
+    median_ms: f64,
+    p90_ms: f64,
+}
+
+/// Sends `bodies` with `clients` concurrent clients.
+fn round(url: &str, bodies: &[String], clients: usize) -> Result<Round> {
+    let next = AtomicUsize::new(0);
+    let latencies = Mutex::new(Vec::with_capacity(bodies.len()));
+    let start = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let workers: Vec<_> = (0..clients)
+            .map(|_| {
+                s.spawn(|| -> Result<()> {
+                    let agent = ureq::AgentBuilder::new()
+                        .timeout(Duration::from_secs(120))
+                        .build();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(body) = bodies.get(i) else {
+                            return Ok(());
+                        };
+                        let t = Instant::now();
+                        send(&agent, url, body)?;
+                        if let Ok(mut l) = latencies.lock() {
+                            l.push(t.elapsed());
+                        }
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut latencies = latencies
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("latency lock poisoned"))?;
+    latencies.sort();
+    let ms = |i: usize| latencies[i.min(latencies.len() - 1)].as_secs_f64() * 1e3;
+    Ok(Round {
+        per_second: bodies.len() as f64 / elapsed,
+        median_ms: ms(latencies.len() / 2),
+        p90_ms: ms(latencies.len() * 9 / 10),
+    })
+}
+
+/// Starts the server with the real judge, measures, prints the figures, stops the server.
+pub fn bench_serve(options: &BenchServeOptions) -> Result<()> {
+    let cache = tempfile::Builder::new()
+        .prefix("ioi-run-bench-cache-")
+        .tempdir()
+        .context("cannot create a compile cache for the benchmark")?;
+    let executor = Arc::new(JudgeExecutor::new(JudgeOptions {
+        cache_dir: cache.path().to_path_buf(),
+        ..JudgeOptions::default()
+    })?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let mut serve = ServeOptions::new(([127, 0, 0, 1], 0).into(), options.jobs);
+    let most_clients = options.clients.iter().copied().max().unwrap_or(1);
+    serve.max_queue = serve.max_queue.max(2 * most_clients);
+    let server = runtime.block_on(Server::start(serve, executor.clone()))?;
+    let url = format!("http://{}/api/v2/execute", server.local_addr());
+    let result = measure(options, &url, &executor);
+    server.shutdown_handle().shutdown();
+    runtime
+        .block_on(server.wait())
+        .context("the server did not stop cleanly")?;
+    result
+}
+
+fn measure(options: &BenchServeOptions, url: &str, executor: &JudgeExecutor) -> Result<()> {
+    let (input, output) = test_case();
+    let same = request_body(SOLUTION, &input, &output);
+    let builds = || executor.judge().cache().builds();
+    println!(
+        "server: {} jobs; test: {COUNT} numbers ({:.1} MB input), grader + white-diff",
+        options.jobs,
+        input.len() as f64 / 1e6
+    );
+
+    let t = Instant::now();
+    let agent = ureq::AgentBuilder::new().build();
+    send(&agent, url, &same)?;
+    println!(
+        "first request (compile + run)  {:.0} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let t = Instant::now();
+    send(&agent, url, &same)?;
+    println!(
+        "second request (cached)        {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+
+    println!(
+        "\nsame submission, compiled once ({} requests per row)",
+        options.requests
+    );
+    println!("clients   req/s   median ms   p90 ms");
+    let before = builds();
+    for &clients in &options.clients {
+        let bodies = vec![same.clone(); options.requests.max(1)];
+        let r = round(url, &bodies, clients.max(1))?;
+        println!(
+            "{clients:>7} {:>7.1} {:>11.1} {:>8.1}",
+            r.per_second, r.median_ms, r.p90_ms
+        );
+    }
+    println!(
+        "compiles during these {} requests: {}",
+        options.requests * options.clients.len(),
+        builds() - before
+    );
+
+    let n = options.compile_requests.max(1);
+    let clients = options.jobs.max(1);
+    let once = round(url, &vec![same.clone(); n], clients)?;
+    let before = builds();
+    let unique: Vec<String> = (0..n)
+        .map(|i| request_body(&format!("{SOLUTION}// request {i}\n"), &input, &output))
+        .collect();
+    let each = round(url, &unique, clients)?;
+    println!("\ncompile once vs compile per request ({n} requests, {clients} clients)");
+    println!(
+        "compile once          {:>7.1} req/s   median {:>7.1} ms",
+        once.per_second, once.median_ms
+    );
+    println!(
+        "compile per request   {:>7.1} req/s   median {:>7.1} ms   ({} compiles)",
+        each.per_second,
+        each.median_ms,
+        builds() - before
+    );
+    println!(
+        "speedup of compiling once: {:.1}x",
+        once.per_second / each.per_second
+    );
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! The real [`Executor`]: Piston requests judged by the [`Judge`] in the sandbox.
+//!
+//! A `cms_ioi` request is one submission on one test. It becomes a one-test [`Problem`] and goes
+//! through the same steps as `ioi-run judge`: `prepare` (checker and manager compiled once, by
+//! content hash), `compile` (the submission with its graders, once per distinct code: clients
+//! send the same submission once per test, and all but the first find it in the
+//! [`CompileCache`](crate::judge::compile::CompileCache)), `run_test`. The verdict travels back
+//! in Piston's shape through [`ioi_response`].
+//!
+//! A `c++` request is a plain program: compiled once per distinct source (same cache), run once
+//! on the request's stdin with `run_timeout` as CPU and wall limit, answered with Piston's
+//! `run.code` / `run.signal` conventions.
+//!
+//! Limits follow IOI semantics (SPEC §2.4), not Piston's: a user process has the problem's CPU
+//! limit and a wall limit of 3 × that + 1 s, which stays within the client's `run_timeout`
+//! (time limit + 3 s) for time limits up to 1 s and exceeds it above. A run whose wall time
+//! reached `run_timeout` is reported as Piston's hard time-out, which the client reads as
+//! `Time limit exceeded`, as it would from Piston.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::Context;
+use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Status, Stdio};
+
+use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
+use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
+use crate::judge::compile::Compiled;
+use crate::judge::{BoxDir, Build, Judge, JudgeOptions};
+use crate::problem::{Problem, Subtask, TaskType, TestCase, TestSet};
+
+/// The name of the single test of a `cms_ioi` request.
+const TEST_NAME: &str = "request";
+/// Where a plain program's binary appears inside its box.
+const PLAIN_PROGRAM: &str = "/sol/program";
+/// Bytes of a plain program's stdout and of its stderr kept in the response; more is cut.
+pub const MAX_PLAIN_OUTPUT: usize = 1 << 20;
+/// Largest file a plain program may write (its stdout included).
+const PLAIN_OUTPUT_LIMIT: u64 = 64 << 20;
+
+/// Judges Piston requests with a [`Judge`].
+pub struct JudgeExecutor {
+    judge: Judge,
+}
+
+impl JudgeExecutor {
+    pub fn new(options: JudgeOptions) -> anyhow::Result<JudgeExecutor> {
+        Ok(JudgeExecutor {
+            judge: Judge::new(options)?,
+        })
+    }
+
+    /// The judge, e.g. to read its compile counter (`judge().cache().builds()`).
+    pub fn judge(&self) -> &Judge {
+        &self.judge
+    }
+
+    /// One submission on one test.
+    pub fn judge_ioi(&self, mut job: IoiJob) -> Result<IoiOutcome, RequestError> {
+        let run_timeout = job.run_timeout;
+        let submission = std::mem::take(&mut job.submission);
+        let (problem, tests) = one_test_problem(job)?;
+        let loaded = self
+            .judge
+            .prepare(problem, tests)
+            .map_err(|e| internal("cannot prepare the problem", e))?;
+        let test = loaded
+            .tests
+            .get(TEST_NAME)
+            .ok_or_else(|| RequestError::Internal("the request's test went missing".into()))?;
+        let build = self
+            .judge
+            .compile(&loaded, &submission)
+            .map_err(|e| internal("cannot compile the submission", e))?;
+        let program = match build {
+            Build::Program(program) => program,
+            Build::Error { exit_code, stderr } => {
+                return Ok(IoiOutcome::CompileError {
+                    code: exit_code,
+                    stderr,
+                })
+            }
+        };
+        let verdict = self
+            .judge
+            .run_test(&loaded, &program, test)
+            .map_err(|e| internal("cannot run the test", e))?;
+        if verdict.wall_time >= run_timeout.as_secs_f64() {
+            return Ok(IoiOutcome::HardTimeout);
+        }
+        Ok(IoiOutcome::Judged {
+            score: verdict.score,
+            feedback: verdict.feedback,
+        })
+    }
+
+    /// A plain C++ program: compile (cached), run once.
+    pub fn run_plain(&self, job: PlainJob) -> Result<Response, RequestError> {
+        let mut files: Vec<(&str, &[u8])> = vec![(&job.file_name, job.source.as_bytes())];
+        files.extend(
+            job.other_files
+                .iter()
+                .map(|(n, c)| (n.as_str(), c.as_slice())),
+        );
+        let compiled = self
+            .judge
+            .cache()
+            .program(self.judge.sandbox(), &files, &job.file_name)
+            .map_err(|e| internal("cannot compile the program", e))?;
+        let binary = match compiled {
+            Compiled::Binary(path) => path,
+            Compiled::Error { exit_code, stderr } => {
+                return Ok(Response {
+                    compile: Some(compile_failure(exit_code, stderr)),
+                    run: None,
+                })
+            }
+        };
+        let run = self
+            .run_program(&job, &files, &binary)
+            .map_err(|e| internal("cannot run the program", e))?;
+        Ok(Response {
+            compile: Some(Stage::new(String::new(), String::new(), Some(0), None)),
+            run: Some(run),
+        })
+    }
+
+    fn run_program(
+        &self,
+        job: &PlainJob,
+        files: &[(&str, &[u8])],
+        binary: &Path,
+    ) -> anyhow::Result<Stage> {
+        let sandbox = self.judge.sandbox();
+        let work = BoxDir::new(sandbox)?;
+        for (name, content) in files {
+            work.write(name, content)?;
+        }
+        // Outside the box, so the program cannot replace its own stdin.
+        let input = tempfile::NamedTempFile::new().context("cannot create the stdin file")?;
+        fs::write(input.path(), &job.stdin).context("cannot write the stdin file")?;
+        let mut spec = RunSpec::new(work.path(), [PLAIN_PROGRAM.to_string()]);
+        spec.argv.extend(job.args.iter().cloned());
+        spec.binds.push(Bind::read_only(binary, PLAIN_PROGRAM));
+        spec.stdin = Stdio::Path(input.path().to_path_buf());
+        spec.stdout = Stdio::Path(work.join(".stdout"));
+        spec.stderr = Stdio::Path(work.join(".stderr"));
+        spec.limits = Limits {
+            cpu_time: Some(job.run_timeout),
+            wall_time: Some(job.run_timeout),
+            memory: job.memory_limit,
+            processes: Some(64),
+            output_size: Some(PLAIN_OUTPUT_LIMIT),
+            open_files: Some(64),
+            stack: None,
+        };
+        let outcome = sandbox.run(&spec);
+        if outcome.status == Status::InternalError {
+            anyhow::bail!("sandbox failure: {}", outcome.message);
+        }
+        let (code, signal) = piston_exit(&outcome);
+        Ok(Stage::new(
+            read_capped(&work.join(".stdout"))?,
+            read_capped(&work.join(".stderr"))?,
+            code,
+            signal,
+        ))
+    }
+}
+
+impl Executor for JudgeExecutor {
+    fn execute(&self, job: Job) -> Result<Response, RequestError> {
+        match job {
+            Job::Ioi(job) => self.judge_ioi(job).map(|outcome| ioi_response(&outcome)),
+            Job::Plain(job) => self.run_plain(job),
+        }
+    }
+}
+
+/// The problem a `cms_ioi` request describes (its submission aside), with its one test written
+/// to a folder the returned [`TestSet`] owns.
+fn one_test_problem(job: IoiJob) -> Result<(Problem, TestSet), RequestError> {
+    let problem = Problem {
+        year: 0,
+        name: job.problem_id.clone(),
+        id: job.problem_id,
+        day: String::new(),
+        task: job.task,
+        time_limit: job.time_limit,
+        memory_limit: job.memory_limit,
+        subtasks: vec![Subtask {
+            name: TEST_NAME.to_string(),
+            points: 100.0,
+            score_precision: 2,
+            test_names: vec![TEST_NAME.to_string()],
+        }],
+        grader_files: job.grader_files,
+    };
+    let decided_by_tool =
+        problem.checker().is_some() || matches!(problem.task, TaskType::Communication(_));
+    if job.expected_output.is_none() && !decided_by_tool {
+        return Err(RequestError::BadRequest(
+            "no correct_output.txt among the files, and no checker/checker.cpp or \
+             graders/manager.cpp to judge without it: send the expected output"
+                .into(),
+        ));
+    }
+    if matches!(problem.task, TaskType::Communication(_)) && problem.manager().is_none() {
+        return Err(RequestError::BadRequest(
+            "the task is Communication but graders/manager.cpp is not among the files".into(),
+        ));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("ioi-request-")
+        .tempdir()
+        .map_err(|e| internal("cannot create the test folder", e.into()))?;
+    let case = TestCase {
+        name: TEST_NAME.to_string(),
+        input: dir.path().join("input.txt"),
+        output: dir.path().join("correct_output.txt"),
+    };
+    let expected = job.expected_output.unwrap_or_default();
+    fs::write(&case.input, &job.input)
+        .and_then(|()| fs::write(&case.output, &expected))
+        .map_err(|e| internal("cannot write the test", e.into()))?;
+    let tests = TestSet {
+        cases: [(TEST_NAME.to_string(), case)].into(),
+        _storage: Some(dir),
+    };
+    Ok((problem, tests))
+}
+
+/// Piston's `(code, signal)` of a run: the exit code, or `null` and the signal's name when it
+/// was killed; a limit kill is `SIGKILL`, as in Piston.
+fn piston_exit(outcome: &Outcome) -> (Option<i32>, Option<String>) {
+    match outcome.status {
+        Status::Ok | Status::RuntimeError => (outcome.exit_code, None),
+        Status::Signaled => (None, outcome.signal.map(signal_name)),
+        Status::TimeLimit
+        | Status::WallTimeLimit
+        | Status::MemoryLimit
+        | Status::OutputLimit
+        | Status::InternalError => (None, Some(HARD_TIMEOUT_SIGNAL.to_string())),
+    }
+}
+
+/// The compile stage of a failed compile; a compiler stopped by a limit (-1) was killed.
+fn compile_failure(exit_code: i32, stderr: String) -> Stage {
+    if exit_code < 0 {
+        Stage::new(
+            String::new(),
+            stderr,
+            None,
+            Some(HARD_TIMEOUT_SIGNAL.to_string()),
+        )
+    } else {
+        Stage::new(String::new(), stderr, Some(exit_code), None)
+    }
+}
+
+/// At most [`MAX_PLAIN_OUTPUT`] bytes of a file, as text.
+fn read_capped(path: &Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    match fs::File::open(path) {
+        Ok(file) => file
+            .take(MAX_PLAIN_OUTPUT as u64)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn internal(what: &str, error: anyhow::Error) -> RequestError {
+    RequestError::Internal(format!("{what}: {error:#}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn outcome(status: Status, exit_code: Option<i32>, signal: Option<i32>) -> Outcome {
+        Outcome {
+            status,
+            exit_code,
+            signal,
+            cpu_time: 0.0,
+            wall_time: 0.0,
+            memory: 0,
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn plain_runs_report_exit_codes_and_signals_as_piston_does() {
+        assert_eq!(
+            piston_exit(&outcome(Status::Ok, Some(0), None)),
+            (Some(0), None)
+        );
+        assert_eq!(
+            piston_exit(&outcome(Status::RuntimeError, Some(3), None)),
+            (Some(3), None)
+        );
+        assert_eq!(
+            piston_exit(&outcome(Status::Signaled, None, Some(11))),
+            (None, Some("SIGSEGV".into()))
+        );
+        for limit in [
+            Status::TimeLimit,
+            Status::WallTimeLimit,
+            Status::MemoryLimit,
+        ] {
+            assert_eq!(
+                piston_exit(&outcome(limit, None, Some(9))),
+                (None, Some("SIGKILL".into()))
+            );
+        }
+    }
+
+    #[test]
+    fn a_batch_request_without_expected_output_or_checker_is_refused() {
+        let job = IoiJob {
+            problem_id: "p".into(),
+            submission: String::new(),
+            input: b"1\n".to_vec(),
+            expected_output: None,
+            grader_files: Vec::new(),
+            time_limit: 1.0,
+            memory_limit: 1 << 28,
+            task: TaskType::Batch,
+            run_timeout: Duration::from_secs(4),
+            compile_timeout: None,
+        };
+        let Err(RequestError::BadRequest(message)) = one_test_problem(job) else {
+            panic!("expected a bad request")
+        };
+        assert!(message.contains("correct_output.txt"), "{message}");
+    }
+}

@@ -1,0 +1,401 @@
+//! The Piston-compatible server with the real judge: requests built exactly as the seed's Python
+//! client builds them for the fixture problems under tests/problems, answers read back with the
+//! port of the client (`client_view`), statuses derived as the pipeline derives them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use ioi_run::judge::JudgeOptions;
+use ioi_run::problem::cms::load_cms;
+use ioi_run::problem::config::ensure_grader_config;
+use ioi_run::problem::Problem;
+use ioi_run::score::Status;
+use ioi_run::server::piston::client_view;
+use ioi_run::server::{Executor, JudgeExecutor, Response, ServeOptions, Server};
+use serde_json::{json, Value};
+
+/// The server on an ephemeral port, on its own runtime; stopped when dropped, even when the
+/// test fails.
+struct TestServer {
+    runtime: tokio::runtime::Runtime,
+    server: Option<Server>,
+    url: String,
+}
+
+impl TestServer {
+    fn start(executor: Arc<dyn Executor>) -> TestServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut options = ServeOptions::new("127.0.0.1:0".parse().unwrap(), 2);
+        options.max_queue = 32;
+        let server = runtime.block_on(Server::start(options, executor)).unwrap();
+        let url = format!("http://{}/api/v2/execute", server.local_addr());
+        TestServer {
+            runtime,
+            server: Some(server),
+            url,
+        }
+    }
+
+    /// Posts a request body; the HTTP status and the JSON answer.
+    fn post(&self, body: &Value) -> (u16, Value) {
+        let agent = ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(120))
+            .build();
+        let reply = agent
+            .post(&self.url)
+            .set("Content-Type", "application/json")
+            .send_string(&body.to_string());
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(ureq::Error::Status(_, reply)) => reply,
+            Err(e) => panic!("HTTP transport error: {e}"),
+        };
+        (reply.status(), reply.into_json().expect("a JSON answer"))
+    }
+
+    /// Posts an IOI request and reads the answer as the Python client does.
+    fn judge(&self, body: &Value) -> (String, String) {
+        let (status, answer) = self.post(body);
+        assert_eq!(status, 200, "{answer}");
+        let response: Response = serde_json::from_value(answer).expect("a Piston response");
+        client_view(&response).expect("the client understands the answer")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown_handle().shutdown();
+            let _ = self.runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(10), server.wait()).await
+            });
+        }
+    }
+}
+
+/// One executor for the tests that do not count compiles, so the fixtures' checkers and
+/// managers compile once per run; its cache lives in Cargo's scratch folder.
+fn shared_executor() -> Arc<JudgeExecutor> {
+    static EXECUTOR: OnceLock<Arc<JudgeExecutor>> = OnceLock::new();
+    EXECUTOR
+        .get_or_init(|| {
+            let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-judge-cache");
+            Arc::new(
+                JudgeExecutor::new(JudgeOptions {
+                    cache_dir,
+                    ..JudgeOptions::default()
+                })
+                .expect("the judge starts (root, cgroups)"),
+            )
+        })
+        .clone()
+}
+
+fn problem_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/problems")
+        .join(name)
+}
+
+/// A fixture problem with its `graders/grader_config.json`, as dataset rows carry it.
+fn fixture(name: &str) -> Problem {
+    let (mut problem, _tests) = load_cms(&problem_dir(name)).expect("the fixture loads");
+    ensure_grader_config(&mut problem);
+    problem
+}
+
+fn solution(problem: &str, name: &str) -> String {
+    let path = problem_dir(problem)
+        .join("solutions")
+        .join(format!("{name}.cpp"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn test_file(problem: &str, test: &str, ext: &str) -> String {
+    let path = problem_dir(problem)
+        .join("tests")
+        .join(format!("{test}.{ext}"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The request the seed's client (`run_submission` + `send_execute`) sends for one test: the
+/// submission, input.txt, correct_output.txt when not empty, every non-empty grader file;
+/// `run_timeout = (time_limit + 3) * 1000`, `run_memory_limit` in bytes.
+fn client_request(problem: &Problem, submission: &str, input: &str, output: &str) -> Value {
+    let mut files = vec![
+        json!({"name": format!("graders/{}.cpp", problem.id.to_lowercase()), "content": submission}),
+        json!({"name": "input.txt", "content": input}),
+    ];
+    if !output.is_empty() {
+        files.push(json!({"name": "correct_output.txt", "content": output}));
+    }
+    for file in &problem.grader_files {
+        if !file.content.is_empty() {
+            let content = String::from_utf8(file.content.clone()).expect("text grader file");
+            files.push(json!({"name": file.path, "content": content}));
+        }
+    }
+    json!({
+        "files": files,
+        "run_timeout": ((problem.time_limit + 3.0) * 1000.0).round() as u64,
+        "run_memory_limit": problem.memory_limit,
+        "language": "cms_ioi",
+        "version": "*",
+    })
+}
+
+/// Judges `solution` of `problem` on one of its tests through the server.
+fn judge_fixture(server: &TestServer, problem: &str, name: &str, test: &str) -> (String, String) {
+    let fixture = fixture(problem);
+    let body = client_request(
+        &fixture,
+        &solution(problem, name),
+        &test_file(problem, test, "in"),
+        &test_file(problem, test, "out"),
+    );
+    server.judge(&body)
+}
+
+fn status(view: &(String, String)) -> Status {
+    let score: f64 = view.0.parse().expect("a numeric score");
+    Status::of_run(score, &view.1)
+}
+
+#[test]
+fn batch_with_checker_every_verdict() {
+    let server = TestServer::start(shared_executor());
+    // (solution, test, status, score, feedback prefix)
+    let cases = [
+        ("ac", "06", Status::Accepted, "1", "Output is correct"),
+        (
+            "ordered_pa",
+            "01",
+            Status::Partial,
+            "0.5",
+            "Output is partially correct",
+        ),
+        (
+            "int_overflow",
+            "05",
+            Status::WrongAnswer,
+            "0",
+            "Output isn't correct",
+        ),
+        (
+            "burn_tle",
+            "05",
+            Status::TimeLimit,
+            "0",
+            "Time limit exceeded",
+        ),
+        (
+            "mle",
+            "01",
+            Status::MemoryLimit,
+            "0",
+            "Memory limit exceeded",
+        ),
+        (
+            "segv",
+            "01",
+            Status::RuntimeError,
+            "0",
+            "Runtime error: killed by signal 11",
+        ),
+        (
+            "exit3",
+            "01",
+            Status::RuntimeError,
+            "0",
+            "Runtime error: exit code 3",
+        ),
+        (
+            "ce",
+            "01",
+            Status::CompilationError,
+            "0",
+            "Compilation error exit code 1\n",
+        ),
+    ];
+    for (name, test, want_status, want_score, want_feedback) in cases {
+        let view = judge_fixture(&server, "sumpairs", name, test);
+        assert_eq!(
+            (status(&view), view.0.as_str()),
+            (want_status, want_score),
+            "sumpairs/{name} on {test}: {view:?}"
+        );
+        assert!(
+            view.1.starts_with(want_feedback),
+            "sumpairs/{name} on {test}: feedback {:?} should start with {want_feedback:?}",
+            view.1
+        );
+    }
+}
+
+#[test]
+fn a_sleeper_is_a_hard_timeout_that_the_client_reads_as_tle() {
+    let server = TestServer::start(shared_executor());
+    let fixture = fixture("sumpairs");
+    let body = client_request(
+        &fixture,
+        &solution("sumpairs", "sleep_tle"),
+        &test_file("sumpairs", "01", "in"),
+        &test_file("sumpairs", "01", "out"),
+    );
+    let (code, answer) = server.post(&body);
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(
+        (
+            answer["run"]["signal"].as_str(),
+            answer["run"]["stdout"].as_str()
+        ),
+        (Some("SIGKILL"), Some("")),
+        "{answer}"
+    );
+    let response: Response = serde_json::from_value(answer).unwrap();
+    let view = client_view(&response).unwrap();
+    assert_eq!(view, ("0".into(), "Time limit exceeded".into()));
+    assert_eq!(status(&view), Status::TimeLimit);
+}
+
+#[test]
+fn communication_accepted_and_early_failure() {
+    let server = TestServer::start(shared_executor());
+    let ac = judge_fixture(&server, "guess", "ac", "01");
+    assert_eq!(ac, ("1".into(), "Output is correct".into()));
+    let early = judge_fixture(&server, "guess", "exit3_early", "01");
+    assert_eq!(
+        (status(&early), early.1.as_str()),
+        (Status::RuntimeError, "Runtime error: exit code 3")
+    );
+}
+
+#[test]
+fn a_submission_sent_once_per_test_compiles_once() {
+    let cache = tempfile::tempdir().unwrap();
+    let executor = Arc::new(
+        JudgeExecutor::new(JudgeOptions {
+            cache_dir: cache.path().to_path_buf(),
+            ..JudgeOptions::default()
+        })
+        .unwrap(),
+    );
+    let server = TestServer::start(executor.clone());
+    let fixture = fixture("sumpairs");
+    let submission = solution("sumpairs", "ac");
+    let tests = ["01", "02", "03", "04", "05", "06"];
+    let bodies: Vec<Value> = tests
+        .iter()
+        .map(|t| {
+            client_request(
+                &fixture,
+                &submission,
+                &test_file("sumpairs", t, "in"),
+                &test_file("sumpairs", t, "out"),
+            )
+        })
+        .collect();
+    // Four clients at once, as a pipeline judging the tests in parallel would send them.
+    std::thread::scope(|s| {
+        let server = &server;
+        let handles: Vec<_> = (0..4)
+            .map(|k| {
+                let bodies = &bodies;
+                s.spawn(move || {
+                    for body in bodies.iter().skip(k).step_by(4).chain(bodies.iter()) {
+                        assert_eq!(server.judge(body).0, "1");
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    });
+    // 6 + 4 × 6 requests: the checker once and the submission once.
+    assert_eq!(executor.judge().cache().builds(), 2);
+}
+
+#[test]
+fn a_batch_request_without_expected_output_or_checker_is_a_400() {
+    let server = TestServer::start(shared_executor());
+    let fixture = fixture("wdiff");
+    let body = client_request(
+        &fixture,
+        &solution("wdiff", "ac"),
+        &test_file("wdiff", "01", "in"),
+        "",
+    );
+    let (code, answer) = server.post(&body);
+    assert_eq!(code, 400, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("correct_output.txt"),
+        "{answer}"
+    );
+}
+
+fn plain_request(source: &str, stdin: &str, run_timeout_ms: u64) -> Value {
+    json!({
+        "language": "c++",
+        "version": "*",
+        "files": [{"name": "main.cpp", "content": source}],
+        "stdin": stdin,
+        "run_timeout": run_timeout_ms,
+        "run_memory_limit": 256 << 20,
+    })
+}
+
+#[test]
+fn plain_cpp_compiles_and_runs_with_stdin() {
+    let server = TestServer::start(shared_executor());
+    let hello = "#include <iostream>\n#include <string>\nint main() { std::string name; \
+                 std::cin >> name; std::cout << \"hello \" << name << std::endl; \
+                 std::cerr << \"done\"; return 3; }\n";
+    let (code, answer) = server.post(&plain_request(hello, "world\n", 3000));
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["compile"]["code"], 0, "{answer}");
+    let run = &answer["run"];
+    assert_eq!(
+        (
+            run["stdout"].as_str(),
+            run["stderr"].as_str(),
+            run["code"].as_i64(),
+            &run["signal"]
+        ),
+        (Some("hello world\n"), Some("done"), Some(3), &Value::Null),
+        "{answer}"
+    );
+    assert_eq!(run["output"], "hello world\ndone");
+
+    let spin = "int main() { volatile unsigned x = 0; for (;;) x++; }\n";
+    let (_, answer) = server.post(&plain_request(spin, "", 300));
+    assert_eq!(
+        (
+            answer["run"]["code"].clone(),
+            answer["run"]["signal"].as_str()
+        ),
+        (Value::Null, Some("SIGKILL")),
+        "{answer}"
+    );
+
+    let broken = "int main() { return }\n";
+    let (code, answer) = server.post(&plain_request(broken, "", 1000));
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["compile"]["code"], 1, "{answer}");
+    assert!(
+        answer["compile"]["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("error"),
+        "{answer}"
+    );
+    assert!(answer.get("run").is_none(), "{answer}");
+}
