@@ -63,10 +63,14 @@ enum What {
 pub fn run(args: Args) -> Result<i32> {
     match args.what {
         What::Sandbox { runs } => bench_sandbox(runs),
-        What::Judge { tests, work, jobs } => super::bench_judge::run(tests, work, jobs.unwrap_or_else(cores)),
-        What::Evaluate { submissions, jobs, tests_gb } => {
-            super::bench_evaluate::run(submissions, jobs.unwrap_or_else(cores), tests_gb)
+        What::Judge { tests, work, jobs } => {
+            super::bench_judge::run(tests, work, jobs.unwrap_or_else(cores))
         }
+        What::Evaluate {
+            submissions,
+            jobs,
+            tests_gb,
+        } => super::bench_evaluate::run(submissions, jobs.unwrap_or_else(cores), tests_gb),
         What::Serve {
             jobs,
             requests,
@@ -85,7 +89,9 @@ pub fn run(args: Args) -> Result<i32> {
 }
 
 fn cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Median and 90th percentile of a sample, in milliseconds.

@@ -17,10 +17,12 @@ use crate::judge::{Judge, JudgeOptions};
 
 /// CPU seconds of this process and every child it waited for (the sandboxes).
 fn cpu_seconds() -> f64 {
-    let usage = |who| nix::sys::resource::getrusage(who).map(|u| {
-        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
-        t(u.user_time()) + t(u.system_time())
-    });
+    let usage = |who| {
+        nix::sys::resource::getrusage(who).map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
+            t(u.user_time()) + t(u.system_time())
+        })
+    };
     usage(nix::sys::resource::UsageWho::RUSAGE_SELF).unwrap_or(0.0)
         + usage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap_or(0.0)
 }
@@ -29,8 +31,16 @@ fn cpu_seconds() -> f64 {
 fn peak_rss() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l.to_string())
+        })
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
 }
@@ -45,7 +55,12 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
         results_dir: results.to_path_buf(),
         local_results_path: results.to_path_buf(),
         submissions: SubmissionOptions::default(),
-        schedule: ScheduleOptions { jobs, batch_size: 1, subtasks: None, timeout: None },
+        schedule: ScheduleOptions {
+            jobs,
+            batch_size: 1,
+            subtasks: None,
+            timeout: None,
+        },
         override_existing: false,
     })
 }
@@ -54,16 +69,25 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
 /// that every submission is really compiled, as in a model's dataset.
 fn scaled_demo(dir: &Path, n: usize) -> Result<std::path::PathBuf> {
     crate::evaluate::demo::extract(dir)?;
-    let rows: Vec<serde_json::Map<String, Value>> = std::fs::read_to_string(dir.join("submissions.jsonl"))?
-        .lines()
-        .map(|l| Ok(serde_json::from_str::<Value>(l)?.as_object().cloned().context("row is an object")?))
-        .collect::<Result<_>>()?;
+    let rows: Vec<serde_json::Map<String, Value>> =
+        std::fs::read_to_string(dir.join("submissions.jsonl"))?
+            .lines()
+            .map(|l| {
+                Ok(serde_json::from_str::<Value>(l)?
+                    .as_object()
+                    .cloned()
+                    .context("row is an object")?)
+            })
+            .collect::<Result<_>>()?;
     let mut out = String::new();
     for i in 0..n {
         let mut row = rows[i % rows.len()].clone();
         row.insert("uuid".into(), Value::String(format!("bench-{i}")));
         let marker = format!("// variant {i}\n");
-        if let Some(Value::String(code)) = row.get_mut("code").filter(|c| c.as_str().is_some_and(|s| !s.is_empty())) {
+        if let Some(Value::String(code)) = row
+            .get_mut("code")
+            .filter(|c| c.as_str().is_some_and(|s| !s.is_empty()))
+        {
             code.push_str(&marker);
         } else if let Some(Value::String(generation)) = row.get_mut("generation") {
             if let Some(pos) = generation.rfind("```cpp\n") {
@@ -80,7 +104,10 @@ fn scaled_demo(dir: &Path, n: usize) -> Result<std::path::PathBuf> {
 
 pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
     let root = tempfile::tempdir()?;
-    let judge = Judge::new(JudgeOptions { cache_dir: root.path().join("cache"), ..JudgeOptions::default() })?;
+    let judge = Judge::new(JudgeOptions {
+        cache_dir: root.path().join("cache"),
+        ..JudgeOptions::default()
+    })?;
 
     // 1. Throughput.
     let demo = root.path().join("demo");
@@ -91,10 +118,22 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
     let (cpu0, start) = (cpu_seconds(), Instant::now());
     let summary = run::evaluate(&opts, &catalog, &judge, &progress, &|_| {})?;
     let (wall, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
-    let tests = progress.tests_run.load(std::sync::atomic::Ordering::Relaxed);
-    println!("throughput: {} submissions (demo scaled, distinct code each), {jobs} workers", summary.judged);
-    println!("  wall {wall:.1} s, {tests} tests run, {:.1} tests/s, {:.1} submissions/min", tests as f64 / wall, summary.judged as f64 / wall * 60.0);
-    println!("  CPU utilisation {:.0}% of {jobs} cores (compiles included)", cpu / (wall * jobs as f64) * 100.0);
+    let tests = progress
+        .tests_run
+        .load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "throughput: {} submissions (demo scaled, distinct code each), {jobs} workers",
+        summary.judged
+    );
+    println!(
+        "  wall {wall:.1} s, {tests} tests run, {:.1} tests/s, {:.1} submissions/min",
+        tests as f64 / wall,
+        summary.judged as f64 / wall * 60.0
+    );
+    println!(
+        "  CPU utilisation {:.0}% of {jobs} cores (compiles included)",
+        cpu / (wall * jobs as f64) * 100.0
+    );
 
     // 2. Memory while streaming a large tests file.
     let (problems, tests, judged_bytes) = big_tests(root.path(), tests_gb)?;
@@ -102,8 +141,18 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
     let catalog = Catalog::load(&[problems], &[tests])?;
     let subs = root.path().join("bigsum.jsonl");
     let code = "#include <cstdio>\nint main(){ long long s = 0, x; while (scanf(\"%lld\", &x) == 1) s += x; printf(\"%lld\\n\", s); }\n";
-    std::fs::write(&subs, format!("{}\n", serde_json::json!({"uuid": "big", "problem_id": "bigsum", "year": 2024, "code": code})))?;
-    let opts = options(&subs.to_string_lossy(), &root.path().join("results-big"), jobs)?;
+    std::fs::write(
+        &subs,
+        format!(
+            "{}\n",
+            serde_json::json!({"uuid": "big", "problem_id": "bigsum", "year": 2024, "code": code})
+        ),
+    )?;
+    let opts = options(
+        &subs.to_string_lossy(),
+        &root.path().join("results-big"),
+        jobs,
+    )?;
     reset_peak_rss();
     let before = peak_rss();
     let summary = run::evaluate(&opts, &catalog, &judge, &Progress::default(), &|_| {})?;
@@ -116,7 +165,11 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
         mib(judged_bytes),
         summary.judged
     );
-    println!("  ioi-run peak resident memory {:.0} MiB (before: {:.0} MiB)", mib(peak), mib(before));
+    println!(
+        "  ioi-run peak resident memory {:.0} MiB (before: {:.0} MiB)",
+        mib(peak),
+        mib(before)
+    );
     Ok(0)
 }
 
@@ -124,23 +177,38 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
 /// `gb` gigabytes where most bytes belong to the decoy problem.
 fn big_tests(root: &Path, gb: f64) -> Result<(std::path::PathBuf, std::path::PathBuf, u64)> {
     let test_bytes: usize = 8 << 20;
-    let total_tests = ((gb * (1u64 << 30) as f64) / test_bytes as f64).ceil().max(2.0) as usize;
+    let total_tests = ((gb * (1u64 << 30) as f64) / test_bytes as f64)
+        .ceil()
+        .max(2.0) as usize;
     let judged_tests = 4.min(total_tests / 2).max(1);
     let mut loaded = Vec::new();
-    for (id, count) in [("bigsum", judged_tests), ("decoy", total_tests - judged_tests)] {
+    for (id, count) in [
+        ("bigsum", judged_tests),
+        ("decoy", total_tests - judged_tests),
+    ] {
         let dir = root.join("cms").join(id);
         let names: Vec<String> = (0..count).map(|i| format!("{i:03}")).collect();
         std::fs::create_dir_all(dir.join("tests"))?;
         std::fs::create_dir_all(dir.join("subtasks"))?;
         std::fs::create_dir_all(dir.join("graders"))?;
-        std::fs::write(dir.join("problem.json"), r#"{"name": "Big", "time_limit": 2.0, "memory_limit": 268435456, "task_type": "Batch", "task_type_params": "{}", "score_precision": 2}"#)?;
+        std::fs::write(
+            dir.join("problem.json"),
+            r#"{"name": "Big", "time_limit": 2.0, "memory_limit": 268435456, "task_type": "Batch", "task_type_params": "{}", "score_precision": 2}"#,
+        )?;
         std::fs::write(dir.join("graders").join(format!("{id}.h")), "\n")?;
         for n in &names {
             std::fs::write(dir.join("tests").join(format!("{n}.in")), "")?;
             std::fs::write(dir.join("tests").join(format!("{n}.out")), "")?;
         }
-        let list = names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(",");
-        std::fs::write(dir.join("subtasks/01-all.json"), format!("{{\"score\": 100, \"testcases\": [{list}]}}"))?;
+        let list = names
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(",");
+        std::fs::write(
+            dir.join("subtasks/01-all.json"),
+            format!("{{\"score\": 100, \"testcases\": [{list}]}}"),
+        )?;
         let (mut problem, tests) = crate::problem::cms::load_cms(&dir)?;
         problem.year = 2024;
         loaded.push((problem, tests));
@@ -150,18 +218,47 @@ fn big_tests(root: &Path, gb: f64) -> Result<(std::path::PathBuf, std::path::Pat
 
     // The big file, written one test per row group so that writing is bounded too.
     let tests_path = root.join("tests.parquet");
-    let line: String = (0..test_bytes / 8).map(|i| format!("{:07}\n", i % 9_999_999)).collect();
+    let line: String = (0..test_bytes / 8)
+        .map(|i| format!("{:07}\n", i % 9_999_999))
+        .collect();
     let sum: u64 = (0..test_bytes / 8).map(|i| (i % 9_999_999) as u64).sum();
     let schema = Arc::new(arrow::datatypes::Schema::new(
-        ["year", "day", "problem_name", "problem_id", "test_name", "test_input", "test_output"]
-            .iter()
-            .map(|n| arrow::datatypes::Field::new(*n, if *n == "year" { arrow::datatypes::DataType::Int64 } else { arrow::datatypes::DataType::Utf8 }, false))
-            .collect::<Vec<_>>(),
+        [
+            "year",
+            "day",
+            "problem_name",
+            "problem_id",
+            "test_name",
+            "test_input",
+            "test_output",
+        ]
+        .iter()
+        .map(|n| {
+            arrow::datatypes::Field::new(
+                *n,
+                if *n == "year" {
+                    arrow::datatypes::DataType::Int64
+                } else {
+                    arrow::datatypes::DataType::Utf8
+                },
+                false,
+            )
+        })
+        .collect::<Vec<_>>(),
     ));
-    let props = parquet::file::properties::WriterProperties::builder().set_max_row_group_size(1).build();
-    let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&tests_path)?, schema.clone(), Some(props))?;
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_size(1)
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&tests_path)?,
+        schema.clone(),
+        Some(props),
+    )?;
     let mut judged_bytes = 0u64;
-    for (id, count) in [("decoy", total_tests - judged_tests), ("bigsum", judged_tests)] {
+    for (id, count) in [
+        ("decoy", total_tests - judged_tests),
+        ("bigsum", judged_tests),
+    ] {
         for i in 0..count {
             let columns: Vec<ArrayRef> = vec![
                 Arc::new(Int64Array::from(vec![2024])),

@@ -34,15 +34,15 @@ pub struct Args {
     #[arg(long, default_value = "open-r1/ioi-test-cases")]
     tests: Vec<String>,
     /// Where the results JSONL (the resume cache) are kept [default: RESULTS_NAME].
-    #[arg(long)]
+    #[arg(long, alias = "local_results_path")]
     local_results_path: Option<PathBuf>,
     /// Column holding each submission's unique id.
-    #[arg(long, default_value = "uuid")]
+    #[arg(long, default_value = "uuid", alias = "id_column")]
     id_column: String,
     #[command(flatten)]
     run: super::RunArgs,
     /// Judge nothing: say what would run.
-    #[arg(long)]
+    #[arg(long, alias = "dry_run")]
     dry_run: bool,
     /// Start over: move existing results to .bak first.
     #[arg(long = "override")]
@@ -52,13 +52,13 @@ pub struct Args {
     #[arg(long, value_parser = super::parse_seconds)]
     timeout: Option<Duration>,
     /// Prepend the includes models often forget.
-    #[arg(long)]
+    #[arg(long, alias = "add_includes")]
     add_includes: bool,
     /// Add a `messages` column (prompt, generation) for SFT.
-    #[arg(long)]
+    #[arg(long, alias = "add_messages_column")]
     add_messages_column: bool,
     /// Take the code from the last ```cpp block of `generation` even when `code` is filled.
-    #[arg(long)]
+    #[arg(long, alias = "always_extract_code")]
     always_extract_code: bool,
 }
 

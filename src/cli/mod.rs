@@ -97,11 +97,16 @@ fn install_interrupt_handler() {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Parallel workers (default: the number of cores).
-    #[arg(long, short = 'j', visible_alias = "max-concurrent-requests")]
+    #[arg(
+        long,
+        short = 'j',
+        visible_alias = "max-concurrent-requests",
+        alias = "max_concurrent_requests"
+    )]
     pub jobs: Option<usize>,
     /// Tests of a subtask run in batches of this size; after a batch with a 0 the rest of the
     /// subtask is skipped (as in the reference pipeline).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, alias = "test_batch_size")]
     pub test_batch_size: usize,
     /// How tests run: `native` (per-process CPU time and memory) or `scripts` (the Piston
     /// compile/run contract).
