@@ -7,7 +7,7 @@ use std::path::Path;
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo");
     let mut files = Vec::new();
-    collect(&root.join("problems"), &root, &mut files);
+    collect(&root.join("problems"), &mut files);
     files.push(root.join("submissions.jsonl"));
     files.sort();
     let mut out = String::from("/// Demo files: (path relative to demo/, content).\npub static DEMO_FILES: &[(&str, &[u8])] = &[\n");
@@ -32,14 +32,14 @@ fn main() {
     println!("cargo:rerun-if-changed=demo/submissions.jsonl");
 }
 
-fn collect(dir: &Path, root: &Path, files: &mut Vec<std::path::PathBuf>) {
+fn collect(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            collect(&path, root, files);
+            collect(&path, files);
         } else {
             files.push(path);
         }

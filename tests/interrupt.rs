@@ -1,0 +1,105 @@
+//! Interrupting ioi-run leaves nothing behind: the sandboxed processes die and the run's
+//! cgroups are removed.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn processes_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(marker))
+        .count()
+}
+
+fn cgroups_of(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    for root in [
+        "/sys/fs/cgroup/memory/ioi-run",
+        "/sys/fs/cgroup/pids/ioi-run",
+        "/sys/fs/cgroup/ioi-run",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(root) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with(&format!("{pid}-")) {
+                    found.push(format!("{root}/{name}"));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigint_kills_the_sandboxed_program_and_removes_its_cgroup() {
+    let marker = "7171.0042";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+        .args(["sandbox", "--time", "100", "--", "/bin/sleep", marker])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_until("the sandboxed sleep to start", || {
+        processes_with(marker) > 0
+    });
+    assert!(
+        !cgroups_of(pid).is_empty(),
+        "the run should have a cgroup while it runs"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGINT),
+        "ioi-run should exit 130 on SIGINT"
+    );
+    wait_until("the sandboxed sleep to die", || processes_with(marker) == 0);
+    assert_eq!(cgroups_of(pid), Vec::<String>::new(), "cgroups left behind");
+}
+
+#[test]
+fn sigkill_of_ioi_run_still_kills_the_sandbox() {
+    let marker = "7171.0043";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+        .args(["sandbox", "--time", "100", "--", "/bin/sleep", marker])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the sandboxed sleep to start", || {
+        processes_with(marker) > 0
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The init dies with its parent (parent-death signal) and the pid namespace with it.
+    wait_until("the sandboxed sleep to die", || processes_with(marker) == 0);
+    // The dead keeper's cgroup is removed by the next sandbox that starts.
+    let next = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+        .args(["sandbox", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(next.status.success());
+    assert_eq!(
+        cgroups_of(child.id()),
+        Vec::<String>::new(),
+        "stale cgroups of a killed keeper remain"
+    );
+}
