@@ -34,6 +34,20 @@ fn cgroups_of(pid: u32) -> Vec<String> {
     found
 }
 
+/// The ioi-run child, killed if the test fails before it ends.
+struct Guard(std::process::Child);
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A marker unique to this test process, so leftovers of other runs cannot be mistaken.
+fn marker(n: u32) -> String {
+    format!("{}.{n:04}", 7000 + std::process::id() % 2000)
+}
+
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
@@ -47,14 +61,16 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn sigint_kills_the_sandboxed_program_and_removes_its_cgroup() {
-    let marker = "7171.0042";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
-        .args(["sandbox", "--time", "100", "--", "/bin/sleep", marker])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
+    let marker = &marker(1);
+    let mut child = Guard(
+        Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+            .args(["sandbox", "--time", "100", "--", "/bin/sleep", marker])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
     wait_until("the sandboxed sleep to start", || {
         processes_with(marker) > 0
     });
@@ -67,7 +83,7 @@ fn sigint_kills_the_sandboxed_program_and_removes_its_cgroup() {
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     assert_eq!(
         status.code(),
         Some(128 + libc::SIGINT),
@@ -79,18 +95,20 @@ fn sigint_kills_the_sandboxed_program_and_removes_its_cgroup() {
 
 #[test]
 fn sigkill_of_ioi_run_still_kills_the_sandbox() {
-    let marker = "7171.0043";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
-        .args(["sandbox", "--time", "100", "--", "/bin/sleep", marker])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let marker = &marker(2);
+    let mut child = Guard(
+        Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+            .args(["sandbox", "--time", "100", "--", "/bin/sleep", marker])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     wait_until("the sandboxed sleep to start", || {
         processes_with(marker) > 0
     });
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     // The init dies with its parent (parent-death signal) and the pid namespace with it.
     wait_until("the sandboxed sleep to die", || processes_with(marker) == 0);
     // The dead keeper's cgroup is removed by the next sandbox that starts.
@@ -100,7 +118,7 @@ fn sigkill_of_ioi_run_still_kills_the_sandbox() {
         .unwrap();
     assert!(next.status.success());
     assert_eq!(
-        cgroups_of(child.id()),
+        cgroups_of(child.0.id()),
         Vec::<String>::new(),
         "stale cgroups of a killed keeper remain"
     );
