@@ -162,14 +162,11 @@ pub fn run(args: Args) -> Result<i32> {
             summary.reports.len().saturating_sub(1)
         );
     }
-    if results_name.contains('/') && !results_dir.exists() {
+    // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
+    if looks_like_hub_id(&results_name) && !args.demo {
         println!(
-            "to upload: huggingface-cli upload {results_name} {} --repo-type dataset",
+            "to upload to the Hugging Face hub: huggingface-cli upload {results_name} {} --repo-type dataset",
             results_dir.display()
-        );
-    } else if looks_like_hub_id(&results_name) {
-        println!(
-            "to upload: huggingface-cli upload {results_name} {results_name} --repo-type dataset"
         );
     }
     if !summary.failed.is_empty() {
