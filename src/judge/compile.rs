@@ -87,15 +87,20 @@ fn compiler_identity() -> &'static str {
     })
 }
 
-/// One compile, shared by every caller that asks for the same key while it runs and after.
+/// One compile in progress, shared by every caller that asks for the same key meanwhile.
 type SharedCompile = Arc<OnceLock<Result<Compiled, String>>>;
 
 /// The compile cache: a directory of `<hash>/` entries holding `program` or `error.json`.
 pub struct CompileCache {
     dir: PathBuf,
     max_bytes: u64,
-    /// Compiles in progress or done in this process, by key.
+    /// Compiles in progress, by key: identical code submitted many times at once compiles
+    /// once. Finished compiles leave the map (memory stays bounded over a long run or a
+    /// server's life) and are found on disk afterwards.
     in_memory: Mutex<HashMap<String, SharedCompile>>,
+    /// Bytes in the cache directory, once known (scanned on first use, then kept up to date),
+    /// so that the directory is only walked again when the size bound is crossed.
+    size: Mutex<Option<u64>>,
     /// Compiler runs so far (entries found on disk or in memory do not count).
     builds: AtomicUsize,
 }
@@ -118,6 +123,7 @@ impl CompileCache {
             dir,
             max_bytes,
             in_memory: Mutex::new(HashMap::new()),
+            size: Mutex::new(None),
             builds: AtomicUsize::new(0),
         })
     }
@@ -194,12 +200,18 @@ impl CompileCache {
                 .map_err(|_| anyhow::anyhow!("compile cache lock poisoned"))?;
             map.entry(key.clone()).or_default().clone()
         };
-        cell.get_or_init(|| {
-            self.load_or_build(sandbox, &key, &job)
-                .map_err(|e| format!("{e:#}"))
-        })
-        .clone()
-        .map_err(|e| anyhow::anyhow!(e))
+        let result = cell
+            .get_or_init(|| {
+                self.load_or_build(sandbox, &key, &job)
+                    .map_err(|e| format!("{e:#}"))
+            })
+            .clone();
+        if let Ok(mut map) = self.in_memory.lock() {
+            if map.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                map.remove(&key);
+            }
+        }
+        result.map_err(|e| anyhow::anyhow!(e))
     }
 
     fn load_or_build(&self, sandbox: &Sandbox, key: &str, job: &CompileJob) -> Result<Compiled> {
@@ -235,48 +247,72 @@ impl CompileCache {
             bail!("cannot store {} in the compile cache", entry.display());
         }
         let _ = staging.keep();
-        self.trim();
+        self.account(dir_size(&entry));
         Ok(result)
     }
 
-    /// Removes the least recently used entries while the cache is over its size bound.
-    fn trim(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
+    /// Adds a new entry's size to the running total, and trims when over the bound.
+    fn account(&self, added: u64) {
+        let Ok(mut size) = self.size.lock() else {
             return;
         };
-        let mut all: Vec<(SystemTime, u64, PathBuf)> = entries
+        let total = match *size {
+            Some(total) => total + added,
+            None => self.scan().iter().map(|(_, bytes, _)| bytes).sum(),
+        };
+        *size = Some(if total > self.max_bytes {
+            self.trim()
+        } else {
+            total
+        });
+    }
+
+    /// Every entry with its last use and size.
+    fn scan(&self) -> Vec<(SystemTime, u64, PathBuf)> {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
             .flatten()
             .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
             .map(|e| {
-                let size = walkdir::WalkDir::new(e.path())
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|f| f.metadata().ok())
-                    .map(|m| m.len())
-                    .sum();
                 let used = e
                     .metadata()
                     .and_then(|m| m.modified())
                     .unwrap_or(SystemTime::UNIX_EPOCH);
-                (used, size, e.path())
+                (used, dir_size(&e.path()), e.path())
             })
-            .collect();
+            .collect()
+    }
+
+    /// Removes the least recently used entries until the cache fits its bound; returns the
+    /// size left. Entries used within the last hour are kept even over the bound: a submission
+    /// being judged keeps using its binary's path for all its tests.
+    fn trim(&self) -> u64 {
+        let mut all = self.scan();
         let mut total: u64 = all.iter().map(|(_, s, _)| s).sum();
         all.sort();
-        for (_, size, path) in all {
-            if total <= self.max_bytes {
+        let recent = SystemTime::now() - Duration::from_secs(3600);
+        for (used, size, path) in all {
+            if total <= self.max_bytes || used > recent {
                 break;
             }
             if fs::remove_dir_all(&path).is_ok() {
                 total -= size;
-                // A long-running process (the server) must not hand out the removed binary:
-                // forgetting the key makes the next request compile it again.
-                if let (Some(key), Ok(mut map)) = (path.file_name(), self.in_memory.lock()) {
-                    map.remove(&*key.to_string_lossy());
-                }
             }
         }
+        total
     }
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|f| f.file_type().is_file())
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 fn grader_files(problem: &Problem) -> Vec<(&str, &[u8])> {
@@ -374,5 +410,38 @@ fn build(sandbox: &Sandbox, job: &CompileJob) -> Result<BuildResult> {
             exit_code: -1,
             stderr: format!("{stderr}\ncompiler stopped: {}", outcome.message),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(cache: &Path, name: &str, bytes: usize, age: Duration) {
+        let dir = cache.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("program"), vec![0u8; bytes]).unwrap();
+        fs::File::open(&dir)
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+    }
+
+    #[test]
+    fn trimming_removes_least_recently_used_entries_but_not_recent_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(dir.path().to_path_buf(), 1000).unwrap();
+        entry(dir.path(), "old", 600, Duration::from_secs(3 * 3600));
+        entry(dir.path(), "older", 600, Duration::from_secs(4 * 3600));
+        entry(dir.path(), "fresh", 600, Duration::ZERO);
+        cache.account(0);
+        // Both old entries go (1800 → 1200 → 600 bytes); the fresh one stays.
+        assert!(!dir.path().join("older").exists() && !dir.path().join("old").exists());
+        assert!(dir.path().join("fresh").exists());
+        assert_eq!(*cache.size.lock().unwrap(), Some(600));
+        // Over the bound with only recent entries: nothing is removed.
+        entry(dir.path(), "fresh2", 600, Duration::ZERO);
+        cache.account(600);
+        assert!(dir.path().join("fresh").exists() && dir.path().join("fresh2").exists());
     }
 }
