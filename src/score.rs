@@ -63,10 +63,10 @@ impl Status {
         if score == 0.0 {
             if feedback.contains("Compilation error") {
                 Status::CompilationError
-            } else if feedback.contains("Time limit exceeded") {
-                Status::TimeLimit
             } else if feedback.contains("Memory limit exceeded") {
                 Status::MemoryLimit
+            } else if feedback.contains("Time limit exceeded") {
+                Status::TimeLimit
             } else if feedback.contains("Output isn't correct") {
                 Status::WrongAnswer
             } else {
@@ -199,6 +199,12 @@ mod tests {
         );
         assert_eq!(Status::of_run(1.0, "Output is correct"), Status::Accepted);
         assert_eq!(Status::of_run(0.5, "partial"), Status::Partial);
+    }
+
+    #[test]
+    fn memory_is_checked_before_time_like_the_reference() {
+        let feedback = "Memory limit exceeded (Time limit exceeded while cleaning up)";
+        assert_eq!(Status::of_run(0.0, feedback), Status::MemoryLimit);
     }
 
     #[test]

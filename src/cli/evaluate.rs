@@ -244,6 +244,10 @@ pub struct ReportArgs {
     /// Results JSONL files written by `ioi-run evaluate`.
     #[arg(required = true)]
     results: Vec<PathBuf>,
+    /// Column holding each submission's id, for results written by the Python pipeline
+    /// (ioi-run's own results carry `submission_id`).
+    #[arg(long, default_value = "uuid", alias = "id_column")]
+    id_column: String,
     /// Folder receiving reports/<dataset>/ [default: the folder of the first results file].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -262,7 +266,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
             bail!("{}: no such results file", path.display());
         }
     }
-    let written = crate::evaluate::write_reports(&args.results, &out)?;
+    let written = crate::evaluate::write_reports(&args.results, &out, &args.id_column)?;
     for path in written {
         println!("{}", path.display());
     }

@@ -106,7 +106,7 @@ pub struct RunArgs {
     pub jobs: Option<usize>,
     /// Tests of a subtask run in batches of this size; after a batch with a 0 the rest of the
     /// subtask is skipped (as in the reference pipeline).
-    #[arg(long, default_value_t = 1, alias = "test_batch_size")]
+    #[arg(long, default_value_t = 1, alias = "test_batch_size", value_parser = at_least_one)]
     pub test_batch_size: usize,
     /// How tests run: `native` (per-process CPU time and memory) or `scripts` (the Piston
     /// compile/run contract).
@@ -159,6 +159,15 @@ impl RunArgs {
             _ => crate::judge::Runner::Native,
         };
         Ok(options)
+    }
+}
+
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of at least 1, got {text:?}"
+        )),
     }
 }
 

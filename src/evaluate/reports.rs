@@ -51,14 +51,15 @@ pub struct JudgedSubmission {
 }
 
 impl JudgedSubmission {
-    /// Reads a results row; errors name the file, the row and the field.
-    pub fn from_row(row: &Row) -> Result<JudgedSubmission> {
-        let id_column = ["submission_id", "uuid"]
+    /// Reads a results row, whose id is in `id_column` (for results of the Python pipeline),
+    /// `submission_id` (written by ioi-run) or `uuid`; errors name the file, row and field.
+    pub fn from_row(row: &Row, id_column: &str) -> Result<JudgedSubmission> {
+        let id_column = [id_column, "submission_id", "uuid"]
             .into_iter()
             .find(|c| row.get(c).is_some())
             .with_context(|| {
                 format!(
-                    "{}: a results row needs `submission_id` (or `uuid`)",
+                    "{}: a results row needs `{id_column}`, `submission_id` or `uuid` (see --id-column)",
                     row.location()
                 )
             })?;
@@ -448,7 +449,11 @@ fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> Str
 
 /// Writes the reports of each results JSONL to `<out_dir>/reports/<dataset>/`, the dataset being
 /// the file's stem (results files of the same stem are merged). Returns the files written.
-pub fn write_reports(results_jsonl: &[PathBuf], out_dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn write_reports(
+    results_jsonl: &[PathBuf],
+    out_dir: &Path,
+    id_column: &str,
+) -> Result<Vec<PathBuf>> {
     let mut datasets: BTreeMap<String, Vec<JudgedSubmission>> = BTreeMap::new();
     for path in results_jsonl {
         let name = path
@@ -458,7 +463,7 @@ pub fn write_reports(results_jsonl: &[PathBuf], out_dir: &Path) -> Result<Vec<Pa
         let rows = read_results(path)?;
         let judged = rows
             .iter()
-            .map(JudgedSubmission::from_row)
+            .map(|row| JudgedSubmission::from_row(row, id_column))
             .collect::<Result<Vec<_>>>()?;
         datasets.entry(name).or_default().extend(judged);
     }
@@ -550,11 +555,14 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, v)| {
-                JudgedSubmission::from_row(&Row {
-                    file: Arc::new(PathBuf::from("r.jsonl")),
-                    index: i,
-                    fields: v.as_object().unwrap().clone(),
-                })
+                JudgedSubmission::from_row(
+                    &Row {
+                        file: Arc::new(PathBuf::from("r.jsonl")),
+                        index: i,
+                        fields: v.as_object().unwrap().clone(),
+                    },
+                    "uuid",
+                )
                 .unwrap()
             })
             .collect();
@@ -618,7 +626,7 @@ mod tests {
         let results = dir.path().join("model-a.jsonl");
         let text: String = fixture().iter().map(|v| format!("{v}\n")).collect();
         std::fs::write(&results, text).unwrap();
-        let written = write_reports(std::slice::from_ref(&results), dir.path()).unwrap();
+        let written = write_reports(std::slice::from_ref(&results), dir.path(), "uuid").unwrap();
         let base = dir.path().join("reports/model-a");
         assert_eq!(
             written,
@@ -638,7 +646,10 @@ mod tests {
             .unwrap()
             .remove("status");
         std::fs::write(&results, format!("{}\n{bad}\n", fixture()[1])).unwrap();
-        let err = format!("{:#}", write_reports(&[results], dir.path()).unwrap_err());
+        let err = format!(
+            "{:#}",
+            write_reports(&[results], dir.path(), "uuid").unwrap_err()
+        );
         assert!(
             err.contains("model-a.jsonl row 1")
                 && err.contains("all_subtasks_results[1]")

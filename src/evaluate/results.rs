@@ -33,9 +33,10 @@ pub fn result_row(
 ) -> Map<String, Value> {
     let mut row = submission.fields.clone();
     row.remove("subtask");
-    row.insert("submission_id".into(), json!(submission.id));
-    row.insert("problem_name".into(), json!(problem.name));
-    row.insert("problem_day".into(), json!(problem.day));
+    // Extra fields never replace a column of the submission (SPEC §3 keeps them all).
+    row.entry("submission_id").or_insert(json!(submission.id));
+    row.entry("problem_name").or_insert(json!(problem.name));
+    row.entry("problem_day").or_insert(json!(problem.day));
     let target = submission
         .target_subtask
         .as_deref()

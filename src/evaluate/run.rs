@@ -306,7 +306,11 @@ pub fn evaluate(
             parquet_files.push(out);
         }
     }
-    let reports = super::write_reports(&results_files, &options.results_dir)?;
+    let reports = super::write_reports(
+        &results_files,
+        &options.results_dir,
+        &options.submissions.id_column,
+    )?;
     let failed = failures.into_inner().unwrap_or_default();
     Ok(Summary {
         judged: jobs.len() - failed.len(),

@@ -116,15 +116,17 @@ impl SubmissionPlan {
                 .iter()
                 .any(|t| t.status != Status::Skipped && t.score == 0.0);
             if !failed_already {
-                let uncached: Vec<&str> = subtask
+                // Positions too: a name repeated in a subtask fills only its own slot.
+                let uncached: Vec<(usize, &str)> = subtask
                     .tests
                     .iter()
                     .map(String::as_str)
-                    .filter(|t| !cache.contains_key(t))
+                    .enumerate()
+                    .filter(|(_, t)| !cache.contains_key(t))
                     .collect();
                 for batch in uncached.chunks(self.batch_size) {
                     let mut batch_results = Vec::with_capacity(batch.len());
-                    for &name in batch {
+                    for &(_, name) in batch {
                         match known.get(name) {
                             Some(r) => batch_results.push(r.clone()),
                             None if optimistic => {
@@ -136,20 +138,19 @@ impl SubmissionPlan {
                                 });
                             }
                             None => {
-                                let missing = batch
+                                let mut missing: Vec<String> = batch
                                     .iter()
-                                    .filter(|t| !known.contains_key(**t))
-                                    .map(|t| t.to_string())
+                                    .filter(|(_, t)| !known.contains_key(*t))
+                                    .map(|(_, t)| t.to_string())
                                     .collect();
+                                missing.dedup();
                                 return Walk::Need(missing);
                             }
                         }
                     }
                     let zero = batch_results.iter().any(|r| r.score == 0.0);
-                    for (&name, result) in batch.iter().zip(batch_results) {
-                        for slot in tests.iter_mut().filter(|t| t.test_name == name) {
-                            *slot = result.clone();
-                        }
+                    for (&(position, name), result) in batch.iter().zip(batch_results) {
+                        tests[position] = result.clone();
                         cache.insert(name, result);
                     }
                     if zero {
@@ -276,6 +277,19 @@ mod tests {
         assert_eq!(ran, ["x"]);
         assert_eq!(results[1].test_results[0].status, Status::Skipped);
         assert_eq!(results[1].test_results[1].status, Status::WrongAnswer);
+    }
+
+    #[test]
+    fn a_name_repeated_in_a_subtask_fills_only_its_own_position() {
+        let p = problem(&[("01", &["a", "b", "a"])]);
+        let plan = SubmissionPlan::new(&p, None, 1);
+        let truth = HashMap::from([("a", 0.5), ("b", 0.0)]);
+        let (_, results) = judge_sequentially(&plan, &truth);
+        let statuses: Vec<Status> = results[0].test_results.iter().map(|t| t.status).collect();
+        assert_eq!(
+            statuses,
+            [Status::Partial, Status::WrongAnswer, Status::Skipped]
+        );
     }
 
     #[test]

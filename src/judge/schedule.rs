@@ -280,11 +280,7 @@ impl Shared<'_> {
             self.options.subtasks.as_deref(),
             self.options.batch_size,
         );
-        if self.jobs[job]
-            .code
-            .as_deref()
-            .is_none_or(|c| c.trim().is_empty())
-        {
+        if self.jobs[job].code.as_deref().is_none_or(str::is_empty) {
             let results = plan.uniform(TestResult::skipped);
             self.complete(state, job, problem, Ok(results), finished);
             return;
