@@ -10,4 +10,5 @@ pub mod evaluate;
 pub mod judge;
 pub mod problem;
 pub mod score;
+pub mod scratch;
 pub mod server;

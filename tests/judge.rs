@@ -275,3 +275,52 @@ fn unknown_subtask_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// Judges inline C++ source on a fixture problem (native runner).
+fn judge_source(problem: &str, source: &str) -> Value {
+    let dir = problem_dir(problem);
+    let file = tempfile::Builder::new().suffix(".cpp").tempfile().unwrap();
+    std::fs::write(file.path(), source).unwrap();
+    judge_json(&[dir.to_str().unwrap(), file.path().to_str().unwrap()])
+}
+
+#[test]
+fn a_symlink_planted_in_the_box_cannot_fake_the_output() {
+    // Prints nothing and points /box/output.txt at what the judge might have open (the expected
+    // output), at a FIFO and at /dev/zero: the judge never reads the box, so this is WA.
+    let plant = r#"#include <unistd.h>
+#include <initializer_list>
+#include <sys/stat.h>
+#include <vector>
+static void plant() {
+    for (const char *name : {"/box/output.txt", "/box/checker.out", "/box/.run-stdout"}) unlink(name);
+    symlink("/proc/self/fd/5", "/box/output.txt");
+    mkfifo("/box/checker.out", 0666);
+    symlink("/dev/zero", "/box/.run-stdout");
+}
+"#;
+    let with_main = format!("{plant}int main() {{ plant(); return 0; }}\n");
+    let with_grader = format!("{plant}#include \"sumpairs.h\"\nlong long count_pairs(int, std::vector<int>) {{ plant(); return -1; }}\n");
+    for (problem, source) in [("wdiff", with_main), ("sumpairs", with_grader)] {
+        let report = judge_source(problem, &source);
+        assert_eq!(report["total"], 0.0, "{problem}: {report}");
+        let first = &report["subtasks"][0]["tests"][0];
+        assert_eq!(first["status"], "WA", "{problem}: {first}");
+    }
+}
+
+#[test]
+fn the_submission_cannot_embed_the_checker_source() {
+    // `.incbin` of the checker would leak it into the binary (and then the output).
+    let attack = "#include \"sumpairs.h\"\nasm(\".incbin \\\"checker/checker.cpp\\\"\");\n#include <vector>\nlong long count_pairs(int T, std::vector<int> a) { return 0; }\n";
+    let report = judge_source("sumpairs", attack);
+    let test = &report["subtasks"][0]["tests"][0];
+    assert_eq!(test["status"], "CE", "{test}");
+    assert!(
+        test["feedback"]
+            .as_str()
+            .unwrap()
+            .contains("checker/checker.cpp"),
+        "{test}"
+    );
+}

@@ -51,7 +51,7 @@ pub struct Sandbox {
 }
 
 /// Inside the namespaces the program is always this uid/gid.
-const INSIDE_ID: u32 = 1000;
+const INSIDE_ID: u32 = mounts::INSIDE_UID;
 
 /// Runs in progress, by init pid, with their cgroups: what [`abort_all`] kills and removes.
 fn active() -> &'static Mutex<HashMap<i32, Arc<RunCgroup>>> {

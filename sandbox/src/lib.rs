@@ -54,8 +54,8 @@ pub struct RunSpec {
     pub argv: Vec<String>,
     /// The environment (cleared by default: nothing of the caller's leaks in).
     pub env: Vec<(String, String)>,
-    /// Host directory mounted read-write at [`BOX_PATH`].
-    pub box_dir: PathBuf,
+    /// What appears read-write at [`BOX_PATH`].
+    pub box_dir: BoxSource,
     /// Working directory inside the box (default [`BOX_PATH`]).
     pub cwd: PathBuf,
     /// Extra bind mounts.
@@ -69,16 +69,37 @@ pub struct RunSpec {
 /// Where the box directory appears inside the sandbox.
 pub const BOX_PATH: &str = "/box";
 
+/// The box: a host directory, or a fresh tmpfs private to the run.
+#[derive(Debug, Clone)]
+pub enum BoxSource {
+    /// A host directory, bound read-write (it must be writable by [`Sandbox::box_owner`]).
+    Host(PathBuf),
+    /// A tmpfs of at most this many bytes, owned by the program. Its content counts as the
+    /// program's memory and vanishes with the run: nothing the program writes there can fill
+    /// the host's disk or be met by the caller on the host (no planted symlinks or FIFOs).
+    Tmpfs(u64),
+}
+
 impl RunSpec {
-    /// A spec with the given argv in `box_dir`, stdio to /dev/null, no limits, and a `PATH`.
+    /// A spec with the given argv in the host directory `box_dir`, stdio to /dev/null,
+    /// default limits, and a `PATH`.
     pub fn new(
         box_dir: impl Into<PathBuf>,
         argv: impl IntoIterator<Item = impl Into<String>>,
     ) -> RunSpec {
+        RunSpec::with_box(BoxSource::Host(box_dir.into()), argv)
+    }
+
+    /// Like [`RunSpec::new`], with a private tmpfs box of at most `size` bytes.
+    pub fn in_tmpfs(size: u64, argv: impl IntoIterator<Item = impl Into<String>>) -> RunSpec {
+        RunSpec::with_box(BoxSource::Tmpfs(size), argv)
+    }
+
+    fn with_box(box_dir: BoxSource, argv: impl IntoIterator<Item = impl Into<String>>) -> RunSpec {
         RunSpec {
             argv: argv.into_iter().map(Into::into).collect(),
             env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
-            box_dir: box_dir.into(),
+            box_dir,
             cwd: PathBuf::from(BOX_PATH),
             binds: Vec::new(),
             stdin: Stdio::Null,

@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use nix::sys::statvfs::{statvfs, FsFlags};
 
-use crate::{RunSpec, BOX_PATH};
+use crate::{BoxSource, RunSpec, BOX_PATH};
+
+/// The program's uid and gid inside the namespaces (owner of a tmpfs box).
+pub(crate) const INSIDE_UID: u32 = 1000;
 
 /// One step of building the box filesystem.
 #[derive(Debug)]
@@ -203,16 +206,30 @@ pub(crate) fn plan(
             }),
         }
     }
-    let box_source = spec
-        .box_dir
-        .canonicalize()
-        .with_context(|| format!("box directory {} does not exist", spec.box_dir.display()))?;
-    ops.push(MountOp::Bind {
-        source: cstr(&box_source)?,
-        path: cstr(&under(root, Path::new(BOX_PATH))?)?,
-        dir: true,
-        flags: remount_flags(&box_source, true)?,
-    });
+    let box_path = cstr(&under(root, Path::new(BOX_PATH))?)?;
+    match &spec.box_dir {
+        BoxSource::Host(dir) => {
+            let source = dir
+                .canonicalize()
+                .with_context(|| format!("box directory {} does not exist", dir.display()))?;
+            ops.push(MountOp::Bind {
+                source: cstr(&source)?,
+                path: box_path,
+                dir: true,
+                flags: remount_flags(&source, true)?,
+            });
+        }
+        BoxSource::Tmpfs(size) => {
+            ops.push(MountOp::Mkdir {
+                path: box_path.clone(),
+            });
+            let data = format!("mode=0755,uid={INSIDE_UID},gid={INSIDE_UID},size={size}");
+            ops.push(MountOp::Tmpfs {
+                path: box_path,
+                data: CString::new(data)?,
+            });
+        }
+    }
     for bind in &spec.binds {
         let source = bind
             .host

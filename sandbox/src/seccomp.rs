@@ -192,19 +192,50 @@ pub(crate) fn build() -> Result<Filters> {
     )?
     .try_into()
     .context("cannot compile the seccomp kill list")?;
-    let mut clone3: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    clone3.insert(libc::SYS_clone3, Vec::new());
-    let clone3: BpfProgram = SeccompFilter::new(
-        clone3,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )?
-    .try_into()
-    .context("cannot compile the seccomp clone3 filter")?;
     Ok(Filters {
-        programs: vec![kill, clone3],
+        programs: vec![kill, second_filter(arch)?],
     })
+}
+
+/// The second filter: `clone3` answers ENOSYS; on x86_64 it also kills x32 system calls
+/// (numbers with bit 30 set), which the kill list would not recognise on a kernel built with
+/// x32 support. seccompiler has no rule for a range of numbers, so on x86_64 these eight BPF
+/// instructions are written by hand.
+fn second_filter(arch: TargetArch) -> Result<BpfProgram> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let _ = arch;
+        const LD_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+        const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+        const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+        const RET: u16 = 0x06; // BPF_RET | BPF_K
+        const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+        const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+        let op = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+        Ok(vec![
+            op(LD_ABS, 0, 0, 4),                                          // 0: arch
+            op(JEQ, 0, 5, AUDIT_ARCH_X86_64),                             // 1: other arch → 7
+            op(LD_ABS, 0, 0, 0),                                          // 2: syscall number
+            op(JGE, 2, 0, X32_SYSCALL_BIT),                               // 3: x32 → 6
+            op(JEQ, 0, 2, libc::SYS_clone3 as u32),                       // 4: not clone3 → 7
+            op(RET, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32), // 5
+            op(RET, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),                // 6
+            op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),                       // 7
+        ])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut clone3: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        clone3.insert(libc::SYS_clone3, Vec::new());
+        SeccompFilter::new(
+            clone3,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::ENOSYS as u32),
+            arch,
+        )?
+        .try_into()
+        .context("cannot compile the seccomp clone3 filter")
+    }
 }
 
 /// Installs the filters (and no_new_privs): async-signal-safe, no allocation.

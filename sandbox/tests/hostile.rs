@@ -359,3 +359,60 @@ fn parallel_runs_do_not_interfere() {
         }
     }
 }
+
+#[test]
+fn a_tmpfs_box_cannot_fill_the_host_disk() {
+    // 3 GiB of fallocate in a 64 MiB tmpfs box: the writes fail (or hit the memory limit), the
+    // host disk is never touched, and the box vanishes with the run.
+    let b = TestBox::new();
+    b.compile(
+        r#"#include <fcntl.h>
+        #include <cstdio>
+        int main(){ int failed = 0; char name[32];
+          for (int i = 0; i < 3; i++) { snprintf(name, sizeof name, "/box/f%d", i); int fd = open(name, O_CREAT|O_WRONLY, 0644);
+            if (fd < 0 || posix_fallocate(fd, 0, 1L << 30) != 0) failed++; }
+          return failed == 3 ? 0 : 1; }"#,
+    );
+    let mut spec = ioi_sandbox::RunSpec::in_tmpfs(64 << 20, ["/sol/prog"]);
+    spec.binds.push(ioi_sandbox::Bind::read_only(
+        b.path().join("prog"),
+        "/sol/prog",
+    ));
+    // No file size limit: the tmpfs bound alone must stop the writes.
+    spec.limits = Limits {
+        output_size: None,
+        ..limits(2.0, 128)
+    };
+    let o = sandbox().run(&spec);
+    assert!(
+        matches!(o.status, Status::Ok | Status::MemoryLimit),
+        "{o:?}"
+    );
+    assert!(o.memory < 200 << 20, "{o:?}");
+}
+
+#[test]
+fn clone3_answers_enosys_and_x32_calls_are_killed() {
+    let b = TestBox::new();
+    // clone3 cannot be inspected by seccomp: refused softly, even when it asks for a user ns.
+    let o = b.run_cpp(
+        r#"#include <unistd.h>
+        #include <sys/syscall.h>
+        #include <linux/sched.h>
+        #include <cerrno>
+        int main(){ struct clone_args a = {}; a.flags = CLONE_NEWUSER; a.exit_signal = 17;
+          long r = syscall(SYS_clone3, &a, sizeof a); return (r == -1 && errno == ENOSYS) ? 0 : 1; }"#,
+        limits(1.0, 64),
+    );
+    assert_eq!(o.status, Status::Ok, "{o:?}");
+    // An x32 system call number (bit 30 set) is killed whatever the kernel supports.
+    let o = b.run_cpp(
+        "#include <unistd.h>\n#include <sys/syscall.h>\nint main(){ syscall(0x40000000L | SYS_getpid); return 0; }",
+        limits(1.0, 64),
+    );
+    assert_eq!(
+        (o.status, o.signal),
+        (Status::Signaled, Some(libc::SIGSYS)),
+        "{o:?}"
+    );
+}

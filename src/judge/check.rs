@@ -11,57 +11,99 @@ pub const CORRECT: &str = "Output is correct";
 pub const WRONG: &str = "Output isn't correct";
 
 /// CMS white-diff: lines compared one by one, where any run of whitespace equals any other,
-/// whitespace at line ends is ignored, and so are trailing empty lines. Streams both files.
+/// whitespace at line ends is ignored, and so are trailing empty lines. Both files are
+/// streamed through a normaliser and compared byte by byte, so memory stays bounded whatever
+/// the output (a single 1 GiB line included).
 pub fn white_diff(expected: &Path, actual: &Path) -> Result<bool> {
     let open = |p: &Path| {
         File::open(p)
             .map(BufReader::new)
             .with_context(|| format!("cannot open {}", p.display()))
     };
-    let (mut a, mut b) = (open(expected)?, open(actual)?);
-    let (mut la, mut lb) = (Vec::new(), Vec::new());
+    let mut a = Normalised::new(open(expected)?);
+    let mut b = Normalised::new(open(actual)?);
     loop {
-        let ea = next_line(&mut a, &mut la)?;
-        let eb = next_line(&mut b, &mut lb)?;
-        match (ea, eb) {
-            (false, false) => return Ok(true),
-            (true, true) => {
-                if !same_tokens(&la, &lb) {
-                    return Ok(false);
-                }
-            }
-            // One file ended: the rest of the other must be blank lines.
-            (true, false) => return rest_is_blank(&la, &mut a),
-            (false, true) => return rest_is_blank(&lb, &mut b),
-        }
-    }
-}
-
-fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<bool> {
-    line.clear();
-    Ok(reader.read_until(b'\n', line)? > 0)
-}
-
-fn is_space(c: &u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c')
-}
-
-fn same_tokens(a: &[u8], b: &[u8]) -> bool {
-    a.split(is_space)
-        .filter(|t| !t.is_empty())
-        .eq(b.split(is_space).filter(|t| !t.is_empty()))
-}
-
-fn rest_is_blank(current: &[u8], reader: &mut impl BufRead) -> Result<bool> {
-    let mut line = current.to_vec();
-    loop {
-        if !line.iter().all(is_space) {
+        let (x, y) = (a.next_byte()?, b.next_byte()?);
+        if x != y {
             return Ok(false);
         }
-        if !next_line(reader, &mut line)? {
+        if x.is_none() {
             return Ok(true);
         }
     }
+}
+
+/// A file as its canonical text: tokens separated by one space, lines ended by `\n`,
+/// leading/trailing whitespace of lines dropped, trailing empty lines dropped.
+struct Normalised<R> {
+    input: std::io::Bytes<R>,
+    /// Bytes ready to hand out (a separator before the next token).
+    pending: std::collections::VecDeque<u8>,
+    /// Whether the current line has had a token.
+    in_line: bool,
+    /// Whether whitespace was seen since the last token of this line.
+    space: bool,
+    /// Empty lines seen but not yet emitted (they only count if a non-empty line follows).
+    empty_lines: usize,
+    done: bool,
+}
+
+impl<R: BufRead> Normalised<R> {
+    fn new(input: R) -> Self {
+        Normalised {
+            input: input.bytes(),
+            pending: Default::default(),
+            in_line: false,
+            space: false,
+            empty_lines: 0,
+            done: false,
+        }
+    }
+
+    fn next_byte(&mut self) -> Result<Option<u8>> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Ok(Some(b));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.input.next().transpose()? {
+                None => {
+                    self.done = true;
+                    if self.in_line {
+                        self.pending.push_back(b'\n');
+                    }
+                }
+                Some(b'\n') => {
+                    if self.in_line {
+                        self.pending.push_back(b'\n');
+                    } else {
+                        self.empty_lines += 1;
+                    }
+                    self.in_line = false;
+                    self.space = false;
+                }
+                Some(c) if is_space(&c) => self.space = true,
+                Some(c) => {
+                    if !self.in_line {
+                        self.pending
+                            .extend(std::iter::repeat_n(b'\n', self.empty_lines));
+                        self.empty_lines = 0;
+                        self.in_line = true;
+                    } else if self.space {
+                        self.pending.push_back(b' ');
+                    }
+                    self.space = false;
+                    self.pending.push_back(c);
+                }
+            }
+        }
+    }
+}
+
+fn is_space(c: &u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c')
 }
 
 /// A checker's or manager's verdict: the score is the first token of stdout, in [0, 1]; the

@@ -142,7 +142,9 @@ impl CompileCache {
         let source = format!("graders/{}.cpp", problem.id);
         let output = format!("graders/{}", problem.id);
         let mut files = grader_files(problem);
-        files.retain(|(name, _)| *name != source);
+        // The submission must not see the checker or the manager: it could embed their
+        // sources (`.incbin`) or quote them in compiler errors.
+        files.retain(|(name, _)| *name != source && !is_judge_only(name));
         files.push((&source, code.as_bytes()));
         let mut sources = vec![source.as_str()];
         sources.extend(problem.compiled_graders().iter().map(|g| g.path.as_str()));
@@ -313,6 +315,11 @@ fn dir_size(dir: &Path) -> u64 {
         .filter_map(|f| f.metadata().ok())
         .map(|m| m.len())
         .sum()
+}
+
+/// Files of the judge that never go next to a submission.
+fn is_judge_only(path: &str) -> bool {
+    path.starts_with("checker/") || path == "graders/manager.cpp"
 }
 
 fn grader_files(problem: &Problem) -> Vec<(&str, &[u8])> {

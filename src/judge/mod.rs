@@ -127,6 +127,7 @@ pub struct Judge {
 
 impl Judge {
     pub fn new(options: JudgeOptions) -> Result<Judge> {
+        crate::scratch::sweep_stale();
         let sandbox = Sandbox::new(SandboxOptions::default())?;
         let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?;
         Ok(Judge {

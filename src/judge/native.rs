@@ -2,8 +2,10 @@
 //! the sandbox, each program in its own box, with the limits and verdicts of SPEC §2.4.
 //!
 //! The solution never sees the expected output, the checker, the manager or other tests: its
-//! box holds nothing but its own output, the input arrives on stdin, and the program binary
-//! is bind-mounted read-only.
+//! box is a private tmpfs (counted as its memory), the input arrives on stdin, the program
+//! binary is bind-mounted read-only, and its output goes through stdout to a file in a
+//! root-only host folder it cannot reach. The judge therefore never opens a path the solution
+//! could have replaced (a symlink to the expected output, a FIFO, a huge sparse file).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,6 @@ use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Status, Stdio};
 
 use super::check::{self, CORRECT, WRONG};
-use super::workdir::BoxDir;
 use super::{ProblemTools, TestVerdict};
 use crate::problem::{Communication, Problem, TestCase, UserIo};
 
@@ -89,9 +90,9 @@ pub fn run_batch(
     program: &Path,
     test: &TestCase,
 ) -> Result<TestVerdict> {
-    let work = BoxDir::new(sandbox)?;
-    let output = work.join("output.txt");
-    let mut spec = RunSpec::new(work.path(), [PROGRAM]);
+    let private = private_dir()?;
+    let output = private.path().join("output.txt");
+    let mut spec = RunSpec::in_tmpfs(problem.memory_limit, [PROGRAM]);
     spec.binds.push(Bind::read_only(program, PROGRAM));
     spec.stdin = Stdio::Path(test.input.clone());
     spec.stdout = Stdio::Path(output.clone());
@@ -116,26 +117,26 @@ fn run_checker(
     test: &TestCase,
     output: &Path,
 ) -> Result<(f64, String)> {
-    let work = BoxDir::new(sandbox)?;
+    let private = private_dir()?;
     let argv = [
         "/tools/checker",
         "/data/input.txt",
         "/data/correct_output.txt",
         "/data/contestant_output.txt",
     ];
-    let mut spec = RunSpec::new(work.path(), argv);
+    let mut spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, argv);
     spec.binds = vec![
         Bind::read_only(checker, "/tools/checker"),
         Bind::read_only(&test.input, "/data/input.txt"),
         Bind::read_only(&test.output, "/data/correct_output.txt"),
         Bind::read_only(output, "/data/contestant_output.txt"),
     ];
-    spec.stdout = Stdio::Path(work.join("checker.out"));
-    spec.stderr = Stdio::Path(work.join("checker.err"));
+    spec.stdout = Stdio::Path(private.path().join("checker.out"));
+    spec.stderr = Stdio::Path(private.path().join("checker.err"));
     spec.limits = tool_limits(problem, 1);
     let run = sandbox.run(&spec);
-    let stdout = fs::read_to_string(work.join("checker.out")).unwrap_or_default();
-    let stderr = fs::read_to_string(work.join("checker.err")).unwrap_or_default();
+    let stdout = read_capped(&private.path().join("checker.out"));
+    let stderr = read_capped(&private.path().join("checker.err"));
     match run.status {
         // testlib checkers may exit non-zero on WA while still printing the score.
         Status::Ok | Status::RuntimeError => check::parse_verdict(&stdout, &stderr, "checker")
@@ -149,6 +150,24 @@ fn run_checker(
     }
 }
 
+/// Box size of trusted tools (their box is scratch space only).
+const TOOL_BOX_BYTES: u64 = 256 << 20;
+
+/// A root-only host folder (mode 0700) for outputs: no sandbox can reach it.
+fn private_dir() -> Result<tempfile::TempDir> {
+    crate::scratch::tempdir("out")
+}
+
+/// A tool's stdout or stderr, at most 1 MiB of it.
+fn read_capped(path: &Path) -> String {
+    use std::io::Read;
+    let mut text = Vec::new();
+    if let Ok(file) = fs::File::open(path) {
+        let _ = file.take(1 << 20).read_to_end(&mut text);
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
 /// FIFOs of one Communication test: `fifo{i}/u{i}_to_m` and `fifo{i}/m_to_u{i}` per user.
 struct Fifos {
     root: tempfile::TempDir,
@@ -157,10 +176,7 @@ struct Fifos {
 impl Fifos {
     fn new(count: usize) -> Result<Fifos> {
         use std::os::unix::fs::PermissionsExt;
-        let root = tempfile::Builder::new()
-            .prefix("ioi-fifos-")
-            .tempdir()
-            .context("cannot create the FIFO folder")?;
+        let root = crate::scratch::tempdir("fifos")?;
         fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755))?;
         let fifos = Fifos { root };
         for i in 0..count {
@@ -202,8 +218,8 @@ pub fn run_communication(
     };
     let n = params.num_processes.max(1);
     let fifos = Fifos::new(n)?;
-    let manager_box = BoxDir::new(sandbox)?;
-    let mut manager_spec = RunSpec::new(manager_box.path(), ["/tools/manager".to_string()]);
+    let private = private_dir()?;
+    let mut manager_spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, ["/tools/manager".to_string()]);
     manager_spec
         .binds
         .push(Bind::read_only(manager, "/tools/manager"));
@@ -219,18 +235,13 @@ pub fn run_communication(
         .argv
         .extend(params.manager_args.iter().cloned());
     manager_spec.stdin = Stdio::Path(test.input.clone());
-    manager_spec.stdout = Stdio::Path(manager_box.join("manager.out"));
-    manager_spec.stderr = Stdio::Path(manager_box.join("manager.err"));
+    manager_spec.stdout = Stdio::Path(private.path().join("manager.out"));
+    manager_spec.stderr = Stdio::Path(private.path().join("manager.err"));
     manager_spec.limits = tool_limits(problem, n);
 
-    let user_boxes: Vec<BoxDir> = (0..n)
-        .map(|_| BoxDir::new(sandbox))
-        .collect::<Result<_>>()?;
-    let user_specs: Vec<RunSpec> = user_boxes
-        .iter()
-        .enumerate()
-        .map(|(i, work)| {
-            let mut spec = RunSpec::new(work.path(), [PROGRAM.to_string()]);
+    let user_specs: Vec<RunSpec> = (0..n)
+        .map(|i| {
+            let mut spec = RunSpec::in_tmpfs(problem.memory_limit, [PROGRAM.to_string()]);
             spec.binds.push(Bind::read_only(program, PROGRAM));
             match params.user_io {
                 UserIo::StdIo => {
@@ -273,8 +284,8 @@ pub fn run_communication(
             return Ok(verdict(0.0, feedback, &usage));
         }
     }
-    let stdout = fs::read_to_string(manager_box.join("manager.out")).unwrap_or_default();
-    let stderr = fs::read_to_string(manager_box.join("manager.err")).unwrap_or_default();
+    let stdout = read_capped(&private.path().join("manager.out"));
+    let stderr = read_capped(&private.path().join("manager.err"));
     let parsed = check::parse_verdict(&stdout, &stderr, "manager");
     match (manager_run.status, parsed) {
         (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),

@@ -102,13 +102,22 @@ pub fn run_test(
     fs::copy(&test.output, work.join("correct_output.txt"))
         .with_context(|| format!("cannot copy {}", test.output.display()))?;
     let mut spec = RunSpec::new(work.path(), ["bash", "run"]);
-    spec.stdout = Stdio::Path(work.join(".run-stdout"));
-    spec.stderr = Stdio::Path(work.join(".run-stderr"));
+    // The submission runs inside this box: capture the verdict outside it, in a root-only
+    // folder, so that the box's content (a planted symlink, a FIFO) is never opened.
+    let private = crate::scratch::tempdir("out")?;
+    spec.stdout = Stdio::Path(private.path().join("stdout"));
+    spec.stderr = Stdio::Path(private.path().join("stderr"));
     let hard = Duration::from_secs_f64(problem.time_limit + 3.0);
     spec.limits = script_limits(hard, problem.memory_limit.saturating_mul(2) + (1 << 30));
     let outcome = sandbox.run(&spec);
-    let stdout = fs::read_to_string(work.join(".run-stdout")).unwrap_or_default();
-    let stderr = fs::read_to_string(work.join(".run-stderr")).unwrap_or_default();
+    let read = |name: &str| {
+        let mut text = Vec::new();
+        if let Ok(file) = fs::File::open(private.path().join(name)) {
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, 1 << 20), &mut text);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    };
+    let (stdout, stderr) = (read("stdout"), read("stderr"));
     if outcome.status == Status::InternalError {
         anyhow::bail!("cannot run the run script: {}", outcome.message);
     }

@@ -14,10 +14,7 @@ pub struct BoxDir {
 
 impl BoxDir {
     pub fn new(sandbox: &Sandbox) -> Result<BoxDir> {
-        let dir = tempfile::Builder::new()
-            .prefix("ioi-box-")
-            .tempdir()
-            .context("cannot create a box directory")?;
+        let dir = crate::scratch::tempdir("box")?;
         let owner = sandbox.box_owner();
         chown(dir.path(), owner)?;
         Ok(BoxDir { dir, owner })

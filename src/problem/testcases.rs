@@ -166,10 +166,7 @@ impl<'a> TestSink<'a> {
     /// Writes one test's input and output to the temporary folder.
     fn write(&mut self, name: &str, input: &[u8], output: &[u8]) -> Result<()> {
         if self.storage.is_none() {
-            let dir = tempfile::Builder::new()
-                .prefix(&format!("ioi-tests-{}-", self.problem.id))
-                .tempdir()
-                .context("cannot create a temporary folder for tests")?;
+            let dir = crate::scratch::tempdir("tests")?;
             self.storage = Some(dir);
         }
         let dir = self

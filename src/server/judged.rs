@@ -210,9 +210,7 @@ fn one_test_problem(job: IoiJob) -> Result<(Problem, TestSet), RequestError> {
             "the task is Communication but graders/manager.cpp is not among the files".into(),
         ));
     }
-    let dir = tempfile::Builder::new()
-        .prefix("ioi-request-")
-        .tempdir()
+    let dir = crate::scratch::tempdir("request")
         .map_err(|e| internal("cannot create the test folder", e.into()))?;
     let case = TestCase {
         name: TEST_NAME.to_string(),

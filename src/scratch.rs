@@ -1,0 +1,94 @@
+//! Temporary folders of ioi-run, named `ioi-<kind>-<pid>-XXXXXX` in the temp directory, so that
+//! the folders of a process that was killed (SIGKILL, or an interrupt, which exits without
+//! running destructors) are recognised by the next one and removed.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+/// The kinds of temporary folders; only these are ever swept.
+const KINDS: &[&str] = &["box", "out", "fifos", "tests", "request"];
+
+/// A new temporary folder of `kind` (one of [`KINDS`]), removed when dropped.
+pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
+    debug_assert!(KINDS.contains(&kind), "unknown scratch kind {kind}");
+    tempfile::Builder::new()
+        .prefix(&format!("ioi-{kind}-{}-", std::process::id()))
+        .tempdir()
+        .with_context(|| {
+            format!(
+                "cannot create a temporary {kind} folder in {}",
+                std::env::temp_dir().display()
+            )
+        })
+}
+
+/// Removes the temporary folders left by ioi-run processes that no longer exist.
+pub fn sweep_stale() {
+    sweep_in(&std::env::temp_dir());
+}
+
+fn sweep_in(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if owner_is_dead(&name) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether `name` is a scratch folder whose creating process is gone.
+fn owner_is_dead(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("ioi-") else {
+        return false;
+    };
+    let Some((kind, rest)) = rest.split_once('-') else {
+        return false;
+    };
+    let Some((pid, _)) = rest.split_once('-') else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<i32>() else {
+        return false;
+    };
+    KINDS.contains(&kind)
+        && pid > 0
+        && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_of_dead_processes_are_swept_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        // A pid above the kernel's maximum (4194304) cannot be alive.
+        let dead = dir.path().join("ioi-box-9999999-abc");
+        let alive = dir
+            .path()
+            .join(format!("ioi-box-{}-abc", std::process::id()));
+        let foreign = dir.path().join("ioi-other-9999999-abc");
+        for d in [&dead, &alive, &foreign] {
+            std::fs::create_dir(d).unwrap();
+        }
+        sweep_in(dir.path());
+        assert!(!dead.exists());
+        assert!(alive.exists() && foreign.exists());
+    }
+
+    #[test]
+    fn tempdirs_carry_kind_and_pid() {
+        let t = tempdir("out").unwrap();
+        let name = t.path().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!("ioi-out-{}-", std::process::id())),
+            "{name}"
+        );
+        assert!(!owner_is_dead(&name));
+    }
+}
