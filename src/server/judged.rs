@@ -211,7 +211,7 @@ fn one_test_problem(job: IoiJob) -> Result<(Problem, TestSet), RequestError> {
         ));
     }
     let dir = crate::scratch::tempdir("request")
-        .map_err(|e| internal("cannot create the test folder", e.into()))?;
+        .map_err(|e| internal("cannot create the test folder", e))?;
     let case = TestCase {
         name: TEST_NAME.to_string(),
         input: dir.path().join("input.txt"),
