@@ -40,6 +40,9 @@ pub(crate) struct ChildPlan<'a> {
     pub argv: Vec<*const libc::c_char>,
     pub envp: Vec<*const libc::c_char>,
     pub seccomp: &'a Filters,
+    /// The program's stack until it executes (owned by the keeper for the whole run).
+    pub program_stack: *mut u8,
+    pub program_stack_len: usize,
 }
 
 /// What the init tells the keeper, as fixed-size bytes on the report pipe.
@@ -169,18 +172,39 @@ fn close_others(keep: &[libc::c_int]) {
     unsafe { libc::syscall(libc::SYS_close_range, from, libc::c_uint::MAX, 0) };
 }
 
-/// A fork that runs no `atfork` handlers (the keeper's other threads may hold C library locks).
-fn raw_fork() -> libc::pid_t {
-    // SAFETY: clone without CLONE_VM behaves like fork; the child continues on a copy of the stack.
+/// What the program's entry point needs (passed through `clone`'s argument).
+struct ProgramStart<'a, 'b> {
+    plan: &'a ChildPlan<'b>,
+    fds: [libc::c_int; 3],
+    err_read: libc::c_int,
+    err_write: libc::c_int,
+}
+
+extern "C" fn program_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` points to the `ProgramStart` on the init's stack, alive (and the init
+    // suspended) until this process executes or exits.
+    let start = unsafe { &*(arg as *const ProgramStart) };
+    // SAFETY: closing our copy of the read end (the descriptor table is not shared).
+    unsafe { libc::close(start.err_read) };
+    program_main(start.plan, &start.fds, start.err_write)
+}
+
+/// Starts the program the way posix_spawn does: sharing the init's memory (no copy of the
+/// address space, whose cost grows with the caller's memory) on its own stack, with the init
+/// suspended until the program executes or exits. No `atfork` handlers run.
+fn spawn_program(start: &ProgramStart) -> libc::pid_t {
+    let plan = start.plan;
+    // The stack grows down from the 16-byte aligned end of the prepared buffer.
+    let top = (plan.program_stack as usize + plan.program_stack_len) & !15;
+    // SAFETY: the stack buffer is owned by the keeper for the whole run and used by nothing
+    // else; the entry point only makes raw system calls on prepared data.
     unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            libc::SIGCHLD as libc::c_ulong,
-            0usize,
-            0usize,
-            0usize,
-            0usize,
-        ) as libc::pid_t
+        libc::clone(
+            program_entry,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            start as *const ProgramStart as *mut libc::c_void,
+        )
     }
 }
 
@@ -256,14 +280,15 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
     if unsafe { libc::pipe2(err_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         fail(plan, Step::FORK, errno());
     }
-    let program = raw_fork();
+    let start = ProgramStart {
+        plan,
+        fds,
+        err_read: err_pipe[0],
+        err_write: err_pipe[1],
+    };
+    let program = spawn_program(&start);
     if program < 0 {
         fail(plan, Step::FORK, errno());
-    }
-    if program == 0 {
-        // SAFETY: closing our copy of the read end.
-        unsafe { libc::close(err_pipe[0]) };
-        program_main(plan, &fds, err_pipe[1]);
     }
     // SAFETY: closing descriptors the init no longer needs: the program has its own copies, and
     // a FIFO peer must see end-of-file when the program exits.

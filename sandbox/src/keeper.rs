@@ -162,6 +162,8 @@ impl Sandbox {
             .map(|(_, v)| v.as_str())
             .unwrap_or("");
         let exe_candidates = exe_candidates(&spec.argv[0], path_var)?;
+        // The program's stack between its clone and its execve (see child::spawn_program).
+        let mut program_stack = vec![0u8; 256 << 10];
         let mut keep_fds: Vec<i32> = vec![go_read.as_raw_fd(), report_write.as_raw_fd()];
         keep_fds.extend(cgroup::raw(&procs));
         keep_fds.extend(stdio.iter().filter_map(|s| match s {
@@ -186,6 +188,8 @@ impl Sandbox {
             argv: null_terminated(&argv_c),
             envp: null_terminated(&env_c),
             seccomp: &self.filters,
+            program_stack: program_stack.as_mut_ptr(),
+            program_stack_len: program_stack.len(),
         };
 
         let flags = libc::CLONE_NEWUSER

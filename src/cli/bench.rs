@@ -20,6 +20,10 @@ enum What {
         /// Number of runs of each kind.
         #[arg(long, default_value_t = 300)]
         runs: usize,
+        /// Hold this many MiB of touched memory in ioi-run while measuring (the cost of a run
+        /// may grow with the caller's memory).
+        #[arg(long, default_value_t = 0)]
+        caller_mib: usize,
     },
     /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
     Judge {
@@ -62,7 +66,7 @@ enum What {
 
 pub fn run(args: Args) -> Result<i32> {
     match args.what {
-        What::Sandbox { runs } => bench_sandbox(runs),
+        What::Sandbox { runs, caller_mib } => bench_sandbox(runs, caller_mib),
         What::Judge { tests, work, jobs } => {
             super::bench_judge::run(tests, work, jobs.unwrap_or_else(cores))
         }
@@ -104,8 +108,9 @@ fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
     )
 }
 
-fn bench_sandbox(runs: usize) -> Result<i32> {
+fn bench_sandbox(runs: usize, caller_mib: usize) -> Result<i32> {
     let runs = runs.max(10);
+    let held = std::hint::black_box(vec![1u8; caller_mib << 20]);
     let sandbox = Sandbox::new(SandboxOptions::default())?;
     let dir = tempfile::tempdir()?;
     let (uid, gid) = sandbox.box_owner();
@@ -140,7 +145,10 @@ fn bench_sandbox(runs: usize) -> Result<i32> {
     }
     let (plain_med, plain_p90) = summary(plain);
     let (sb_med, sb_p90) = summary(sandboxed);
-    println!("runs of /bin/true         {runs}");
+    println!(
+        "runs of /bin/true         {runs} (ioi-run holding {} MiB more)",
+        held.len() >> 20
+    );
     println!("plain fork+exec           median {plain_med:.3} ms   p90 {plain_p90:.3} ms");
     println!(
         "sandboxed (ns+mounts+cgroup {:?}+seccomp)  median {sb_med:.3} ms   p90 {sb_p90:.3} ms",
