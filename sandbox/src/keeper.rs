@@ -16,6 +16,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
 use crate::child::{self, ChildPlan, Report, StdioPlan, Step};
 use crate::mounts::{self, SystemLayout};
+use crate::namespaces;
 use crate::{rlimits, seccomp, Outcome, RunSpec, Status, Stdio};
 
 /// Options of a [`Sandbox`].
@@ -48,6 +49,7 @@ pub struct Sandbox {
     root_mountpoint: PathBuf,
     options: SandboxOptions,
     keeper_is_root: bool,
+    networks: Option<namespaces::NetworkPool>,
 }
 
 /// Inside the namespaces the program is always this uid/gid.
@@ -95,6 +97,7 @@ impl Sandbox {
             root_mountpoint,
             options,
             keeper_is_root,
+            networks: namespaces::NetworkPool::new(),
         })
     }
 
@@ -192,12 +195,20 @@ impl Sandbox {
             program_stack_len: program_stack.len(),
         };
 
+        // A pooled network namespace when possible (see `namespaces`), else a fresh one.
+        let network = self.networks.as_ref().map(|pool| pool.lend()).transpose()?;
+        let new_network = if network.is_some() {
+            0
+        } else {
+            libc::CLONE_NEWNET
+        };
         let flags = libc::CLONE_NEWUSER
             | libc::CLONE_NEWPID
             | libc::CLONE_NEWNS
-            | libc::CLONE_NEWNET
+            | new_network
             | libc::CLONE_NEWIPC
             | libc::CLONE_NEWUTS;
+        let in_network = network.as_ref().map(|n| n.enter()).transpose()?;
         // SAFETY: a fork-like clone (no CLONE_VM, no new stack); the child only runs
         // `init_main`, which is async-signal-safe, and never returns.
         let pid = unsafe {
@@ -212,11 +223,14 @@ impl Sandbox {
         } as i32;
         if pid < 0 {
             let e = std::io::Error::last_os_error();
+            drop(in_network);
             bail!("cannot create the namespaces ({e}); check that user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)");
         }
         if pid == 0 {
             child::init_main(&plan);
         }
+        // Back to the keeper's own network namespace (the child never gets here).
+        drop(in_network);
         drop(go_read);
         drop(report_write);
         drop(procs);

@@ -3,15 +3,18 @@
 //! # Theory of operation
 //!
 //! ```text
-//! caller thread (the keeper)          new user+pid+mount+net+ipc+uts namespaces
+//! caller thread (the keeper)          new user+pid+mount+ipc+uts namespaces, and a
+//!                                     network namespace of its own (pooled as root)
 //! ──────────────────────────          ─────────────────────────────────────────
 //! create cgroup, set limits
+//! [enter a pooled network namespace]
 //! clone(CLONE_NEW*) ───────────────▶  init (pid 1): waits for "go"
+//! [back to its own network namespace]
 //! write uid_map/gid_map, send "go"    opens stdin/stdout/stderr (host paths, FIFOs)
 //!                                     builds a tmpfs root: ro binds of /usr, /lib*, /etc
 //!                                     files; rw box; fresh /proc, /dev, /tmp, /dev/shm;
 //!                                     pivot_root into it
-//!                                     fork ──▶ program (pid 2): joins the cgroup, sets
+//!                                     spawn ─▶ program (pid 2): joins the cgroup, sets
 //!                                              rlimits, drops to an unprivileged uid and
 //!                                              every capability, no_new_privs, seccomp,
 //!                                              execve
@@ -31,13 +34,16 @@
 //! of dead keepers are removed when the next [`Sandbox`] starts.
 //!
 //! Between `clone` and `execve` the child only makes raw system calls on data prepared before
-//! the clone: the caller is multi-threaded and a forked copy must not allocate.
+//! the clone: the caller is multi-threaded and a forked copy must not allocate. The init is a
+//! copy of the caller; the program shares the init's memory until it executes (posix_spawn's
+//! way), so the caller's memory is copied once per run, not twice.
 
 mod cgroup;
 mod child;
 pub mod host;
 mod keeper;
 mod mounts;
+mod namespaces;
 mod rlimits;
 mod seccomp;
 
