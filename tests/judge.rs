@@ -8,10 +8,11 @@ use serde_json::Value;
 
 fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
-    // A private compile cache per test binary run, so tests do not depend on earlier runs.
+    // One compile cache for every test process, inside the build folder: results must not
+    // depend on whether an entry was compiled by this process, another one, or earlier.
     cmd.env(
         "IOI_RUN_CACHE",
-        std::env::temp_dir().join(format!("ioi-run-test-cache-{}", std::process::id())),
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache"),
     );
     cmd
 }

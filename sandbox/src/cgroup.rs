@@ -161,6 +161,19 @@ impl CgroupRoot {
         }
     }
 
+    /// Also removes the parent directories when the process exits normally, even if the
+    /// sandbox is never dropped (kept in a static): whichever process leaves last succeeds.
+    pub(crate) fn release_at_exit(&self) {
+        static REGISTER: std::sync::Once = std::sync::Once::new();
+        if let Ok(mut parents) = PARENTS_AT_EXIT.lock() {
+            parents.extend(self.parents().into_iter().map(Path::to_path_buf));
+        }
+        REGISTER.call_once(|| {
+            // SAFETY: registering a plain function without captured state.
+            unsafe { libc::atexit(remove_parents_at_exit) };
+        });
+    }
+
     /// Creates the cgroup of one run with its limits, and opens the `cgroup.procs` files the
     /// program writes itself into.
     pub(crate) fn create_run(
@@ -198,6 +211,16 @@ impl CgroupRoot {
             return Err(e);
         }
         Ok(cgroup)
+    }
+}
+
+static PARENTS_AT_EXIT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+extern "C" fn remove_parents_at_exit() {
+    if let Ok(parents) = PARENTS_AT_EXIT.lock() {
+        for parent in parents.iter() {
+            let _ = fs::remove_dir(parent);
+        }
     }
 }
 

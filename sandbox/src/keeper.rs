@@ -84,6 +84,7 @@ impl Sandbox {
     pub fn new(options: SandboxOptions) -> Result<Sandbox> {
         let cgroups = CgroupRoot::detect()?;
         cgroups.prepare()?;
+        cgroups.release_at_exit();
         let system = SystemLayout::detect()?;
         let filters = seccomp::build()?;
         let root_mountpoint = std::env::temp_dir().join("ioi-sandbox-root");
