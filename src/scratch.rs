@@ -28,6 +28,27 @@ pub fn sweep_stale() {
     sweep_in(&std::env::temp_dir());
 }
 
+/// Removes this process's own temporary folders (before exiting on an interrupt, which skips
+/// destructors).
+pub fn remove_own() {
+    let prefix = format!("-{}-", std::process::id());
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = name
+            .strip_prefix("ioi-")
+            .and_then(|rest| rest.split_once('-'))
+            .is_some_and(|(kind, rest)| {
+                KINDS.contains(&kind) && format!("-{rest}").starts_with(&prefix)
+            });
+        if ours {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 fn sweep_in(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;

@@ -91,6 +91,17 @@ fn sigint_kills_the_sandboxed_program_and_removes_its_cgroup() {
     );
     wait_until("the sandboxed sleep to die", || processes_with(marker) == 0);
     assert_eq!(cgroups_of(pid), Vec::<String>::new(), "cgroups left behind");
+    let own_prefix = format!("ioi-box-{pid}-");
+    let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&own_prefix))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "temporary box folders left behind: {left:?}"
+    );
 }
 
 #[test]

@@ -88,6 +88,7 @@ fn install_interrupt_handler() {
         if let Some(sig) = signals.forever().next() {
             eprintln!("ioi-run: interrupted, stopping sandboxed runs");
             ioi_sandbox::abort_all();
+            crate::scratch::remove_own();
             std::process::exit(128 + sig);
         }
     });

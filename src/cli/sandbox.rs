@@ -51,13 +51,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    crate::scratch::sweep_stale();
     let sandbox = Sandbox::new(SandboxOptions::default())
         .context("the sandbox cannot start on this host (try `ioi-run doctor`)")?;
     let temp_box;
     let box_dir = match &args.box_dir {
         Some(dir) => dir.clone(),
         None => {
-            temp_box = tempfile::Builder::new().prefix("sandbox-box-").tempdir()?;
+            temp_box = crate::scratch::tempdir("box")?;
             let (uid, gid) = sandbox.box_owner();
             std::os::unix::fs::chown(temp_box.path(), Some(uid), Some(gid)).with_context(|| {
                 format!(
