@@ -58,6 +58,7 @@ pub fn main() -> i32 {
         Command::Report(args) => evaluate::report(args),
         Command::Serve(args) => serve::run(args),
     };
+    wait_if_interrupted();
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -86,12 +87,25 @@ fn install_interrupt_handler() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
             eprintln!("ioi-run: interrupted, stopping sandboxed runs");
             ioi_sandbox::abort_all();
             crate::scratch::remove_own();
             std::process::exit(128 + sig);
         }
     });
+}
+
+/// The signal that interrupted ioi-run (0: none). Once set, the interrupt handler owns the
+/// exit: the main thread, whose runs were just killed, must not exit first with their failure.
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+fn wait_if_interrupted() {
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+        loop {
+            std::thread::park();
+        }
+    }
 }
 
 /// Options shared by the commands that judge: parallelism, early stop, runner, cache.
