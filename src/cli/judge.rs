@@ -200,8 +200,21 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) {
         problem.memory_limit >> 20
     );
     println!();
+    // Column widths from the content (test names and subtask lists vary a lot).
+    let name_width = rows
+        .iter()
+        .map(|(t, _)| t.test_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let subtasks_width = rows
+        .iter()
+        .map(|(_, s)| s.join(",").len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     println!(
-        "{:<16} {:<22} {:<7} {:>6} {:>8} {:>8} {:>9}  feedback",
+        "{:<name_width$} {:<subtasks_width$} {:<7} {:>6} {:>8} {:>8} {:>9}  feedback",
         "test", "subtasks", "verdict", "score", "cpu s", "wall s", "mem MiB"
     );
     for (t, subtasks) in rows {
@@ -232,7 +245,7 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) {
             .unwrap_or("");
         let status = paint(format!("{:<7}", t.status.as_str()), status_color(t.status));
         println!(
-            "{:<16} {:<22} {status} {:>6} {time} {wall:>8} {mem:>9}  {feedback}",
+            "{:<name_width$} {:<subtasks_width$} {status} {:>6} {time} {wall:>8} {mem:>9}  {feedback}",
             t.test_name,
             subtasks.join(","),
             format!("{:.2}", t.score)
