@@ -125,8 +125,19 @@ impl CgroupRoot {
     /// Creates the `ioi-run` parent directories and removes run cgroups of keepers that died.
     pub(crate) fn prepare(&self) -> Result<()> {
         for parent in self.parents() {
-            fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create cgroup {}", parent.display()))?;
+            if let Err(e) = fs::create_dir_all(parent) {
+                let hint = match self {
+                    CgroupRoot::V1 { .. } => {
+                        "with cgroup v1 the sandbox needs root: run ioi-run as root (or use a \
+                         cgroup v2 host, where a normal user can use a delegated subtree)"
+                    }
+                    CgroupRoot::V2 { .. } => {
+                        "run ioi-run as root, or in a delegated cgroup v2 subtree \
+                         (`systemd-run --user --scope -p Delegate=yes ioi-run ...`)"
+                    }
+                };
+                bail!("cannot create cgroup {} ({e}): {hint}", parent.display());
+            }
         }
         if let CgroupRoot::V2 { base } = self {
             enable_v2_controllers(base)?;
