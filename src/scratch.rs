@@ -31,54 +31,34 @@ pub fn sweep_stale() {
 /// Removes this process's own temporary folders (before exiting on an interrupt, which skips
 /// destructors).
 pub fn remove_own() {
-    let prefix = format!("-{}-", std::process::id());
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+    let me = std::process::id() as i32;
+    remove_where(&std::env::temp_dir(), |pid| pid == me);
+}
+
+/// Removes the folders in `dir` whose creating process passes `select`.
+fn remove_where(dir: &Path, select: impl Fn(i32) -> bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let ours = name
-            .strip_prefix("ioi-")
-            .and_then(|rest| rest.split_once('-'))
-            .is_some_and(|(kind, rest)| {
-                KINDS.contains(&kind) && format!("-{rest}").starts_with(&prefix)
-            });
-        if ours {
+        if owner(&entry.file_name().to_string_lossy()).is_some_and(&select) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
 
 fn sweep_in(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if owner_is_dead(&name) {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
+    remove_where(dir, |pid| {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH)
+    });
 }
 
-/// Whether `name` is a scratch folder whose creating process is gone.
-fn owner_is_dead(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("ioi-") else {
-        return false;
-    };
-    let Some((kind, rest)) = rest.split_once('-') else {
-        return false;
-    };
-    let Some((pid, _)) = rest.split_once('-') else {
-        return false;
-    };
-    let Ok(pid) = pid.parse::<i32>() else {
-        return false;
-    };
-    KINDS.contains(&kind)
-        && pid > 0
-        && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-            == Err(nix::errno::Errno::ESRCH)
+/// The pid that created the scratch folder `name` (`ioi-<kind>-<pid>-XXXXXX`), if it is one.
+fn owner(name: &str) -> Option<i32> {
+    let (kind, rest) = name.strip_prefix("ioi-")?.split_once('-')?;
+    let pid: i32 = rest.split_once('-')?.0.parse().ok()?;
+    (KINDS.contains(&kind) && pid > 0).then_some(pid)
 }
 
 #[cfg(test)]
@@ -110,6 +90,8 @@ mod tests {
             name.starts_with(&format!("ioi-out-{}-", std::process::id())),
             "{name}"
         );
-        assert!(!owner_is_dead(&name));
+        assert_eq!(owner(&name), Some(std::process::id() as i32));
+        assert_eq!(owner("ioi-other-12-x"), None);
+        assert_eq!(owner("ioi-box-notapid-x"), None);
     }
 }

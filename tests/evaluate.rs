@@ -285,11 +285,14 @@ fn override_keeps_a_backup_and_dry_run_judges_nothing() {
         dry.contains("9 to judge") && dry.contains("2025/orchard: 9"),
         "{dry}"
     );
-    assert!(
-        !out.join("orchard-model.jsonl").exists()
-            || read_rows(&out.join("orchard-model.jsonl")).is_empty()
-    );
+    assert!(!out.exists(), "a dry run must not write anything");
     ok(args(&[]).output().unwrap());
+    // After a real run, a dry run sees what is done and leaves the results untouched.
+    let results = out.join("orchard-model.jsonl");
+    let before = std::fs::read(&results).unwrap();
+    let dry = ok(args(&["--dry-run"]).output().unwrap());
+    assert!(dry.contains("9 already judged, 0 to judge"), "{dry}");
+    assert_eq!(std::fs::read(&results).unwrap(), before);
     let second = ok(args(&[]).output().unwrap());
     assert!(
         second.contains("judged 0 submission(s)"),

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::judge::schedule::{self, Job, ProblemSource, Progress, ScheduleOptions};
+use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions};
 use crate::judge::scripts::{self, ScriptBuild, Scripts};
-use crate::judge::{Judge, JudgeOptions, LoadedProblem};
+use crate::judge::{Judge, JudgeOptions};
 
 /// A solution that burns about `work` iterations per test (≈10 ms at -O2 for 10^7).
 const SOLUTION: &str = r#"#include <cstdio>
@@ -51,23 +51,12 @@ pub fn write_problem(dir: &Path, tests: usize, work: u64) -> Result<()> {
     Ok(())
 }
 
-struct Prepared(std::sync::Mutex<Option<LoadedProblem>>);
-impl ProblemSource for Prepared {
-    fn load(&self, _: &str) -> Result<LoadedProblem> {
-        self.0
-            .lock()
-            .map_err(|_| anyhow::anyhow!("poisoned"))?
-            .take()
-            .context("loaded twice")
-    }
-}
-
 /// Judges the benchmark submission once; returns the wall time and the solution's CPU time.
 fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(f64, f64)> {
     let start = Instant::now();
     let (problem, test_set) = crate::problem::cms::load_cms(task)?;
     let loaded = judge.prepare(problem, test_set)?;
-    let source = Prepared(std::sync::Mutex::new(Some(loaded)));
+    let source = Preloaded::new(loaded);
     let progress = Progress::default();
     let cpu_total = std::sync::Mutex::new(0.0f64);
     let accepted = AtomicUsize::new(0);

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
-use crate::judge::schedule::{self, Job, ProblemSource, Progress, ScheduleOptions};
-use crate::judge::{Judge, LoadedProblem};
+use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions};
+use crate::judge::Judge;
 use crate::problem::{Problem, TestSet};
 use crate::score::{Status, SubtaskResult};
 
@@ -39,24 +39,6 @@ pub struct Args {
     json: bool,
 }
 
-/// A source holding one already loaded problem.
-struct OneProblem {
-    judge: Judge,
-    problem: Mutex<Option<(Problem, TestSet)>>,
-}
-
-impl ProblemSource for OneProblem {
-    fn load(&self, _key: &str) -> Result<LoadedProblem> {
-        let (problem, tests) = self
-            .problem
-            .lock()
-            .map_err(|_| anyhow::anyhow!("lock poisoned"))?
-            .take()
-            .context("the problem was already loaded")?;
-        self.judge.prepare(problem, tests)
-    }
-}
-
 pub fn run(args: Args) -> Result<i32> {
     let (problem, tests) = load_problem(&args)?;
     for name in &args.subtasks {
@@ -74,10 +56,7 @@ pub fn run(args: Args) -> Result<i32> {
         .with_context(|| format!("cannot read {}", solution.display()))?;
     let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
-    let source = OneProblem {
-        judge,
-        problem: Mutex::new(Some((problem, tests))),
-    };
+    let source = Preloaded::new(judge.prepare(problem, tests)?);
     let options = ScheduleOptions {
         jobs: args.run.jobs(),
         batch_size: args.run.test_batch_size,
@@ -87,7 +66,7 @@ pub fn run(args: Args) -> Result<i32> {
     let progress = Progress::default();
     let outcome: Mutex<Option<schedule::Finished>> = Mutex::new(None);
     schedule::run(
-        &source.judge,
+        &judge,
         &source,
         &[Job {
             problem: key,
@@ -107,7 +86,10 @@ pub fn run(args: Args) -> Result<i32> {
         .flatten()
         .context("the judge produced no result")?;
     let results = finished.result?;
-    let problem = &finished.problem.problem;
+    let problem = &finished
+        .problem
+        .context("the judge produced no problem")?
+        .problem;
     if args.json {
         println!(
             "{}",

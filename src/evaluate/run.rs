@@ -3,14 +3,14 @@
 //! dataset's results JSONL as soon as it is known, and at the end the parquet export and the
 //! reports are written.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionOptions};
+use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
 use crate::judge::schedule::{self, Finished, Job, ProblemSource, Progress, ScheduleOptions};
 use crate::judge::{Judge, LoadedProblem};
 use crate::problem::Problem;
@@ -173,25 +173,33 @@ pub struct Summary {
 
 /// Loads every dataset, matches submissions to problems (bad input is an error naming the
 /// file, row and field), and works out what remains to run.
+/// With `dry`, nothing is opened for writing (a dry run changes nothing on disk) and no
+/// results file is returned.
 fn prepare(
     options: &EvaluateOptions,
     catalog: &Catalog,
+    dry: bool,
 ) -> Result<(Plan, Vec<ResultsFile>, Vec<Pending>)> {
     let mut plan = Plan::default();
     let mut files = Vec::new();
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
         let submissions = dataset.load(&options.submissions)?;
-        let results = ResultsFile::open(
-            &options.local_results_path,
-            &dataset.config_name,
-            &options.submissions.id_column,
-            options.override_existing,
-        )?;
+        let (done, results) = if dry {
+            (judged_keys(options, &dataset.config_name)?, None)
+        } else {
+            let file = ResultsFile::open(
+                &options.local_results_path,
+                &dataset.config_name,
+                &options.submissions.id_column,
+                options.override_existing,
+            )?;
+            (file.done().clone(), Some(file))
+        };
         let total = submissions.len();
         let mut to_run = 0;
         for submission in submissions {
-            if results.is_done(&submission.key()) {
+            if done.contains(&submission.key()) {
                 continue;
             }
             let Some(problem_key) = catalog.key_for(submission.year, &submission.problem_id) else {
@@ -218,7 +226,7 @@ fn prepare(
         }
         plan.datasets
             .push((dataset.config_name.clone(), total, total - to_run, to_run));
-        files.push(results);
+        files.extend(results);
     }
     // Grouped by problem so each problem's tests are loaded once and dropped after use.
     pending.sort_by(|a, b| a.problem_key.cmp(&b.problem_key));
@@ -227,14 +235,23 @@ fn prepare(
 
 /// What would run, without judging anything.
 pub fn dry_run(options: &EvaluateOptions, catalog: &Catalog) -> Result<Plan> {
-    let (plan, _, _) = prepare(
-        &EvaluateOptions {
-            override_existing: false,
-            ..options.clone()
-        },
-        catalog,
-    )?;
+    let (plan, _, _) = prepare(options, catalog, true)?;
     Ok(plan)
+}
+
+/// The submissions a dataset's results file already holds, read without touching the file
+/// (none with `--override`, which would start over).
+fn judged_keys(options: &EvaluateOptions, config_name: &str) -> Result<HashSet<SubmissionKey>> {
+    let path = options
+        .local_results_path
+        .join(format!("{config_name}.jsonl"));
+    if options.override_existing || !path.exists() {
+        return Ok(HashSet::new());
+    }
+    super::read_results(&path)?
+        .iter()
+        .map(|row| SubmissionKey::of_row(row, &options.submissions.id_column))
+        .collect()
 }
 
 /// Judges every submission not yet in the results, appending each result as it comes, then
@@ -247,7 +264,7 @@ pub fn evaluate(
     on_plan: &dyn Fn(&Plan),
 ) -> Result<Summary> {
     let started = Instant::now();
-    let (plan, files, pending) = prepare(options, catalog)?;
+    let (plan, files, pending) = prepare(options, catalog, false)?;
     on_plan(&plan);
     let jobs: Vec<Job> = pending
         .iter()
@@ -269,9 +286,9 @@ pub fn evaluate(
         &|finished: Finished| {
             let pending = &pending[finished.job];
             let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
-            match finished.result {
-                Ok(results) => {
-                    let row = result_row(&pending.submission, &finished.problem.problem, &results);
+            match (finished.result, finished.problem) {
+                (Ok(results), Some(problem)) => {
+                    let row = result_row(&pending.submission, &problem.problem, &results);
                     let appended = files[pending.dataset]
                         .lock()
                         .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
@@ -282,7 +299,8 @@ pub fn evaluate(
                         }
                     }
                 }
-                Err(e) => {
+                (Ok(_), None) => unreachable!("results without a problem"),
+                (Err(e), _) => {
                     tracing::warn!("{who}: not judged: {e:#}");
                     if let Ok(mut list) = failures.lock() {
                         list.push(format!("{who}: {e:#}"));
@@ -340,7 +358,7 @@ pub fn resolve_sources(items: &[String]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Counts per problem key, for messages.
+/// What a plan will judge, per dataset and per problem, for messages.
 pub fn describe(plan: &Plan) -> String {
     let mut out = String::new();
     for (name, total, done, run) in &plan.datasets {
@@ -348,11 +366,9 @@ pub fn describe(plan: &Plan) -> String {
             "  {name}: {total} submissions, {done} already judged, {run} to judge\n"
         ));
     }
-    let per: HashMap<&String, &usize> = plan.per_problem.iter().collect();
-    let mut keys: Vec<_> = per.keys().collect();
-    keys.sort();
-    for key in keys {
-        out.push_str(&format!("    {key}: {}\n", per[key]));
+    // A BTreeMap: already in problem order.
+    for (key, count) in &plan.per_problem {
+        out.push_str(&format!("    {key}: {count}\n"));
     }
     out
 }

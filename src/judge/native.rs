@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Status, Stdio};
 
 use super::check::{self, CORRECT, WRONG};
+use super::workdir::read_capped;
 use super::{ProblemTools, TestVerdict};
 use crate::problem::{Communication, Problem, TestCase, UserIo};
 
@@ -102,22 +103,23 @@ pub fn run_batch(
         return Ok(verdict(0.0, feedback, &run));
     }
     let (score, feedback) = match &tools.checker {
-        Some(checker) => run_checker(sandbox, problem, checker, test, &output)?,
+        Some(checker) => run_checker(sandbox, problem, checker, test, private.path())?,
         None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
         None => (0.0, WRONG.to_string()),
     };
     Ok(verdict(score, feedback, &run))
 }
 
-/// `checker input.txt correct_output.txt contestant_output`, in its own box.
+/// `checker input.txt correct_output.txt contestant_output`, in its own box; `private` is the
+/// test's root-only folder, holding the contestant's `output.txt`, where the checker's
+/// stdout and stderr go too.
 fn run_checker(
     sandbox: &Sandbox,
     problem: &Problem,
     checker: &Path,
     test: &TestCase,
-    output: &Path,
+    private: &Path,
 ) -> Result<(f64, String)> {
-    let private = private_dir()?;
     let argv = [
         "/tools/checker",
         "/data/input.txt",
@@ -129,14 +131,14 @@ fn run_checker(
         Bind::read_only(checker, "/tools/checker"),
         Bind::read_only(&test.input, "/data/input.txt"),
         Bind::read_only(&test.output, "/data/correct_output.txt"),
-        Bind::read_only(output, "/data/contestant_output.txt"),
+        Bind::read_only(private.join("output.txt"), "/data/contestant_output.txt"),
     ];
-    spec.stdout = Stdio::Path(private.path().join("checker.out"));
-    spec.stderr = Stdio::Path(private.path().join("checker.err"));
+    spec.stdout = Stdio::Path(private.join("checker.out"));
+    spec.stderr = Stdio::Path(private.join("checker.err"));
     spec.limits = tool_limits(problem, 1);
     let run = sandbox.run(&spec);
-    let stdout = read_capped(&private.path().join("checker.out"));
-    let stderr = read_capped(&private.path().join("checker.err"));
+    let stdout = read_capped(&private.join("checker.out"));
+    let stderr = read_capped(&private.join("checker.err"));
     match run.status {
         // testlib checkers may exit non-zero on WA while still printing the score.
         Status::Ok | Status::RuntimeError => check::parse_verdict(&stdout, &stderr, "checker")
@@ -156,16 +158,6 @@ const TOOL_BOX_BYTES: u64 = 256 << 20;
 /// A root-only host folder (mode 0700) for outputs: no sandbox can reach it.
 fn private_dir() -> Result<tempfile::TempDir> {
     crate::scratch::tempdir("out")
-}
-
-/// A tool's stdout or stderr, at most 1 MiB of it.
-fn read_capped(path: &Path) -> String {
-    use std::io::Read;
-    let mut text = Vec::new();
-    if let Ok(file) = fs::File::open(path) {
-        let _ = file.take(1 << 20).read_to_end(&mut text);
-    }
-    String::from_utf8_lossy(&text).into_owned()
 }
 
 /// FIFOs of one Communication test: `fifo{i}/u{i}_to_m` and `fifo{i}/m_to_u{i}` per user.

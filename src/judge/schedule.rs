@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 
 use super::plan::{Replay, SubmissionPlan};
 use super::{Build, Judge, LoadedProblem, Program};
@@ -33,6 +33,25 @@ pub trait ProblemSource: Sync {
     fn load(&self, key: &str) -> Result<LoadedProblem>;
 }
 
+/// A source of one problem loaded beforehand, for judging submissions of a single problem.
+pub struct Preloaded(Mutex<Option<LoadedProblem>>);
+
+impl Preloaded {
+    pub fn new(problem: LoadedProblem) -> Preloaded {
+        Preloaded(Mutex::new(Some(problem)))
+    }
+}
+
+impl ProblemSource for Preloaded {
+    fn load(&self, _key: &str) -> Result<LoadedProblem> {
+        self.0
+            .lock()
+            .map_err(|_| anyhow!("problem lock poisoned"))?
+            .take()
+            .context("the problem was already handed out (one key per Preloaded source)")
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ScheduleOptions {
     pub jobs: usize,
@@ -46,7 +65,8 @@ pub struct ScheduleOptions {
 /// A finished submission.
 pub struct Finished {
     pub job: usize,
-    pub problem: Arc<LoadedProblem>,
+    /// The problem, unless it could not be loaded (then `result` says why).
+    pub problem: Option<Arc<LoadedProblem>>,
     /// The subtask results, or why the submission could not be judged (judge-side failure,
     /// time-out): such a submission should be retried, not recorded.
     pub result: Result<Vec<SubtaskResult>>,
@@ -282,7 +302,7 @@ impl Shared<'_> {
         );
         if self.jobs[job].code.as_deref().is_none_or(str::is_empty) {
             let results = plan.uniform(TestResult::skipped);
-            self.complete(state, job, problem, Ok(results), finished);
+            self.complete(state, job, Some(problem), Ok(results), finished);
             return;
         }
         state.active.push(Active {
@@ -300,6 +320,7 @@ impl Shared<'_> {
             .store(state.active.len(), Ordering::Relaxed);
     }
 
+    /// Reports a submission whose problem could not be loaded.
     fn fail_unadmitted(
         &self,
         state: &mut State,
@@ -307,22 +328,7 @@ impl Shared<'_> {
         message: &str,
         finished: &mut Vec<Finished>,
     ) {
-        // The problem could not load: report with an empty problem placeholder is not possible,
-        // so the failure is reported through `remaining` bookkeeping and an error result.
-        let key = self.jobs[job].problem.clone();
-        self.release_problem(state, &key);
-        self.progress
-            .submissions_done
-            .fetch_add(1, Ordering::Relaxed);
-        finished.push(Finished {
-            job,
-            problem: Arc::new(LoadedProblem {
-                problem: placeholder_problem(&key),
-                tests: Default::default(),
-                tools: Default::default(),
-            }),
-            result: Err(anyhow!("{message}")),
-        });
+        self.complete(state, job, None, Err(anyhow!("{message}")), finished);
     }
 
     /// Finishes every active submission whose results are complete, failed or timed out.
@@ -340,42 +346,45 @@ impl Shared<'_> {
                     }
                 }
             }
-            let done = match (&a.failure, &a.build) {
-                // Results still in flight are discarded when they arrive.
-                (Some(_), _) => true,
-                (None, BuildState::Ready(_)) => matches!(a.plan.replay(&a.known), Replay::Done(_)),
-                _ => false,
+            // Results still in flight when a submission fails are discarded when they arrive.
+            let result = match (&a.failure, &a.build) {
+                (Some(_), _) => None,
+                (None, BuildState::Ready(_)) => match a.plan.replay(&a.known) {
+                    Replay::Done(results) => Some(results),
+                    Replay::Need(_) => {
+                        i += 1;
+                        continue;
+                    }
+                },
+                _ => {
+                    i += 1;
+                    continue;
+                }
             };
-            if done {
-                let a = state.active.swap_remove(i);
-                let result = match a.failure {
-                    Some(e) => Err(e),
-                    None => match a.plan.replay(&a.known) {
-                        Replay::Done(results) => {
-                            let used: HashSet<&str> = results
-                                .iter()
-                                .flat_map(|s| s.test_results.iter())
-                                .filter(|t| t.status != Status::Skipped)
-                                .map(|t| t.test_name.as_str())
-                                .collect();
-                            let discarded = a
-                                .known
-                                .keys()
-                                .filter(|k| !used.contains(k.as_str()))
-                                .count()
-                                + a.in_flight.len();
-                            self.progress
-                                .tests_discarded
-                                .fetch_add(discarded, Ordering::Relaxed);
-                            Ok(results)
-                        }
-                        Replay::Need(_) => Err(anyhow!("internal: replay incomplete")),
-                    },
-                };
-                self.complete(state, a.job, a.problem, result, finished);
-            } else {
-                i += 1;
-            }
+            let a = state.active.swap_remove(i);
+            let result = match (a.failure, result) {
+                (Some(e), _) => Err(e),
+                (None, Some(results)) => {
+                    let used: HashSet<&str> = results
+                        .iter()
+                        .flat_map(|s| s.test_results.iter())
+                        .filter(|t| t.status != Status::Skipped)
+                        .map(|t| t.test_name.as_str())
+                        .collect();
+                    let discarded = a
+                        .known
+                        .keys()
+                        .filter(|k| !used.contains(k.as_str()))
+                        .count()
+                        + a.in_flight.len();
+                    self.progress
+                        .tests_discarded
+                        .fetch_add(discarded, Ordering::Relaxed);
+                    Ok(results)
+                }
+                (None, None) => Err(anyhow!("internal: a submission finished without results")),
+            };
+            self.complete(state, a.job, Some(a.problem), result, finished);
         }
         self.progress
             .active
@@ -386,7 +395,7 @@ impl Shared<'_> {
         &self,
         state: &mut State,
         job: usize,
-        problem: Arc<LoadedProblem>,
+        problem: Option<Arc<LoadedProblem>>,
         result: Result<Vec<SubtaskResult>>,
         finished: &mut Vec<Finished>,
     ) {
@@ -443,7 +452,13 @@ impl Shared<'_> {
                             });
                             let index = state.active.iter().position(|a| a.job == job).unwrap_or(0);
                             let a = state.active.swap_remove(index);
-                            self.complete(&mut state, job, a.problem, Ok(results), &mut finished);
+                            self.complete(
+                                &mut state,
+                                job,
+                                Some(a.problem),
+                                Ok(results),
+                                &mut finished,
+                            );
                         }
                         Err(e) => {
                             a.build = BuildState::Building;
@@ -478,19 +493,5 @@ impl Shared<'_> {
             }
         }
         finished
-    }
-}
-
-fn placeholder_problem(key: &str) -> crate::problem::Problem {
-    crate::problem::Problem {
-        year: 0,
-        id: key.to_string(),
-        name: key.to_string(),
-        day: String::new(),
-        task: crate::problem::TaskType::Batch,
-        time_limit: 0.0,
-        memory_limit: 0,
-        subtasks: Vec::new(),
-        grader_files: Vec::new(),
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Status, Stdio};
 
-use super::workdir::BoxDir;
+use super::workdir::{read_capped, BoxDir};
 use super::TestVerdict;
 use crate::problem::{Problem, TestCase};
 
@@ -110,14 +110,8 @@ pub fn run_test(
     let hard = Duration::from_secs_f64(problem.time_limit + 3.0);
     spec.limits = script_limits(hard, problem.memory_limit.saturating_mul(2) + (1 << 30));
     let outcome = sandbox.run(&spec);
-    let read = |name: &str| {
-        let mut text = Vec::new();
-        if let Ok(file) = fs::File::open(private.path().join(name)) {
-            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, 1 << 20), &mut text);
-        }
-        String::from_utf8_lossy(&text).into_owned()
-    };
-    let (stdout, stderr) = (read("stdout"), read("stderr"));
+    let stdout = read_capped(&private.path().join("stdout"));
+    let stderr = read_capped(&private.path().join("stderr"));
     if outcome.status == Status::InternalError {
         anyhow::bail!("cannot run the run script: {}", outcome.message);
     }

@@ -57,6 +57,17 @@ impl BoxDir {
     }
 }
 
+/// The first MiB of a file written by a sandboxed tool (its stdout or stderr), as text; empty
+/// when the file is missing.
+pub(crate) fn read_capped(path: &Path) -> String {
+    use std::io::Read;
+    let mut text = Vec::new();
+    if let Ok(file) = fs::File::open(path) {
+        let _ = file.take(1 << 20).read_to_end(&mut text);
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
 fn chown(path: &Path, (uid, gid): (u32, u32)) -> Result<()> {
     std::os::unix::fs::chown(path, Some(uid), Some(gid))
         .with_context(|| format!("cannot give {} to the sandbox user {uid}", path.display()))
