@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::output::outln;
 use anyhow::{bail, Context, Result};
 
 use crate::evaluate::run::{self, Catalog, EvaluateOptions};
@@ -121,7 +122,7 @@ pub fn run(args: Args) -> Result<i32> {
     let catalog = Catalog::load(&problems, &tests)?;
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
-        println!("dry run: nothing judged\n{}", run::describe(&plan));
+        outln!("dry run: nothing judged\n{}", run::describe(&plan));
         return Ok(0);
     }
     let judge = Judge::new(args.run.judge_options()?)?;
@@ -140,7 +141,7 @@ pub fn run(args: Args) -> Result<i32> {
     })?;
     let secs = summary.elapsed.as_secs_f64().max(1e-9);
     let tests = progress.tests_run.load(Ordering::Relaxed);
-    println!(
+    outln!(
         "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed, {} compiles)",
         summary.judged,
         secs,
@@ -150,13 +151,13 @@ pub fn run(args: Args) -> Result<i32> {
         progress.compiles.load(Ordering::Relaxed)
     );
     for path in &summary.results_files {
-        println!("results:  {}", path.display());
+        outln!("results:  {}", path.display());
     }
     for path in &summary.parquet_files {
-        println!("parquet:  {}", path.display());
+        outln!("parquet:  {}", path.display());
     }
     if let Some(first) = summary.reports.iter().find(|p| p.ends_with("README.md")) {
-        println!(
+        outln!(
             "reports:  {} (and {} more)",
             first.display(),
             summary.reports.len().saturating_sub(1)
@@ -164,7 +165,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
     if looks_like_hub_id(&results_name) && !args.demo {
-        println!(
+        outln!(
             "to upload to the Hugging Face hub: huggingface-cli upload {results_name} {} --repo-type dataset",
             results_dir.display()
         );
@@ -268,7 +269,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
     }
     let written = crate::evaluate::write_reports(&args.results, &out, &args.id_column)?;
     for path in written {
-        println!("{}", path.display());
+        outln!("{}", path.display());
     }
     Ok(0)
 }

@@ -5,6 +5,7 @@ mod bench_evaluate;
 mod bench_judge;
 mod convert;
 mod doctor;
+mod output;
 mod evaluate;
 mod judge;
 mod sandbox;
@@ -61,6 +62,8 @@ pub fn main() -> i32 {
     wait_if_interrupted();
     match result {
         Ok(code) => code,
+        // The reader of our output went away (`| head`): it has what it wanted.
+        Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
             2
@@ -146,13 +149,7 @@ pub enum RunnerKind {
 
 impl RunArgs {
     pub fn jobs(&self) -> usize {
-        self.jobs
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
-            .max(1)
+        jobs_or_default(self.jobs)
     }
 
     pub fn judge_options(&self) -> anyhow::Result<crate::judge::JudgeOptions> {
@@ -175,6 +172,17 @@ impl RunArgs {
         };
         Ok(options)
     }
+}
+
+/// The number of parallel workers: `--jobs` when given (0 counts as 1), else one per core.
+/// Every command that runs things in parallel takes its default from here.
+pub fn jobs_or_default(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+    .max(1)
 }
 
 fn at_least_one(text: &str) -> Result<usize, String> {
