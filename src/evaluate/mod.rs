@@ -10,6 +10,7 @@
 pub mod demo;
 pub mod export;
 mod hub;
+mod lock;
 pub mod reports;
 pub mod results;
 pub mod roundrobin;

@@ -93,6 +93,8 @@ pub struct ResultsFile {
     file: File,
     id_column: String,
     done: HashSet<SubmissionKey>,
+    /// Held while this file is open: one writer per results file.
+    _lock: super::lock::ResultsLock,
 }
 
 impl ResultsFile {
@@ -107,6 +109,8 @@ impl ResultsFile {
         override_existing: bool,
     ) -> Result<ResultsFile> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        // Before anything is read or moved: another run may be writing this file.
+        let lock = super::lock::ResultsLock::acquire(dir, config_name)?;
         let path = dir.join(format!("{config_name}.jsonl"));
         if override_existing && path.exists() {
             let backup = dir.join(format!("{config_name}.jsonl.bak"));
@@ -136,6 +140,7 @@ impl ResultsFile {
             file,
             id_column: id_column.to_string(),
             done,
+            _lock: lock,
         })
     }
 

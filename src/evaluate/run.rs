@@ -313,10 +313,11 @@ pub fn evaluate(
     if !write_errors.is_empty() {
         bail!("cannot write results:\n{}", write_errors.join("\n"));
     }
+    // The files (and their locks) stay open until the parquet and reports are written, so
+    // that no other run appends meanwhile.
     let results_files: Vec<PathBuf> = files
-        .into_iter()
-        .filter_map(|f| f.into_inner().ok())
-        .map(|f| f.path().to_path_buf())
+        .iter()
+        .filter_map(|f| f.lock().ok().map(|f| f.path().to_path_buf()))
         .collect();
     let mut parquet_files = Vec::new();
     for path in &results_files {
