@@ -38,7 +38,10 @@ fn a_compile_error_shows_the_compiler_messages_once() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert_eq!(stdout.matches("the compiler says").count(), 1, "{stdout}");
-    assert!(stdout.contains("error:"), "the messages are shown: {stdout}");
+    assert!(
+        stdout.contains("error:"),
+        "the messages are shown: {stdout}"
+    );
     assert!(
         !stdout.contains("Compilation error exit code"),
         "no per-test rows repeating the feedback: {stdout}"
@@ -70,11 +73,16 @@ fn tests_are_shown_as_they_finish_and_the_table_fits_the_terminal() {
     }
     assert!(stderr.contains("WA"), "{stderr}");
     for line in stdout.lines() {
-        assert!(line.chars().count() <= 60, "wider than 60 columns: {line:?}");
+        assert!(
+            line.chars().count() <= 60,
+            "wider than 60 columns: {line:?}"
+        );
     }
     // The shared test 01 belongs to every subtask: one short label, not the list.
     assert!(
-        stdout.lines().any(|l| l.starts_with("01") && l.contains(" all ")),
+        stdout
+            .lines()
+            .any(|l| l.starts_with("01") && l.contains(" all ")),
         "{stdout}"
     );
     assert!(stdout.contains("total 40/100"), "{stdout}");

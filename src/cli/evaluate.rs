@@ -14,6 +14,9 @@ use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::Judge;
 
+/// Where `evaluate --demo` writes when given no folder.
+const DEMO_RESULTS: &str = "ioi-run-demo";
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Datasets to evaluate, comma-separated: parquet/jsonl files, folders, globs, or Hugging
@@ -67,10 +70,9 @@ pub fn run(args: Args) -> Result<i32> {
     let demo_dir;
     let (datasets, results_name, problems, tests) = if args.demo {
         // With --demo the only positional, if any, is the results folder.
-        let results = args
-            .datasets
-            .clone()
-            .unwrap_or_else(|| "ioi-run-demo".into());
+        // `ioi-run-demo` is in the repository's .gitignore: running the demo from a clone
+        // leaves nothing untracked.
+        let results = args.datasets.clone().unwrap_or_else(|| DEMO_RESULTS.into());
         demo_dir = PathBuf::from(&results).join("demo-input");
         crate::evaluate::demo::extract(&demo_dir)?;
         eprintln!(
@@ -123,7 +125,7 @@ pub fn run(args: Args) -> Result<i32> {
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
         outln!("dry run: nothing judged\n{}", run::describe(&plan));
-        return Ok(0);
+        return Ok(if plan.bad_rows.is_empty() { 0 } else { 1 });
     }
     let judge = Judge::new(args.run.judge_options()?)?;
     let progress = Progress::default();
@@ -142,14 +144,19 @@ pub fn run(args: Args) -> Result<i32> {
     let secs = summary.elapsed.as_secs_f64().max(1e-9);
     let tests = progress.tests_run.load(Ordering::Relaxed);
     outln!(
-        "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed, {} compiles)",
+        "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed; {} compiled, {} from the compile cache)",
         summary.judged,
         secs,
         tests as f64 / secs,
         tests,
         progress.tests_discarded.load(Ordering::Relaxed),
-        progress.compiles.load(Ordering::Relaxed)
+        judge.cache().builds(),
+        judge.cache().hits()
     );
+    let table = crate::evaluate::summary::summarize(&summary.results_files, &args.id_column)?;
+    if !table.is_empty() {
+        outln!("\n{}", crate::evaluate::summary::render(&table));
+    }
     for path in &summary.results_files {
         outln!("results:  {}", path.display());
     }
@@ -170,6 +177,12 @@ pub fn run(args: Args) -> Result<i32> {
             results_dir.display()
         );
     }
+    if summary.bad_rows > 0 {
+        eprintln!(
+            "{} row(s) were not judged because of bad input (listed above; written nowhere)",
+            summary.bad_rows
+        );
+    }
     if !summary.failed.is_empty() {
         eprintln!(
             "{} submission(s) could not be judged (run again to retry them):",
@@ -180,7 +193,7 @@ pub fn run(args: Args) -> Result<i32> {
         }
         return Ok(1);
     }
-    Ok(0)
+    Ok(if summary.bad_rows > 0 { 1 } else { 0 })
 }
 
 fn looks_like_hub_id(name: &str) -> bool {

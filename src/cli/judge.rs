@@ -61,7 +61,12 @@ pub fn run(args: Args) -> Result<i32> {
         .with_context(|| format!("cannot read {}", solution.display()))?;
     let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
-    let name_width = problem.test_names().iter().map(|t| t.len()).max().unwrap_or(4);
+    let name_width = problem
+        .test_names()
+        .iter()
+        .map(|t| t.len())
+        .max()
+        .unwrap_or(4);
     let source = Preloaded::new(judge.prepare(problem, tests)?);
     let options = ScheduleOptions {
         jobs: args.run.jobs(),
@@ -202,7 +207,13 @@ fn show_finished_test(t: &TestResult, name_width: usize) {
         .memory
         .map(|v| format!("{:.1} MiB", v as f64 / (1 << 20) as f64))
         .unwrap_or_default();
-    let feedback = t.feedback.as_deref().unwrap_or("").lines().next().unwrap_or("");
+    let feedback = t
+        .feedback
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("");
     // A closed stderr must not stop judging: the final table still goes to stdout.
     let _ = writeln!(
         std::io::stderr().lock(),
@@ -257,7 +268,10 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
             let feedback = t.feedback.as_deref().unwrap_or("");
             let (first, messages) = feedback.split_once('\n').unwrap_or((feedback, ""));
             let exit = first.trim_start_matches("Compilation error ");
-            outln!("{} ({exit}); the compiler says:", paint("compilation failed".into(), "31"));
+            outln!(
+                "{} ({exit}); the compiler says:",
+                paint("compilation failed".into(), "31")
+            );
             outln!("{}", messages.trim_end());
         }
         None => print_tests(problem, results, &paint)?,

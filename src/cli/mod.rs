@@ -5,9 +5,9 @@ mod bench_evaluate;
 mod bench_judge;
 mod convert;
 mod doctor;
-mod output;
 mod evaluate;
 mod judge;
+mod output;
 mod sandbox;
 mod serve;
 
@@ -74,9 +74,13 @@ pub fn main() -> i32 {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IOI_RUN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colour codes only for a person at a terminal, never into a log file or a pipe.
+    use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .try_init();
 }
 
@@ -90,8 +94,11 @@ fn install_interrupt_handler() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
-            eprintln!("ioi-run: interrupted, stopping sandboxed runs");
+            crate::interrupt::record(sig);
+            eprintln!(
+                "ioi-run: interrupted: stopping the sandboxed runs. Results already written are \
+                 kept; `evaluate` resumes where it stopped when run again."
+            );
             ioi_sandbox::abort_all();
             crate::scratch::remove_own();
             std::process::exit(128 + sig);
@@ -99,12 +106,10 @@ fn install_interrupt_handler() {
     });
 }
 
-/// The signal that interrupted ioi-run (0: none). Once set, the interrupt handler owns the
-/// exit: the main thread, whose runs were just killed, must not exit first with their failure.
-static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
+/// Once interrupted, the interrupt handler owns the exit: the main thread, whose runs were just
+/// killed, must not exit first with their failure.
 fn wait_if_interrupted() {
-    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+    if crate::interrupt::signal().is_some() {
         loop {
             std::thread::park();
         }

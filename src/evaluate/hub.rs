@@ -78,8 +78,12 @@ pub(super) fn resolve(id: &str, endpoint: Option<&str>) -> Result<Vec<DatasetSou
 
 /// `HF_HUB_OFFLINE=1`, as `huggingface_hub` understands it: never touch the network.
 fn offline() -> bool {
-    std::env::var("HF_HUB_OFFLINE")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+    std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
 }
 
 /// A blocking client (token and cache from the environment, like `huggingface_hub`).

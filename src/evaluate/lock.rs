@@ -32,23 +32,24 @@ impl ResultsLock {
             .truncate(false)
             .open(&path)
             .with_context(|| format!("cannot open the lock file {}", path.display()))?;
-        let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => lock,
-            Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
-                bail!(
+        let mut lock =
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => lock,
+                Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+                    let mut holder = String::new();
+                    let _ = file.read_to_string(&mut holder);
+                    let holder = holder.trim();
+                    bail!(
                     "{}.jsonl is being written by another ioi-run ({}); wait for it to finish, \
                      or write to another results folder",
                     dir.join(config_name).display(),
                     if holder.is_empty() { "unknown process" } else { holder }
                 );
-            }
-            Err((_, errno)) => {
-                return Err(errno).with_context(|| format!("cannot lock {}", path.display()))
-            }
-        };
+                }
+                Err((_, errno)) => {
+                    return Err(errno).with_context(|| format!("cannot lock {}", path.display()))
+                }
+            };
         // Who holds it, for the message of a second run.
         let holder = format!("pid {} on {}: {}", std::process::id(), host(), command());
         let written = lock
@@ -86,7 +87,10 @@ mod tests {
         let first = ResultsLock::acquire(dir.path(), "model").unwrap();
         // flock locks belong to open file descriptions: a second open conflicts even in one
         // process, as it does across processes.
-        let err = format!("{:#}", ResultsLock::acquire(dir.path(), "model").unwrap_err());
+        let err = format!(
+            "{:#}",
+            ResultsLock::acquire(dir.path(), "model").unwrap_err()
+        );
         assert!(
             err.contains(&format!("pid {}", std::process::id())) && err.contains("model.jsonl"),
             "{err}"

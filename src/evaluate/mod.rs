@@ -16,6 +16,7 @@ pub mod results;
 pub mod roundrobin;
 pub mod run;
 pub mod submissions;
+pub mod summary;
 
 pub use export::{export_results_file, write_parquet_dataset};
 pub use reports::write_reports;

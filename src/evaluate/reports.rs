@@ -35,6 +35,9 @@ pub struct SubtaskCell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgedSubmission {
     pub id: String,
+    /// A readable name for the submission (a `label` or `description` field), shown next to
+    /// the id in reports.
+    pub label: Option<String>,
     pub year: i64,
     /// Lowercase problem id.
     pub problem_id: String,
@@ -70,10 +73,12 @@ impl JudgedSubmission {
                 Some(_) => Ok(Some(row.str(field)?.to_string())),
             }
         };
+        // A task folder that does not say its day has an empty one: shown as unknown.
         let day = match text("problem_day")? {
             Some(day) => Some(day),
             None => text("day")?,
-        };
+        }
+        .filter(|day| !day.trim().is_empty());
         let code_compiles = match row.get("code_compiles") {
             Some(Value::Bool(b)) => *b,
             _ => bail!(
@@ -93,8 +98,13 @@ impl JudgedSubmission {
             ),
         };
         let first_subtask_status = subtasks.first().map_or(Status::Skipped, |c| c.status);
+        let label = match text("label")? {
+            Some(label) => Some(label),
+            None => text("description")?,
+        };
         Ok(JudgedSubmission {
             id: key.id,
+            label,
             year: key.year,
             problem_id: key.problem_id,
             day,
@@ -317,7 +327,10 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
         .iter()
         .map(|s| {
             let mut row = vec![
-                s.id.clone(),
+                match &s.label {
+                    Some(label) => format!("{} ({label})", s.id),
+                    None => s.id.clone(),
+                },
                 s.target_subtask.clone().unwrap_or_else(|| "-".into()),
                 points(s.total),
             ];
@@ -651,7 +664,7 @@ mod tests {
             write_reports(&[results], dir.path(), "uuid").unwrap_err()
         );
         assert!(
-            err.contains("model-a.jsonl row 1")
+            err.contains("model-a.jsonl row 2")
                 && err.contains("all_subtasks_results[1]")
                 && err.contains("`status`"),
             "{err}"

@@ -469,7 +469,7 @@ mod tests {
         std::fs::write(&path, "{\"label\": \"a\", \"problem_id\": \"p\"}\n").unwrap();
         let err = ResultsFile::open(dir.path(), "model", "uuid", false).unwrap_err();
         let msg = format!("{err:#}");
-        assert!(msg.contains("row 0") && msg.contains("`uuid`"), "{msg}");
+        assert!(msg.contains("row 1") && msg.contains("`uuid`"), "{msg}");
         assert!(ResultsFile::open(dir.path(), "model", "label", false).is_ok());
     }
 

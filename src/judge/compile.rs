@@ -103,6 +103,9 @@ pub struct CompileCache {
     size: Mutex<Option<u64>>,
     /// Compiler runs so far (entries found on disk or in memory do not count).
     builds: AtomicUsize,
+    /// Compiles answered without the compiler: found on disk, or shared with an identical
+    /// compile in progress.
+    hits: AtomicUsize,
 }
 
 /// Default location: `$IOI_RUN_CACHE` or the user's cache directory.
@@ -125,6 +128,7 @@ impl CompileCache {
             in_memory: Mutex::new(HashMap::new()),
             size: Mutex::new(None),
             builds: AtomicUsize::new(0),
+            hits: AtomicUsize::new(0),
         })
     }
 
@@ -135,6 +139,12 @@ impl CompileCache {
     /// How many times this cache ran the compiler: what "compile once" is measured by.
     pub fn builds(&self) -> usize {
         self.builds.load(Ordering::Relaxed)
+    }
+
+    /// How many compiles were answered from the cache (disk, or an identical compile in
+    /// progress) instead of by the compiler.
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::Relaxed)
     }
 
     /// Compiles a submission for `problem`: `graders/<id>.cpp` with the grader/stub.
@@ -202,12 +212,17 @@ impl CompileCache {
                 .map_err(|_| anyhow::anyhow!("compile cache lock poisoned"))?;
             map.entry(key.clone()).or_default().clone()
         };
+        let mut initialised_here = false;
         let result = cell
             .get_or_init(|| {
+                initialised_here = true;
                 self.load_or_build(sandbox, &key, &job)
                     .map_err(|e| format!("{e:#}"))
             })
             .clone();
+        if !initialised_here {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
         if let Ok(mut map) = self.in_memory.lock() {
             if map.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
                 map.remove(&key);
@@ -220,6 +235,7 @@ impl CompileCache {
         let entry = self.dir.join(key);
         if let Some(found) = read_entry(&entry) {
             touch(&entry);
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(found);
         }
         self.builds.fetch_add(1, Ordering::Relaxed);

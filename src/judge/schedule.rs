@@ -89,7 +89,9 @@ pub struct Progress {
 /// ahead and discarded are not reported). The final results remain the authority: a test
 /// reported here may still end up SKIPPED by early stop.
 #[derive(Default)]
-pub struct TestObserver(Option<Box<dyn Fn(usize, &TestResult) + Send + Sync>>);
+pub struct TestObserver(Option<TestCallback>);
+
+type TestCallback = Box<dyn Fn(usize, &TestResult) + Send + Sync>;
 
 impl TestObserver {
     pub fn new(f: impl Fn(usize, &TestResult) + Send + Sync + 'static) -> TestObserver {
@@ -105,7 +107,11 @@ impl TestObserver {
 
 impl std::fmt::Debug for TestObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "TestObserver(set)" } else { "TestObserver(none)" })
+        f.write_str(if self.0.is_some() {
+            "TestObserver(set)"
+        } else {
+            "TestObserver(none)"
+        })
     }
 }
 
