@@ -31,8 +31,25 @@ fn judge(args: &[&Path], columns: Option<&str>) -> Output {
     cmd.output().expect("ioi-run runs")
 }
 
+/// Judging needs root (namespaces, cgroups): without it the test says so and passes, except
+/// in CI, where it must fail loudly.
+fn can_judge() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run the tests as root"
+    );
+    eprintln!("SKIPPED: judging needs root");
+    false
+}
+
 #[test]
 fn a_compile_error_shows_the_compiler_messages_once() {
+    if !can_judge() {
+        return;
+    }
     let dir = sumpairs();
     let out = judge(&[&dir, &dir.join("solutions/ce.cpp")], None);
     let stdout = text(&out.stdout);
@@ -58,6 +75,9 @@ fn a_compile_error_shows_the_compiler_messages_once() {
 
 #[test]
 fn tests_are_shown_as_they_finish_and_the_table_fits_the_terminal() {
+    if !can_judge() {
+        return;
+    }
     let dir = sumpairs();
     let out = judge(&[&dir, &dir.join("solutions/int_overflow.cpp")], Some("60"));
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
