@@ -368,3 +368,34 @@ fn a_task_folder_without_a_year_is_named_by_its_id_in_the_plan() {
         "{stdout}"
     );
 }
+
+#[test]
+fn reports_of_a_task_folder_without_year_or_day_invent_neither() {
+    if !can_judge() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let sumpairs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/problems/sumpairs");
+    let subs = work.path().join("subs.jsonl");
+    // No `year`: the submission defaults to 2024, but the problem does not say its year.
+    std::fs::write(
+        &subs,
+        serde_json::json!({"uuid": "a", "problem_id": "sumpairs", "code": ""}).to_string() + "\n",
+    )
+    .unwrap();
+    let out_dir = work.path().join("out");
+    let out = evaluate(work.path(), &subs, &out_dir, &sumpairs, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let reports = out_dir.join("reports/subs");
+    assert!(reports.join("sumpairs.md").is_file());
+    let readme = std::fs::read_to_string(reports.join("README.md")).unwrap();
+    assert!(
+        readme.contains("# Problems without a year") && !readme.contains("2024"),
+        "{readme}"
+    );
+    let row = readme
+        .lines()
+        .find(|l| l.contains("sumpairs"))
+        .unwrap_or_else(|| panic!("{readme}"));
+    assert!(row.starts_with("| -"), "an unknown day is `-`: {row}");
+}

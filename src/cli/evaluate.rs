@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(required_unless_present = "demo")]
     results_name: Option<String>,
     /// Evaluate the embedded demo (three problems, 26 submissions; no download needed):
-    /// `ioi-run evaluate --demo [RESULTS_NAME]`.
+    /// `ioi-run evaluate --demo [RESULTS_NAME]` (default: `ioi-run-demo` in the current folder).
     #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
     demo: bool,
     /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.

@@ -102,10 +102,16 @@ impl JudgedSubmission {
             Some(label) => Some(label),
             None => text("description")?,
         };
+        // A problem without a year (a task folder that does not say) is reported without one,
+        // not under the year a submission defaulted to.
+        let year = match row.get("problem_year").and_then(Value::as_i64) {
+            Some(0) => 0,
+            _ => key.year,
+        };
         Ok(JudgedSubmission {
             id: key.id,
             label,
-            year: key.year,
+            year,
             problem_id: key.problem_id,
             day,
             target_subtask: text("target_subtask")?,
@@ -254,7 +260,10 @@ impl ProblemOverview {
     }
 
     fn report_name(&self) -> String {
-        format!("{}_{}.md", self.year, self.problem_id)
+        match self.year {
+            0 => format!("{}.md", self.problem_id),
+            year => format!("{year}_{}.md", self.problem_id),
+        }
     }
 
     fn is_practice(&self) -> bool {
@@ -401,8 +410,12 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
                 ]
             })
             .collect();
+        let title = match year {
+            0 => "Problems without a year".to_string(),
+            year => year.to_string(),
+        };
         out.push_str(&format!(
-            "\n# {year}\n\n\
+            "\n# {title}\n\n\
              - Score (no submission limit): **{:.2}/600**\n\
              - Score (limited to 50 submissions, round robin selection): **{:.2}/600**\n\n{}",
             counted().map(|o| o.no_limit_score).sum::<f64>(),

@@ -25,7 +25,8 @@ use crate::score::{Status, SubtaskResult};
 /// every subtask's results.
 ///
 /// Extra fields beyond the reference: `submission_id` (the id, so reports need no `--id-column`),
-/// `problem_name` and `problem_day` (reports group by day and leave out practice problems).
+/// `problem_name`, `problem_day` and `problem_year` (reports group by day and year, and leave
+/// out practice problems).
 pub fn result_row(
     submission: &Submission,
     problem: &Problem,
@@ -37,6 +38,9 @@ pub fn result_row(
     row.entry("submission_id").or_insert(json!(submission.id));
     row.entry("problem_name").or_insert(json!(problem.name));
     row.entry("problem_day").or_insert(json!(problem.day));
+    // 0 for a task folder that does not say its year: reports then show no year rather than
+    // the submission's default one.
+    row.entry("problem_year").or_insert(json!(problem.year));
     let target = submission
         .target_subtask
         .as_deref()
