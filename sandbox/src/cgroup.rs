@@ -428,7 +428,7 @@ pub(crate) struct RunCgroup {
 /// before 5.19 take.
 pub const SAMPLE_MEMORY_ENV: &str = "IOI_SANDBOX_SAMPLE_MEMORY";
 
-fn sample_forced() -> bool {
+pub(crate) fn sample_forced() -> bool {
     std::env::var_os(SAMPLE_MEMORY_ENV).is_some_and(|v| !v.is_empty() && v != "0")
 }
 

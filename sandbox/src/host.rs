@@ -62,7 +62,13 @@ pub fn checks() -> Vec<Check> {
                 }
                 crate::CgroupVersion::V2 => format!(
                     "cgroup v2 (unified) with memory and pids controllers; peak memory {}",
-                    if kernel_at_least(5, 19) {
+                    if crate::cgroup::sample_forced() {
+                        format!(
+                            "sampled every {} ms (forced by {})",
+                            crate::cgroup::MEMORY_SAMPLE_PERIOD.as_millis(),
+                            crate::SAMPLE_MEMORY_ENV
+                        )
+                    } else if kernel_at_least(5, 19) {
                         "from memory.peak".to_string()
                     } else {
                         format!(
