@@ -223,9 +223,12 @@ impl Sandbox {
             )
         } as i32;
         if pid < 0 {
-            let e = std::io::Error::last_os_error();
+            let errno = nix::errno::Errno::last();
             drop(in_network);
-            bail!("cannot create the namespaces ({e}); check that user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)");
+            bail!(
+                "cannot create the namespaces of a run: {}",
+                crate::host::namespace_failure(errno)
+            );
         }
         if pid == 0 {
             child::init_main(&plan);
@@ -277,6 +280,13 @@ impl Sandbox {
         let mut limit_hit: Option<Status> = None;
         let mut report_bytes = [0u8; Report::SIZE];
         let mut got = 0usize;
+        // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
+        // the CPU limit off or report a false peak.
+        let fail = |e: anyhow::Error| -> Result<Outcome> {
+            kill_init();
+            let _ = nix::sys::wait::waitpid(init, None);
+            Err(e)
+        };
         loop {
             // Sleep until the report arrives, or until the earliest moment a limit could be hit.
             let mut wait = Duration::from_millis(500);
@@ -284,8 +294,15 @@ impl Sandbox {
                 wait = wait.min(wall.saturating_sub(start.elapsed()));
             }
             if let Some(cpu) = limits.cpu_time {
-                let left = cpu.saturating_sub(cgroup.cpu_time());
+                let used = match cgroup.cpu_time() {
+                    Ok(used) => used,
+                    Err(e) => return fail(e),
+                };
+                let left = cpu.saturating_sub(used);
                 wait = wait.min((left / cores).max(Duration::from_millis(2)));
+            }
+            if let Some(period) = cgroup.memory_sample_period() {
+                wait = wait.min(period);
             }
             let timeout =
                 PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
@@ -312,8 +329,18 @@ impl Sandbox {
                     bail!("poll failed: {e}");
                 }
             }
+            if let Err(e) = cgroup.sample_memory() {
+                return fail(e);
+            }
             if limit_hit.is_none() {
-                if limits.cpu_time.is_some_and(|cpu| cgroup.cpu_time() > cpu) {
+                let cpu_over = match limits.cpu_time {
+                    Some(cpu) => match cgroup.cpu_time() {
+                        Ok(used) => used > cpu,
+                        Err(e) => return fail(e),
+                    },
+                    None => false,
+                };
+                if cpu_over {
                     limit_hit = Some(Status::TimeLimit);
                 } else if limits.wall_time.is_some_and(|wall| start.elapsed() >= wall) {
                     limit_hit = Some(Status::WallTimeLimit);
@@ -331,9 +358,9 @@ impl Sandbox {
             None
         };
         let stats = Stats {
-            cpu: cgroup.cpu_time(),
-            memory: cgroup.memory_peak(),
-            oom_kills: cgroup.oom_kills(),
+            cpu: cgroup.cpu_time()?,
+            memory: cgroup.memory_peak()?,
+            oom_kills: cgroup.oom_kills()?,
         };
         Ok(classify(report, limit_hit, &stats, wall_time, spec, plan))
     }

@@ -50,7 +50,7 @@ mod seccomp;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use cgroup::CgroupVersion;
+pub use cgroup::{CgroupVersion, SAMPLE_MEMORY_ENV};
 pub use keeper::{abort_all, Sandbox, SandboxOptions};
 
 /// What to run, where, and under which limits.
