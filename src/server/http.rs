@@ -205,7 +205,7 @@ fn package_request(body: &[u8]) -> Result<Json<Value>, ApiError> {
             "expected {{language, version}} as JSON strings: {e}"
         ))
     })?;
-    let runtime = Runtime::find(&package.language, &package.version).ok_or_else(|| {
+    let runtime = Runtime::find(&package.language, &package.version, false).ok_or_else(|| {
         ApiError::bad(format!(
             "{}-{} package does not exist",
             package.language, package.version
