@@ -23,7 +23,7 @@ pub struct Args {
     /// many Piston endpoints: `2000-2015`, `2000,2001,2005`; 0 picks a free port. The
     /// `PISTON_ENDPOINTS` value is printed at start.
     #[arg(long, value_parser = parse_ports)]
-    ports: Option<Vec<u16>>,
+    ports: Option<PortList>,
     /// Executions at once [default: the number of cores].
     #[arg(long, short = 'j', visible_alias = "max-concurrent-requests",
           value_parser = super::at_least_one)]
@@ -55,7 +55,10 @@ pub fn run(args: Args) -> Result<i32> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let ports = args.ports.clone().unwrap_or_else(|| vec![args.port]);
+    let ports = args
+        .ports
+        .clone()
+        .map_or_else(|| vec![args.port], |list| list.0);
     let addrs = ports
         .iter()
         .map(|&port| resolve(&args.host, port))
@@ -124,8 +127,12 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
         .ok_or_else(|| anyhow!("--host {host} resolves to no address"))
 }
 
+/// The ports of `--ports` (a newtype: clap would take a `Vec` for repeated values).
+#[derive(Debug, Clone, PartialEq)]
+struct PortList(Vec<u16>);
+
 /// `2000-2015`, `2000,2001`, `2000-2003,2010`; ports 0 (a free one each) may repeat.
-fn parse_ports(text: &str) -> Result<Vec<u16>, String> {
+fn parse_ports(text: &str) -> Result<PortList, String> {
     let mut ports = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let port = |t: &str| {
@@ -151,7 +158,7 @@ fn parse_ports(text: &str) -> Result<Vec<u16>, String> {
     if ports.is_empty() {
         return Err("--ports needs at least one port, e.g. 2000-2015".to_string());
     }
-    Ok(ports)
+    Ok(PortList(ports))
 }
 
 /// A wait in seconds; 0 answers 503 at once.
@@ -200,15 +207,42 @@ mod tests {
 
     #[test]
     fn port_lists_and_ranges_parse() {
-        assert_eq!(parse_ports("2000-2003"), Ok(vec![2000, 2001, 2002, 2003]));
+        let ports = |text| parse_ports(text).map(|list| list.0);
+        assert_eq!(ports("2000-2003"), Ok(vec![2000, 2001, 2002, 2003]));
         assert_eq!(
-            parse_ports("2000,2005, 2010-2011"),
+            ports("2000,2005, 2010-2011"),
             Ok(vec![2000, 2005, 2010, 2011])
         );
-        assert_eq!(parse_ports("0,0"), Ok(vec![0, 0]));
+        assert_eq!(ports("0,0"), Ok(vec![0, 0]));
         assert!(parse_ports("2003-2000").unwrap_err().contains("range"));
         assert!(parse_ports("2000,2000").unwrap_err().contains("twice"));
         assert!(parse_ports("http").unwrap_err().contains("invalid port"));
         assert!(parse_ports("").is_err());
+    }
+
+    #[test]
+    fn serve_takes_the_shared_options_and_refuses_zero_jobs() {
+        use clap::Parser;
+        let parse = |args: &[&str]| crate::cli::Cli::try_parse_from(args);
+        let ok = parse(&[
+            "ioi-run",
+            "serve",
+            "--ports",
+            "2000-2003",
+            "-j",
+            "3",
+            "--cache-dir",
+            "/c",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let zero = parse(&["ioi-run", "serve", "--jobs", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains("at least 1"), "{zero}");
+        let zero = parse(&["ioi-run", "judge", "-j", "0", "p", "s.cpp"])
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains("at least 1"), "{zero}");
+        assert!(parse(&["ioi-run", "serve", "--port", "1", "--ports", "2"]).is_err());
     }
 }
