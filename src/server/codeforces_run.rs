@@ -76,6 +76,7 @@ impl JudgeExecutor {
     ) -> Result<Result<Program, CfVerdict>, RequestError> {
         let standard = match job.language {
             CfLanguage::Python3 => {
+                python3_in_box()?;
                 let path = private.join("main.py");
                 fs::write(&path, &job.source)
                     .map_err(|e| internal("cannot write the program", e.into()))?;
@@ -228,6 +229,23 @@ impl JudgeExecutor {
             how: "checker",
             note,
         })
+    }
+}
+
+/// The box sees the host's `/usr` only: a `python3` from pyenv or conda is not there.
+fn python3_in_box() -> Result<(), RequestError> {
+    let found = ["/usr/local/bin/python3", "/usr/bin/python3", "/bin/python3"]
+        .iter()
+        .any(|path| Path::new(path).exists());
+    if found {
+        Ok(())
+    } else {
+        Err(RequestError::Internal(
+            "Python requests need python3 in /usr/bin or /usr/local/bin on the host (the box \
+             sees only /usr; a python3 from pyenv or conda is not visible): install the \
+             distribution's python3"
+                .to_string(),
+        ))
     }
 }
 
