@@ -815,3 +815,79 @@ fn several_ports_share_one_pool_of_workers() {
     assert_eq!(fake.jobs().len(), 2);
     server.stop().unwrap();
 }
+
+/// Resident memory of this process, in bytes.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib << 10
+}
+
+/// An executor that keeps nothing of the jobs it answers.
+struct Forgetful;
+
+impl Executor for Forgetful {
+    fn execute(&self, _job: Job) -> Result<Response, RequestError> {
+        Ok(judged(1.0, "Output is correct"))
+    }
+}
+
+#[test]
+fn the_server_gives_the_memory_of_large_requests_back() {
+    let server = TestServer::start(Arc::new(Forgetful), |o| o.max_body = 80 << 20);
+    let url = server.url("execute");
+    let before = resident_bytes();
+    // Bodies of 64 MB, several at once: the server holds them in many small buffers meanwhile.
+    let body = Arc::new(nile_request("x", &"1234567 ".repeat(8 << 20)).to_string());
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, body) = (url.clone(), body.clone());
+            std::thread::spawn(move || post(&url, &body).0)
+        })
+        .collect();
+    for client in clients {
+        assert_eq!(client.join().unwrap(), 200);
+    }
+    drop(body);
+    // And bodies over the limit sent without a length: read up to the limit, then refused.
+    let addr = server.server.as_ref().unwrap().local_addr();
+    let mut chunked = Vec::new();
+    for _ in 0..(96 << 20) / (1 << 16) {
+        chunked.extend_from_slice(format!("{:x}\r\n", 1 << 16).as_bytes());
+        chunked.extend(std::iter::repeat_n(b' ', 1 << 16));
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let chunked = Arc::new(chunked);
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let chunked = chunked.clone();
+            std::thread::spawn(move || {
+                raw_request(
+                    addr,
+                    "POST /api/v2/execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    Some(chunked.to_vec()),
+                )
+            })
+        })
+        .collect();
+    for client in clients {
+        let answer = client.join().unwrap();
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    }
+    drop(chunked);
+    let after = resident_bytes();
+    eprintln!(
+        "resident: {} MiB before, {} MiB after",
+        before >> 20,
+        after >> 20
+    );
+    assert!(
+        after < before + (48 << 20),
+        "{} MiB resident after three 64 MB requests and three refused 96 MB ones (from {} MiB): the memory was kept",
+        after >> 20,
+        before >> 20
+    );
+    server.stop().unwrap();
+}

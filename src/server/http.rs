@@ -308,9 +308,11 @@ async fn execute(State(state): State<AppState>, request: Request) -> Result<Json
         return Err(too_large(state.max_body));
     }
     let (admitted, buffered) = admit(&state, declared.unwrap_or(state.max_body)).await?;
+    // Dropped last, once the body, the parsed request and the job are all gone; a body of
+    // unknown length may be large, even when it is refused.
+    let mut trim = GiveMemoryBack(declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
     let body = read_body(request.into_body(), state.max_body).await?;
-    // Dropped last, once the body, the parsed request and the job are all gone.
-    let _trim = (body.len() >= TRIM_AFTER_BYTES).then_some(GiveMemoryBack);
+    trim.0 = body.len() >= TRIM_AFTER_BYTES;
     let request = parse_execute(&body);
     drop(body);
     // The body is parsed: only what the job holds stays (the test files, which the executor
@@ -415,16 +417,18 @@ fn too_large(max_body: u64) -> ApiError {
     }
 }
 
-/// When dropped, returns freed heap memory to the system: glibc keeps the many small
-/// buffers a large body arrived in, and the server would stay bloated.
-struct GiveMemoryBack;
+/// When dropped (and armed), returns freed heap memory to the system: glibc keeps the many
+/// small buffers a large body arrived in, and the server would stay bloated.
+struct GiveMemoryBack(bool);
 
 impl Drop for GiveMemoryBack {
     fn drop(&mut self) {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only walks the allocator's own free lists.
-        unsafe {
-            libc::malloc_trim(0);
+        if self.0 {
+            // SAFETY: malloc_trim only walks the allocator's own free lists.
+            unsafe {
+                libc::malloc_trim(0);
+            }
         }
     }
 }
