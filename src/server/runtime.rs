@@ -134,18 +134,21 @@ impl Runtime {
 
     /// The runtime a request names, as Piston resolves it: the language or one of its aliases,
     /// and a version that is `*`, one of ours, or a leading part of one (`1`, `1.0`). `c++` is
-    /// both plain C++ and the Codeforces package's default standard: a request that carries any
-    /// of [`CONTRACT_FILES`] (`contract_shaped`) is the Codeforces one, so its expected output
-    /// is compared and never shown to the program.
+    /// both plain C++ and the Codeforces package's default standard: a request for plain C++
+    /// (any of its names and versions) that carries any of [`CONTRACT_FILES`]
+    /// (`contract_shaped`) is a Codeforces one, so its expected output is compared and never
+    /// shown to the program.
     pub fn find(language: &str, version: &str, contract_shaped: bool) -> Option<Runtime> {
-        let mut matching = Runtime::ALL.into_iter().filter(|rt| {
+        let found = Runtime::ALL.into_iter().find(|rt| {
             rt.answers_to(language) && rt.versions().iter().any(|v| version_matches(v, version))
-        });
-        let first = matching.next()?;
-        let second = matching.next();
-        Some(match (first, second) {
-            (Runtime::Cpp, Some(cf @ Runtime::Codeforces(_))) if contract_shaped => cf,
-            _ => first,
+        })?;
+        // Whatever name or version selected plain C++, a request carrying the contract's files
+        // is never run as a bare program next to its expected output.
+        Some(match found {
+            Runtime::Cpp if contract_shaped => {
+                Runtime::Codeforces(CfLanguage::Cpp(CppStandard::Default))
+            }
+            other => other,
         })
     }
 
@@ -223,6 +226,9 @@ mod tests {
         let default = Runtime::Codeforces(CfLanguage::Cpp(CppStandard::Default));
         assert_eq!(Runtime::find("c++", "*", true), Some(default));
         assert_eq!(Runtime::find("c++", "*", false), Some(Runtime::Cpp));
+        assert_eq!(Runtime::find("c++", "10.2.0", true), Some(default));
+        assert_eq!(Runtime::find("cpp", "*", true), Some(default));
+        assert_eq!(Runtime::find("g++", "17", true), Some(default));
         // The Codeforces standards are never plain runs, whatever the files.
         assert_eq!(Runtime::find("c++17", "*", false), Some(CF_CPP17));
         assert_eq!(Runtime::find("c++17", "*", true), Some(CF_CPP17));
