@@ -18,6 +18,7 @@ import pathlib
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the clone
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 from piston_client import PistonClient, endpoints_for_rank  # noqa: E402
