@@ -46,18 +46,22 @@ enum What {
         #[arg(long, default_value_t = 1.0)]
         tests_gb: f64,
     },
-    /// Requests per second of `ioi-run serve` with the real judge, by number of concurrent
-    /// clients, and the gain of compiling a submission once over compiling it per request.
+    /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
+    /// clients spread over several endpoints of one server), compiles per distinct submission,
+    /// and the gain of compiling a submission once over compiling it per request.
     Serve {
         /// Executions at once in the server [default: the number of cores].
-        #[arg(long)]
+        #[arg(long, short = 'j')]
         jobs: Option<usize>,
         /// Requests per concurrency level.
-        #[arg(long, default_value_t = 48)]
+        #[arg(long, default_value_t = 128)]
         requests: usize,
         /// Concurrency levels (numbers of clients sending at once).
-        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+        #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
         clients: Vec<usize>,
+        /// Ports of the server the clients spread over.
+        #[arg(long, default_value_t = 8)]
+        endpoints: usize,
         /// Requests in the compile-once vs compile-per-request comparison.
         #[arg(long, default_value_t = 12)]
         compile_requests: usize,
@@ -79,12 +83,14 @@ pub fn run(args: Args) -> Result<i32> {
             jobs,
             requests,
             clients,
+            endpoints,
             compile_requests,
         } => {
             crate::server::bench::bench_serve(&BenchServeOptions {
                 jobs: super::jobs_or_default(jobs),
                 requests,
                 clients,
+                endpoints: endpoints.max(1),
                 compile_requests,
             })?;
             Ok(0)

@@ -124,7 +124,8 @@ pub struct RunArgs {
         long,
         short = 'j',
         visible_alias = "max-concurrent-requests",
-        alias = "max_concurrent_requests"
+        alias = "max_concurrent_requests",
+        value_parser = at_least_one
     )]
     pub jobs: Option<usize>,
     /// Tests of a subtask run in batches of this size; after a batch with a 0 the rest of the

@@ -203,6 +203,24 @@ impl CompileCache {
         self.compile(sandbox, job)
     }
 
+    /// Like [`CompileCache::program`] with the caller's flags (the server's Codeforces
+    /// contract compiles with `-DONLINE_JUDGE -O2 -std=<standard> -pipe -s`).
+    pub fn program_with_flags(
+        &self,
+        sandbox: &Sandbox,
+        files: &[(&str, &[u8])],
+        source: &str,
+        flags: &[&str],
+    ) -> Result<Compiled> {
+        let job = CompileJob {
+            files: files.to_vec(),
+            sources: vec![source],
+            flags,
+            output: "program",
+        };
+        self.compile(sandbox, job)
+    }
+
     fn compile(&self, sandbox: &Sandbox, job: CompileJob) -> Result<Compiled> {
         let key = job.key();
         let cell = {

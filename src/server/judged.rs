@@ -173,6 +173,7 @@ impl Executor for JudgeExecutor {
         match job {
             Job::Ioi(job) => self.judge_ioi(job).map(|outcome| ioi_response(&outcome)),
             Job::Plain(job) => self.run_plain(job),
+            Job::Codeforces(job) => self.judge_codeforces(job).map(|v| v.response()),
         }
     }
 }
@@ -257,7 +258,7 @@ fn compile_failure(exit_code: i32, stderr: String) -> Stage {
 }
 
 /// At most [`MAX_PLAIN_OUTPUT`] bytes of a file, as text.
-fn read_capped(path: &Path) -> anyhow::Result<String> {
+pub(super) fn read_capped(path: &Path) -> anyhow::Result<String> {
     use std::io::Read;
     let mut bytes = Vec::new();
     match fs::File::open(path) {
