@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::judge::compile::CompileProfile;
 use crate::judge::JudgeOptions;
 use crate::server::{Executor, JudgeExecutor, ServeOptions, Server, ShutdownHandle};
 
@@ -29,6 +30,11 @@ pub struct Args {
     /// killed.
     #[arg(long, default_value = "10", value_parser = super::parse_seconds)]
     grace: Duration,
+    /// How submissions are compiled: `reference` (the reference pipeline's flags) or `ioi`
+    /// (CMS's, statically linked). The server always uses the native runner, never script
+    /// mode (which would show the expected output to the solution).
+    #[arg(long, value_enum, default_value_t = CompileProfile::Reference)]
+    compile_profile: CompileProfile,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -40,7 +46,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut options = ServeOptions::new(addr, jobs);
     options.max_queue = args.max_queue.unwrap_or(4 * jobs);
     options.grace = args.grace;
-    let executor = make_executor(jobs)?;
+    let executor = make_executor(args.compile_profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ioi-run-serve")
@@ -62,10 +68,14 @@ pub fn run(args: Args) -> Result<i32> {
     result.map(|()| 0)
 }
 
-/// The executor that judges requests: the judge with the default compile cache
-/// (`$IOI_RUN_CACHE`). `jobs` bounds the executions at once in the server, not here.
-pub fn make_executor(_jobs: usize) -> Result<Arc<dyn Executor>> {
-    let executor = JudgeExecutor::new(JudgeOptions::default())
+/// The executor that judges requests: the native judge with the default compile cache
+/// (`$IOI_RUN_CACHE`) and the given compile profile.
+pub fn make_executor(profile: CompileProfile) -> Result<Arc<dyn Executor>> {
+    let options = JudgeOptions {
+        compile_profile: profile,
+        ..JudgeOptions::default()
+    };
+    let executor = JudgeExecutor::new(options)
         .context("cannot start the judge for `ioi-run serve`")?;
     Ok(Arc::new(executor))
 }
@@ -104,6 +114,7 @@ async fn stop_on_signals(shutdown: ShutdownHandle) {
         }
     }
     eprintln!("ioi-run: aborting in-flight requests");
+    crate::judge::stop::request();
     ioi_sandbox::abort_all();
     std::process::exit(130);
 }

@@ -83,8 +83,6 @@ fn ioi_job(mut files: Vec<File>, limits: &Limits) -> Result<IoiJob, RequestError
             "no {submission_path} among the files: it must hold the submission"
         ))
     })?;
-    let submission = String::from_utf8(submission)
-        .map_err(|_| bad(format!("{submission_path} is not valid UTF-8")))?;
     let input = take(&mut files, "input.txt")
         .ok_or_else(|| bad("no input.txt among the files: it must hold the test input"))?;
     let expected_output = take(&mut files, "correct_output.txt");
@@ -424,7 +422,7 @@ mod tests {
             "run_timeout": 5000, "run_memory_limit": 2147483648u64,
         }));
         assert_eq!(job.problem_id, "nile");
-        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.submission, b"int main(){}");
         assert_eq!(job.input, b"3\n1 2 3\n");
         assert_eq!(job.expected_output.as_deref(), Some(&b"6\n"[..]));
         let paths: Vec<&str> = job.grader_files.iter().map(|f| f.path.as_str()).collect();
@@ -502,7 +500,7 @@ mod tests {
             ],
             "run_timeout": 4000, "run_memory_limit": 1000,
         }));
-        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.submission, b"int main(){}");
         assert_eq!(job.input, [0x00, 0xff, 0x0a]);
         assert_eq!(
             job.expected_output.as_deref(),
