@@ -94,10 +94,12 @@ struct CompileJob<'a> {
 }
 
 impl CompileJob<'_> {
-    fn key(&self) -> String {
+    /// The cache key; `max_program_bytes` is part of it since it decides a verdict.
+    fn key(&self, max_program_bytes: u64) -> String {
         let mut h = blake3::Hasher::new();
         h.update(b"ioi-run compile v1\0");
         h.update(compiler_identity().as_bytes());
+        h.update(&max_program_bytes.to_le_bytes());
         for part in self
             .flags
             .iter()
@@ -117,6 +119,24 @@ impl CompileJob<'_> {
         }
         h.finalize().to_hex().to_string()
     }
+}
+
+/// The static archives `--compile-profile ioi` links with (they come with the host's g++ and
+/// libc development packages, e.g. `libstdc++-12-dev` and `libc6-dev`) that g++ cannot find.
+pub fn missing_static_archives() -> Vec<&'static str> {
+    ["libstdc++.a", "libc.a", "libm.a"]
+        .into_iter()
+        .filter(|name| {
+            // g++ prints the bare name back when it does not find the file.
+            let found = std::process::Command::new("g++")
+                .arg(format!("-print-file-name={name}"))
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|path| Path::new(path).is_absolute() && Path::new(path).is_file());
+            found.is_none()
+        })
+        .collect()
 }
 
 /// `g++ --version`, part of every cache key so that a compiler upgrade recompiles.
@@ -255,7 +275,7 @@ impl CompileCache {
     }
 
     fn compile(&self, sandbox: &Sandbox, job: CompileJob) -> Result<Compiled> {
-        let key = job.key();
+        let key = job.key(self.max_program_bytes);
         let cell = {
             let mut map = self
                 .in_memory
@@ -587,6 +607,46 @@ mod tests {
             .unwrap()
             .set_modified(SystemTime::now() - age)
             .unwrap();
+    }
+
+    #[test]
+    fn a_stored_program_counts_against_the_bound_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(dir.path().to_path_buf(), 1000).unwrap();
+        cache.account(0);
+        entry(dir.path(), "old", 800, Duration::from_secs(3 * 3600));
+        cache.account(800);
+        let built = tempfile::tempdir().unwrap();
+        let program = built.path().join("program");
+        fs::write(&program, vec![7u8; 600]).unwrap();
+        let stored = cache
+            .store(&dir.path().join("new"), Stored::Program(&program))
+            .unwrap();
+        assert_eq!(stored, Compiled::Binary(dir.path().join("new/program")));
+        // 1400 bytes is over the bound: the old entry went in the same call.
+        assert!(!dir.path().join("old").exists());
+        assert_eq!(*cache.size.lock().unwrap(), Some(600));
+        assert_eq!(fs::read(dir.path().join("new/program")).unwrap(), vec![7u8; 600]);
+    }
+
+    #[test]
+    fn diagnostics_are_capped_and_decoded_lossily() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stderr");
+        fs::write(&path, b"x.cpp:1: error: caf\xe9\n").unwrap();
+        assert_eq!(read_diagnostics(&path, 1000), "x.cpp:1: error: caf\u{fffd}\n");
+        let cut = read_diagnostics(&path, 5);
+        assert_eq!(cut, "x.cpp\n[compiler output truncated]");
+    }
+
+    #[test]
+    fn profiles_differ_only_by_static_linking() {
+        let reference = CompileProfile::Reference.submission_flags();
+        let ioi = CompileProfile::Ioi.submission_flags();
+        assert_eq!(reference, SUBMISSION_FLAGS);
+        assert!(ioi.contains(&"-static") && !reference.contains(&"-static"));
+        let rest: Vec<&&str> = ioi.iter().filter(|f| **f != "-static").collect();
+        assert_eq!(rest, reference.iter().collect::<Vec<_>>());
     }
 
     #[test]

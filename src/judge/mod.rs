@@ -141,8 +141,6 @@ pub struct Judge {
 
 impl Judge {
     pub fn new(options: JudgeOptions) -> Result<Judge> {
-        crate::scratch::sweep_stale();
-        let sandbox = Sandbox::new(SandboxOptions::default())?;
         if options.compile_profile != CompileProfile::Reference
             && matches!(options.runner, Runner::Scripts(_))
         {
@@ -152,6 +150,8 @@ impl Judge {
                 options.compile_profile.as_str()
             );
         }
+        crate::scratch::sweep_stale();
+        let sandbox = Sandbox::new(SandboxOptions::default())?;
         let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?
             .with_max_program_bytes(options.max_program_bytes);
         Ok(Judge {

@@ -78,3 +78,22 @@ pub fn check_outcome(outcome: &ioi_sandbox::Outcome) -> anyhow::Result<()> {
 pub fn is_aborted(error: &anyhow::Error) -> bool {
     error.chain().any(|e| e.is::<Aborted>())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn once_requested_every_check_is_aborted_and_recognised_through_context() {
+        assert!(check().is_ok());
+        request();
+        let error = check().unwrap_err().context("test 01").context("submission x");
+        assert!(is_aborted(&error));
+        assert!(!is_aborted(&anyhow::anyhow!("a sandbox failure")));
+        let killed = ioi_sandbox::Outcome {
+            signal: Some(libc::SIGINT),
+            ..ioi_sandbox::Outcome::internal_error("killed")
+        };
+        assert!(check_outcome(&killed).is_err());
+    }
+}

@@ -302,6 +302,16 @@ mod tests {
     }
 
     #[test]
+    fn the_server_never_judges_in_script_mode() {
+        let options = JudgeOptions {
+            runner: crate::judge::Runner::Scripts(Default::default()),
+            ..JudgeOptions::default()
+        };
+        let error = JudgeExecutor::new(options).err().expect("script mode refused");
+        assert!(error.to_string().contains("correct_output.txt"), "{error}");
+    }
+
+    #[test]
     fn plain_runs_report_exit_codes_and_signals_as_piston_does() {
         assert_eq!(
             piston_exit(&outcome(Status::Ok, Some(0), None)),

@@ -510,6 +510,20 @@ mod tests {
     }
 
     #[test]
+    fn a_submission_that_is_not_utf8_is_compiled_as_sent() {
+        // "// é\r\nint main(){}" in Latin-1, as contest archives hold it.
+        let job = ioi(json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [
+                {"name": "graders/a.cpp", "content": "2f2f20e90d0a696e74206d61696e28297b7d", "encoding": "hex"},
+                {"name": "input.txt", "content": ""},
+            ],
+            "run_timeout": 4000, "run_memory_limit": 1000,
+        }));
+        assert_eq!(job.submission, b"// \xe9\r\nint main(){}");
+    }
+
+    #[test]
     fn a_plain_cpp_request_becomes_a_plain_job() {
         let body = json!({
             "language": "c++", "version": "*", "files": [{"content": "int main(){}"}, file("a.h", "")],
