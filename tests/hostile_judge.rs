@@ -243,7 +243,9 @@ fn an_interrupt_is_never_a_verdict() {
             let compiling = procs
                 .iter()
                 .any(|(_, argv)| argv.first().is_some_and(|a| a.ends_with("cc1plus")));
-            let sleeping = procs.iter().any(|(_, argv)| argv.iter().any(|a| *a == marker));
+            let sleeping = procs
+                .iter()
+                .any(|(_, argv)| argv.iter().any(|a| *a == marker));
             compiling && sleeping
         },
     );
@@ -254,7 +256,11 @@ fn an_interrupt_is_never_a_verdict() {
     )
     .unwrap();
     let status = child.0.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "ioi-run should exit 130 on SIGINT");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "ioi-run should exit 130 on SIGINT"
+    );
     let results = work.join("results/subs.jsonl");
     let saved = std::fs::read_to_string(&results).unwrap_or_default();
     assert!(
@@ -368,7 +374,10 @@ fn users_that_never_open_their_fifos_get_a_verdict() {
     );
     assert_eq!(statuses(&report), vec!["WA", "WA"]);
     let first = &tests_of(&report)[0];
-    assert_eq!(first["feedback"], "Output isn't correct: sender sent nothing");
+    assert_eq!(
+        first["feedback"],
+        "Output isn't correct: sender sent nothing"
+    );
     assert_eq!(report["total"].as_f64(), Some(0.0));
 }
 
@@ -409,12 +418,7 @@ fn a_program_over_the_size_cap_is_a_compilation_error() {
     let code = wdiff_solution("static volatile char big[3 << 20] = {1};");
     let solution = write_solution(work.path(), "big.cpp", code.as_bytes());
     let dir = problem_dir("wdiff");
-    let report = judge_json(
-        work.path(),
-        &["--max-program-size", "1M"],
-        &dir,
-        &solution,
-    );
+    let report = judge_json(work.path(), &["--max-program-size", "1M"], &dir, &solution);
     assert_eq!(statuses(&report), vec!["CE", "CE"]);
     let feedback = tests_of(&report)[0]["feedback"]
         .as_str()
@@ -508,12 +512,7 @@ static int guard = dynamic() ? (printf("dynamic\n"), 0) : 0;
 "#;
     let solution = write_solution(work.path(), "static.cpp", wdiff_solution(check).as_bytes());
     let dir = problem_dir("wdiff");
-    let ioi = judge_json(
-        work.path(),
-        &["--compile-profile", "ioi"],
-        &dir,
-        &solution,
-    );
+    let ioi = judge_json(work.path(), &["--compile-profile", "ioi"], &dir, &solution);
     assert_eq!(statuses(&ioi), vec!["AC", "AC"]);
     let reference = judge_json(work.path(), &[], &dir, &solution);
     assert_eq!(statuses(&reference), vec!["WA", "WA"]);

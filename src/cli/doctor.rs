@@ -38,7 +38,10 @@ pub fn run(_args: Args) -> Result<i32> {
     // Only `--compile-profile ioi` needs them: a warning, not a failure.
     let missing = crate::judge::compile::missing_static_archives();
     if missing.is_empty() {
-        println!("[ ok ] {:<18} libstdc++.a, libc.a, libm.a found (--compile-profile ioi)", "static linking");
+        println!(
+            "[ ok ] {:<18} libstdc++.a, libc.a, libm.a found (--compile-profile ioi)",
+            "static linking"
+        );
     } else {
         println!(
             "[warn] {:<18} g++ finds no {}: --compile-profile ioi (static linking) will give CE; \

@@ -53,8 +53,8 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let solution = args.paths.last().context("missing SOLUTION.cpp")?;
     // Bytes, compiled as they are: contest archives hold Latin-1 sources with CRLF.
-    let code = std::fs::read(solution)
-        .with_context(|| format!("cannot read {}", solution.display()))?;
+    let code =
+        std::fs::read(solution).with_context(|| format!("cannot read {}", solution.display()))?;
     let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
     let source = Preloaded::new(judge.prepare(problem, tests)?);

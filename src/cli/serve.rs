@@ -75,8 +75,8 @@ pub fn make_executor(profile: CompileProfile) -> Result<Arc<dyn Executor>> {
         compile_profile: profile,
         ..JudgeOptions::default()
     };
-    let executor = JudgeExecutor::new(options)
-        .context("cannot start the judge for `ioi-run serve`")?;
+    let executor =
+        JudgeExecutor::new(options).context("cannot start the judge for `ioi-run serve`")?;
     Ok(Arc::new(executor))
 }
 

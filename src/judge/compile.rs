@@ -20,7 +20,8 @@ use crate::problem::{GraderFile, Problem};
 pub const SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-s"];
 /// Flags of the submission compile in CMS (its `C++17 / g++` language), on which IOI runs:
 /// the reference's, linked statically.
-pub const IOI_SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-static", "-s"];
+pub const IOI_SUBMISSION_FLAGS: &[&str] =
+    &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-static", "-s"];
 /// Flags of checker and manager compiles.
 pub const TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 /// Flags of a plain C++ program (the server's `c++` language).
@@ -556,12 +557,14 @@ fn build(
             // again next time. A file-size limit (SIGXFSZ) is the program's size: a verdict.
             let killed = stderr.contains("signal terminated program")
                 || stderr.contains("terminated with signal");
-            let cacheable = !killed || stderr.contains("File size limit exceeded");
-            // The linker killed by the file-size limit: say why in plain words.
-            if let Ok(meta) = fs::symlink_metadata(&program) {
-                if meta.len() > max_program_bytes {
-                    stderr = format!("{stderr}\n{}", too_large(meta.len()));
-                }
+            let file_size = stderr.contains("File size limit exceeded");
+            let cacheable = !killed || file_size;
+            // The assembler or the linker stopped by the file-size limit: say why plainly.
+            if file_size {
+                stderr = format!(
+                    "{stderr}\nthe compiled program is over the limit of {max_program_bytes} \
+                     bytes (--max-program-size)"
+                );
             }
             error(outcome.exit_code.unwrap_or(1), stderr, cacheable)
         }
@@ -626,7 +629,10 @@ mod tests {
         // 1400 bytes is over the bound: the old entry went in the same call.
         assert!(!dir.path().join("old").exists());
         assert_eq!(*cache.size.lock().unwrap(), Some(600));
-        assert_eq!(fs::read(dir.path().join("new/program")).unwrap(), vec![7u8; 600]);
+        assert_eq!(
+            fs::read(dir.path().join("new/program")).unwrap(),
+            vec![7u8; 600]
+        );
     }
 
     #[test]
@@ -634,7 +640,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("stderr");
         fs::write(&path, b"x.cpp:1: error: caf\xe9\n").unwrap();
-        assert_eq!(read_diagnostics(&path, 1000), "x.cpp:1: error: caf\u{fffd}\n");
+        assert_eq!(
+            read_diagnostics(&path, 1000),
+            "x.cpp:1: error: caf\u{fffd}\n"
+        );
         let cut = read_diagnostics(&path, 5);
         assert_eq!(cut, "x.cpp\n[compiler output truncated]");
     }

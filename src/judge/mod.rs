@@ -235,12 +235,10 @@ impl Judge {
         stop::check()?;
         match &self.runner {
             Runner::Native => Ok(
-                match self.cache.submission(
-                    &self.sandbox,
-                    &loaded.problem,
-                    code,
-                    self.profile,
-                )? {
+                match self
+                    .cache
+                    .submission(&self.sandbox, &loaded.problem, code, self.profile)?
+                {
                     Compiled::Binary(path) => Build::Program(Program::Binary(path)),
                     Compiled::Error { exit_code, stderr } => Build::Error { exit_code, stderr },
                 },

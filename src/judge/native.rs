@@ -95,7 +95,9 @@ pub(crate) fn failure(outcome: &Outcome, limits: &Limits) -> Result<Option<(Stat
 /// and it bounds what the judge reads on the solution's behalf: a right answer followed by
 /// a gigabyte of whitespace is stopped at the limit instead of costing seconds of white-diff.
 pub fn output_limit(expected_bytes: u64) -> u64 {
-    expected_bytes.saturating_mul(2).saturating_add(OUTPUT_MARGIN)
+    expected_bytes
+        .saturating_mul(2)
+        .saturating_add(OUTPUT_MARGIN)
 }
 
 /// See [`output_limit`].
@@ -404,7 +406,9 @@ fn converse(
                 fifos.release(user_specs.len());
                 ended.recv_timeout(Duration::from_millis(20))
             } else {
-                ended.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+                ended
+                    .recv()
+                    .map_err(|_| mpsc::RecvTimeoutError::Disconnected)
             };
             match event {
                 Ok(Some(_)) => users_left -= 1,

@@ -87,7 +87,10 @@ mod tests {
     fn once_requested_every_check_is_aborted_and_recognised_through_context() {
         assert!(check().is_ok());
         request();
-        let error = check().unwrap_err().context("test 01").context("submission x");
+        let error = check()
+            .unwrap_err()
+            .context("test 01")
+            .context("submission x");
         assert!(is_aborted(&error));
         assert!(!is_aborted(&anyhow::anyhow!("a sandbox failure")));
         let killed = ioi_sandbox::Outcome {

@@ -307,7 +307,9 @@ mod tests {
             runner: crate::judge::Runner::Scripts(Default::default()),
             ..JudgeOptions::default()
         };
-        let error = JudgeExecutor::new(options).err().expect("script mode refused");
+        let error = JudgeExecutor::new(options)
+            .err()
+            .expect("script mode refused");
         assert!(error.to_string().contains("correct_output.txt"), "{error}");
     }
 
