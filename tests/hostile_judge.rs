@@ -243,9 +243,7 @@ fn an_interrupt_is_never_a_verdict() {
             let compiling = procs
                 .iter()
                 .any(|(_, argv)| argv.first().is_some_and(|a| a.ends_with("cc1plus")));
-            let sleeping = procs
-                .iter()
-                .any(|(_, argv)| argv.iter().any(|a| *a == marker));
+            let sleeping = procs.iter().any(|(_, argv)| argv.contains(&marker));
             compiling && sleeping
         },
     );
