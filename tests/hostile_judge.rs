@@ -565,3 +565,60 @@ fn the_ioi_profile_is_refused_in_script_mode() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("needs the native runner"), "{stderr}");
 }
+
+/// Issue 8 item 3, the mechanism itself: once ioi-run is stopping (the flag goes up before any
+/// run is killed, as the interrupt handler does), a compile and a test that were killed are
+/// errors recognised as aborted, never a CE or an RE, and nothing is cached.
+#[test]
+fn runs_stopped_by_ioi_run_are_aborted_never_verdicts() {
+    if !can_sandbox() {
+        return;
+    }
+    use ioi_run::judge::{stop, Build, Judge, JudgeOptions};
+    let work = tempfile::tempdir().unwrap();
+    let judge = Judge::new(JudgeOptions {
+        cache_dir: work.path().join("compile"),
+        ..JudgeOptions::default()
+    })
+    .unwrap();
+    let (problem, tests) = ioi_run::problem::cms::load_cms(&problem_dir("wdiff")).unwrap();
+    let loaded = judge.prepare(problem, tests).unwrap();
+    let marker = format!("{}.{:04}", 7000 + std::process::id() % 2000, 78);
+    let sleeper = format!(
+        "#include <unistd.h>\nint main() {{ execl(\"/bin/sleep\", \"/bin/sleep\", \"{marker}\", (char *)0); return 0; }}\n"
+    );
+    let Build::Program(program) = judge.compile(&loaded, sleeper.as_bytes()).unwrap() else {
+        panic!("the sleeper should compile");
+    };
+    let test = loaded.tests.get("01").expect("wdiff has test 01");
+    let slow = wdiff_solution(SLOW_COMPILE);
+    let me = std::process::id();
+    let (compiled, verdict) = std::thread::scope(|s| {
+        let compile = s.spawn(|| judge.compile(&loaded, slow.as_bytes()));
+        let run = s.spawn(|| judge.run_test(&loaded, &program, test));
+        wait_until(
+            "the slow compile and the sleeper to run together",
+            Duration::from_secs(300),
+            || {
+                let procs = descendants(me);
+                procs
+                    .iter()
+                    .any(|(_, argv)| argv.first().is_some_and(|a| a.ends_with("cc1plus")))
+                    && procs.iter().any(|(_, argv)| argv.contains(&marker))
+            },
+        );
+        // What the interrupt handler does: the flag first, then kill every run.
+        stop::request();
+        ioi_sandbox::abort_all();
+        (compile.join().unwrap(), run.join().unwrap())
+    });
+    let compile_error = compiled.err().expect("a killed compile is not a build");
+    assert!(stop::is_aborted(&compile_error), "{compile_error:#}");
+    let run_error = verdict.expect_err("a killed run is not a verdict");
+    assert!(stop::is_aborted(&run_error), "{run_error:#}");
+    assert_eq!(cached_errors(work.path()), Vec::<String>::new());
+    // Nothing new starts once stopping.
+    assert!(stop::is_aborted(
+        &judge.compile(&loaded, b"int main(){}").err().unwrap()
+    ));
+}
