@@ -301,7 +301,7 @@ fn an_execute_request_as_the_python_client_builds_it_reaches_the_executor() {
         ..
     } = job;
     assert_eq!(problem_id, "nile");
-    assert!(submission.ends_with("return 6; }"));
+    assert!(submission.ends_with(b"return 6; }"));
     assert_eq!(
         (input.as_slice(), expected_output.as_deref()),
         (&b"3\n"[..], Some(&b"6\n"[..]))
@@ -331,7 +331,7 @@ fn every_judge_outcome_maps_back_to_the_clients_score_and_feedback() {
     // The submission text tells the fake which outcome to answer.
     let fake = Fake::new(|job| {
         let Job::Ioi(job) = job else { unreachable!() };
-        let outcome = match job.submission.as_str() {
+        let outcome = match String::from_utf8_lossy(&job.submission).as_ref() {
             "ac" => IoiOutcome::Judged {
                 score: 1.0,
                 feedback: "Output is correct".into(),
@@ -551,7 +551,7 @@ fn a_30_mb_input_is_accepted() {
 #[test]
 fn a_panicking_executor_is_a_500_and_the_server_keeps_serving() {
     let fake = Fake::new(|job| match job {
-        Job::Ioi(job) if job.submission == "panic" => panic!("sandbox exploded"),
+        Job::Ioi(job) if job.submission == b"panic" => panic!("sandbox exploded"),
         _ => Ok(judged(1.0, "Output is correct")),
     });
     let server = TestServer::start(fake, |_| {});

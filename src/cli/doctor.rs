@@ -37,6 +37,22 @@ pub fn run(_args: Args) -> Result<i32> {
             "g++ not found: install it (apt-get install g++)",
         )?,
     }
+    // Only `--compile-profile ioi` needs them: a warning, not a failure.
+    let missing = crate::judge::compile::missing_static_archives();
+    if missing.is_empty() {
+        println!(
+            "[ ok ] {:<18} libstdc++.a, libc.a, libm.a found (--compile-profile ioi)",
+            "static linking"
+        );
+    } else {
+        println!(
+            "[warn] {:<18} g++ finds no {}: --compile-profile ioi (static linking) will give CE; \
+             install the static libraries of your g++ and libc (e.g. apt-get install \
+             libstdc++-12-dev libc6-dev)",
+            "static linking",
+            missing.join(", ")
+        );
+    }
     let sandbox = match Sandbox::new(SandboxOptions::default()) {
         Ok(s) => s,
         Err(e) => {

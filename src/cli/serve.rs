@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::judge::compile::CompileProfile;
 use crate::judge::JudgeOptions;
 use crate::server::{Executor, JudgeExecutor, ServeOptions, Server, ShutdownHandle};
 
@@ -49,6 +50,11 @@ pub struct Args {
     /// killed.
     #[arg(long, default_value = "10", value_parser = super::parse_seconds)]
     grace: Duration,
+    /// How submissions are compiled: `reference` (the reference pipeline's flags) or `ioi`
+    /// (CMS's, statically linked). The server always uses the native runner, never script
+    /// mode (which would show the expected output to the solution).
+    #[arg(long, value_enum, default_value_t = CompileProfile::Reference)]
+    compile_profile: CompileProfile,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -68,7 +74,7 @@ pub fn run(args: Args) -> Result<i32> {
     options.max_body = args.max_body;
     options.max_buffered = args.max_buffered;
     options.grace = args.grace;
-    let executor = make_executor(args.cache_dir.as_deref())?;
+    let executor = make_executor(args.cache_dir.as_deref(), args.compile_profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ioi-run-serve")
@@ -104,11 +110,14 @@ fn describe(endpoints: &[String]) -> String {
     }
 }
 
-/// The executor that judges requests: the judge with the compile cache in `cache_dir/compile`
-/// (default `$IOI_RUN_CACHE`), as `judge` and `evaluate` use it. The server bounds the
-/// executions at once, not the executor.
-pub fn make_executor(cache_dir: Option<&Path>) -> Result<Arc<dyn Executor>> {
-    let mut options = JudgeOptions::default();
+/// The executor that judges requests: the native judge with the compile cache in
+/// `cache_dir/compile` (default `$IOI_RUN_CACHE`), as `judge` and `evaluate` use it, and the
+/// given compile profile. The server bounds the executions at once, not the executor.
+pub fn make_executor(cache_dir: Option<&Path>, profile: CompileProfile) -> Result<Arc<dyn Executor>> {
+    let mut options = JudgeOptions {
+        compile_profile: profile,
+        ..JudgeOptions::default()
+    };
     if let Some(dir) = cache_dir {
         options.cache_dir = dir.join("compile");
     }
@@ -195,6 +204,7 @@ async fn stop_on_signals(shutdown: ShutdownHandle) {
         }
     }
     eprintln!("ioi-run: aborting in-flight requests");
+    crate::judge::stop::request();
     ioi_sandbox::abort_all();
     std::process::exit(130);
 }

@@ -213,6 +213,8 @@ async fn serve(
         () = async { stopped(stop).await; tokio::time::sleep(grace).await } => {}
     }
     tracing::warn!("requests still running {grace:?} after shutdown: killing their sandboxes");
+    // Runs killed here are answered as judge-side errors, never as verdicts.
+    crate::judge::stop::request();
     ioi_sandbox::abort_all();
     match tokio::time::timeout(grace, server).await {
         Ok(result) => result.context("the HTTP server failed"),

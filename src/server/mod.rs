@@ -59,7 +59,8 @@ pub struct IoiJob {
     /// Lowercase problem id: the stem of the first `graders/*.h` that is not `testlib.h`.
     pub problem_id: String,
     /// The source of `graders/<problem_id>.cpp`.
-    pub submission: String,
+    /// The source as sent: bytes, compiled as they are (need not be UTF-8).
+    pub submission: Vec<u8>,
     /// `input.txt`.
     pub input: Vec<u8>,
     /// `correct_output.txt`; the client leaves it out when the expected output is empty.

@@ -107,8 +107,6 @@ fn ioi_job(mut files: Vec<File>, limits: &Limits) -> Result<IoiJob, RequestError
             "no {submission_path} among the files: it must hold the submission"
         ))
     })?;
-    let submission = String::from_utf8(submission)
-        .map_err(|_| bad(format!("{submission_path} is not valid UTF-8")))?;
     let input = take(&mut files, "input.txt")
         .ok_or_else(|| bad("no input.txt among the files: it must hold the test input"))?;
     let expected_output = take(&mut files, "correct_output.txt");
@@ -453,7 +451,7 @@ mod tests {
             "run_timeout": 5000, "run_memory_limit": 2147483648u64,
         }));
         assert_eq!(job.problem_id, "nile");
-        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.submission, b"int main(){}");
         assert_eq!(job.input, b"3\n1 2 3\n");
         assert_eq!(job.expected_output.as_deref(), Some(&b"6\n"[..]));
         let paths: Vec<&str> = job.grader_files.iter().map(|f| f.path.as_str()).collect();
@@ -531,13 +529,27 @@ mod tests {
             ],
             "run_timeout": 4000, "run_memory_limit": 1000,
         }));
-        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.submission, b"int main(){}");
         assert_eq!(job.input, [0x00, 0xff, 0x0a]);
         assert_eq!(
             job.expected_output.as_deref(),
             Some(&b"x"[..]),
             "padding is optional"
         );
+    }
+
+    #[test]
+    fn a_submission_that_is_not_utf8_is_compiled_as_sent() {
+        // "// é\r\nint main(){}" in Latin-1, as contest archives hold it.
+        let job = ioi(json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [
+                {"name": "graders/a.cpp", "content": "2f2f20e90d0a696e74206d61696e28297b7d", "encoding": "hex"},
+                {"name": "input.txt", "content": ""},
+            ],
+            "run_timeout": 4000, "run_memory_limit": 1000,
+        }));
+        assert_eq!(job.submission, b"// \xe9\r\nint main(){}");
     }
 
     #[test]
