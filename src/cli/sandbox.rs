@@ -59,13 +59,7 @@ pub fn run(args: Args) -> Result<i32> {
         Some(dir) => dir.clone(),
         None => {
             temp_box = crate::scratch::tempdir("box")?;
-            let (uid, gid) = sandbox.box_owner();
-            std::os::unix::fs::chown(temp_box.path(), Some(uid), Some(gid)).with_context(|| {
-                format!(
-                    "cannot give {} to the sandbox user",
-                    temp_box.path().display()
-                )
-            })?;
+            sandbox.give_to_box(temp_box.path())?;
             temp_box.path().to_path_buf()
         }
     };
