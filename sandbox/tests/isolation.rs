@@ -185,7 +185,10 @@ fn one_box_cannot_shrink_the_pipes_of_another() {
         int main(){
             int big = 0;
             for (int i = 0; i < 2000; i++) { int p[2]; if (pipe(p)) break; if (fcntl(p[0], F_SETPIPE_SZ, 1 << 20) < 0) break; big++; }
-            printf("ready %d\n", big); fflush(stdout);
+            // Default-sized pipes take the budget over its soft limit; the next ones shrink.
+            for (int i = 0; i < 100; i++) { int p[2]; if (pipe(p)) break; }
+            int p[2]; if (pipe(p)) return 1;
+            printf("ready %d %d\n", big, fcntl(p[0], F_GETPIPE_SZ)); fflush(stdout);
             std::string s; std::cin >> s;
         }"#,
         Limits {
@@ -209,8 +212,10 @@ fn one_box_cannot_shrink_the_pipes_of_another() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    // The hog did exhaust its budget (it could not reserve 2000 MiB).
+    // The hog did exhaust its budget: it could not reserve 2000 MiB, and its own new pipes
+    // shrank to the minimum.
     assert!(reserved > 0 && reserved < 2000, "{out:?}");
+    assert_eq!(out.split_whitespace().nth(2), Some("8192"), "{out:?}");
     assert_eq!(probe.status, Status::Ok, "{probe:?}");
     assert_eq!(probe_out.trim(), "65536", "the other box's pipe shrank");
 }
