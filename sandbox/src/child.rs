@@ -311,7 +311,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             fail(plan, Step::MOUNTS + i as u32, e);
         }
     }
-    for stdio in &plan.stdio {
+    for (i, stdio) in plan.stdio.iter().enumerate() {
         if let StdioPlan::Hidden { host, target, .. } = stdio {
             // SAFETY: open/mount of prepared paths; the placeholder is on the box's /dev tmpfs.
             unsafe {
@@ -332,7 +332,8 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
                     std::ptr::null(),
                 ) != 0
                 {
-                    fail(plan, Step::HIDE_STDIO, errno());
+                    // Most often the host file is missing: say which stream.
+                    fail(plan, Step::OPEN_STDIN + i as u32, errno());
                 }
             }
         }

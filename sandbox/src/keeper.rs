@@ -279,14 +279,22 @@ impl Sandbox {
         if let Ok(mut map) = active().lock() {
             map.insert(pid, cgroup.clone());
         }
-        let outcome = self.watch(pid, go_write, report_read, cgroup, spec, &plan, uid);
+        let outcome = match self.write_id_maps(pid, uid) {
+            Ok(()) => self.watch(pid, go_write, report_read, cgroup, spec, &plan),
+            Err(e) => {
+                let init = nix::unistd::Pid::from_raw(pid);
+                let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::wait::waitpid(init, None);
+                Err(e)
+            }
+        };
         if let Ok(mut map) = active().lock() {
             map.remove(&pid);
         }
         outcome
     }
 
-    /// Writes the id maps, starts the init and watches it until it reports or a limit hits.
+    /// Starts the init (its id maps written) and watches it until it reports or a limit hits.
     fn watch(
         &self,
         pid: i32,
@@ -295,17 +303,11 @@ impl Sandbox {
         cgroup: &RunCgroup,
         spec: &RunSpec,
         plan: &ChildPlan,
-        uid: Option<u32>,
     ) -> Result<Outcome> {
         let init = nix::unistd::Pid::from_raw(pid);
         let kill_init = || {
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
         };
-        if let Err(e) = self.write_id_maps(pid, uid) {
-            kill_init();
-            let _ = nix::sys::wait::waitpid(init, None);
-            return Err(e);
-        }
         let start = Instant::now();
         let mut waited = WaitClock::new(pid, start);
         if nix::unistd::write(&go_write, b"g").is_err() {

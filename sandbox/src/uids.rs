@@ -117,7 +117,10 @@ pub(crate) struct UidLease {
 
 impl UidPool {
     pub(crate) fn new(range: UidRange) -> Result<UidPool> {
-        let dir = lock_dir();
+        UidPool::in_dir(range, lock_dir())
+    }
+
+    fn in_dir(range: UidRange, dir: PathBuf) -> Result<UidPool> {
         prepare_lock_dir(&dir)?;
         Ok(UidPool {
             range,
@@ -175,6 +178,37 @@ impl UidPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leases_are_exclusive_across_pools_and_released_on_drop() {
+        // Two pools on one lock folder stand for two ioi-run processes: flock locks belong to
+        // open files, so they exclude each other within a process as across processes.
+        if !nix::unistd::geteuid().is_root() {
+            if std::env::var_os("CI").is_some() {
+                panic!("the uid lock folder must be root's (CI runs as root)");
+            }
+            eprintln!("SKIPPED: the uid lock folder must be root's");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let locks = dir.path().join("locks");
+        let range = UidRange::parse("70000-70003").unwrap();
+        let a = UidPool::in_dir(range, locks.clone()).unwrap();
+        let b = UidPool::in_dir(range, locks.clone()).unwrap();
+        let held: Vec<UidLease> = vec![a.lease().unwrap(), b.lease().unwrap(), a.lease().unwrap()];
+        let mut uids: Vec<u32> = held.iter().map(|l| l.uid).collect();
+        uids.sort_unstable();
+        assert_eq!(uids, vec![70001, 70002, 70003]);
+        // The range is full: nothing is free until a lease is dropped.
+        assert!(b.try_lease(70002).unwrap().is_none());
+        let freed = held[1].uid;
+        drop(held);
+        assert_eq!(b.try_lease(freed).unwrap().map(|l| l.uid), Some(freed));
+        // A folder someone else could write to is refused.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&locks, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(UidPool::in_dir(range, locks).is_err());
+    }
 
     #[test]
     fn ranges_parse_and_refuse_nonsense() {

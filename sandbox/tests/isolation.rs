@@ -493,3 +493,58 @@ fn a_busy_host_changes_no_verdict_and_still_stops_sleepers() {
     assert_eq!(o.status, Status::WallTimeLimit, "{o:?}");
     assert!(o.wall_time >= 2.5 && o.wall_time < 20.0, "{o:?}");
 }
+
+#[test]
+fn no_unix_socket_outlives_its_box() {
+    // Network namespaces are pooled: the next box gets this one. A socket bound to an abstract
+    // name and left in flight in an SCM_RIGHTS cycle (freed only by the kernel's garbage
+    // collector, later) must not let the next box see the name: a channel between runs.
+    let leaver = r#"#include <cstdio>
+        #include <cstring>
+        #include <sys/socket.h>
+        #include <sys/un.h>
+        static void send_fd(int via, int fd){
+            char data = 'x'; iovec io{&data, 1};
+            alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))]{};
+            msghdr m{}; m.msg_iov = &io; m.msg_iovlen = 1; m.msg_control = ctl; m.msg_controllen = sizeof ctl;
+            cmsghdr *c = CMSG_FIRSTHDR(&m); c->cmsg_level = SOL_SOCKET; c->cmsg_type = SCM_RIGHTS; c->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(c), &fd, sizeof fd); sendmsg(via, &m, 0);
+        }
+        int main(){
+            int s = socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un a{}; a.sun_family = AF_UNIX; memcpy(a.sun_path, "\0ioi-persist", 12);
+            if (bind(s, (sockaddr*)&a, sizeof(sa_family_t) + 12)) return 1;
+            listen(s, 1);
+            int p[2]; socketpair(AF_UNIX, SOCK_DGRAM, 0, p);
+            send_fd(p[0], s); send_fd(p[0], p[0]); send_fd(p[1], p[1]);
+            printf("left\n");
+        }"#;
+    let probe = r#"#include <cstdio>
+        #include <cstring>
+        #include <sys/socket.h>
+        #include <sys/un.h>
+        int main(){
+            int s = socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un a{}; a.sun_family = AF_UNIX; memcpy(a.sun_path, "\0ioi-persist", 12);
+            int c = connect(s, (sockaddr*)&a, sizeof(sa_family_t) + 12);
+            printf("%s\n", c == 0 ? "reached" : "alone");
+        }"#;
+    let leaver_box = TestBox::new();
+    leaver_box.compile(leaver);
+    let probe_box = TestBox::new();
+    probe_box.compile(probe);
+    for round in 0..5 {
+        let mut spec = leaver_box.spec(&["./prog"]);
+        spec.limits = limits(1.0, 64);
+        spec.stdout = Stdio::Path(leaver_box.path().join("out"));
+        let o = sandbox().run(&spec);
+        assert_eq!(o.status, Status::Ok, "{o:?}");
+        assert_eq!(leaver_box.read("out"), "left\n");
+        let mut spec = probe_box.spec(&["./prog"]);
+        spec.limits = limits(1.0, 64);
+        spec.stdout = Stdio::Path(probe_box.path().join("out"));
+        let o = sandbox().run(&spec);
+        assert_eq!(o.status, Status::Ok, "{o:?}");
+        assert_eq!(probe_box.read("out"), "alone\n", "round {round}");
+    }
+}
