@@ -460,6 +460,10 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
     if let Err(e) = crate::cgroup::join_self(&plan.cgroup_procs) {
         fail(Step::JOIN_CGROUP, e);
     }
+    // A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup shows `/`, not the
+    // host's cgroup path (which names ioi-run's pid). Best effort: only information is at stake.
+    // SAFETY: unshare of the calling process's cgroup namespace.
+    unsafe { libc::unshare(libc::CLONE_NEWCGROUP) };
     if let Err(e) = rlimits::apply(&plan.rlimits) {
         fail(Step::RLIMITS, e);
     }

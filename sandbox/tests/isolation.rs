@@ -394,6 +394,7 @@ fn the_box_learns_no_host_path_and_no_host_command_line() {
             show("cmdline1", "/proc/1/cmdline");
             show("environ1", "/proc/1/environ");
             show("environ", "/proc/self/environ");
+            show("cgroup", "/proc/self/cgroup");
             int pids = 0; DIR *d = opendir("/proc"); while (dirent *e = readdir(d)) if (isdigit(e->d_name[0])) pids++;
             printf("pids:%d\n", pids);
         }"#,
