@@ -108,6 +108,18 @@ pub fn checks() -> Vec<Check> {
         },
     });
 
+    out.push(uid_check());
+    let delays = crate::waiting::available();
+    out.push(Check {
+        name: "run delay",
+        ok: delays,
+        detail: if delays {
+            "per-task run delays in /proc/<pid>/schedstat: time waiting for a CPU is not charged to the wall limit".into()
+        } else {
+            "/proc/<pid>/schedstat is missing (kernel without CONFIG_SCHED_INFO): on a busy host, CPU-bound programs can hit the wall limit".into()
+        },
+    });
+
     let seccomp = read("/proc/self/status")
         .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
         .unwrap_or(false);
@@ -268,4 +280,80 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
         .split(|c: char| !c.is_ascii_digit())
         .map(|p| p.parse::<u32>().unwrap_or(0));
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
+}
+
+/// Entries of an `/etc/passwd`-like file whose id (third field) is in the range.
+fn ids_in_range(file: &str, range: &crate::UidRange) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let id: u32 = fields.nth(1)?.parse().ok()?;
+            (range.first..=range.last)
+                .contains(&id)
+                .then(|| format!("{name} ({id})"))
+        })
+        .collect()
+}
+
+/// The box uid range: free of host users and groups, and its lock directory usable.
+fn uid_check() -> Check {
+    let name = "sandbox uids";
+    let range = match crate::UidRange::from_env() {
+        Ok(range) => range,
+        Err(e) => {
+            return Check {
+                name,
+                ok: false,
+                detail: format!("{e:#}"),
+            }
+        }
+    };
+    if !nix::unistd::geteuid().is_root() {
+        return Check {
+            name,
+            ok: true,
+            detail: "not root: every box runs as your own uid (boxes stay apart by their namespaces, but share your per-user budgets); run as root for one uid per box".into(),
+        };
+    }
+    let mut taken = ids_in_range("/etc/passwd", &range);
+    taken.extend(
+        ids_in_range("/etc/group", &range)
+            .into_iter()
+            .map(|g| format!("group {g}")),
+    );
+    if !taken.is_empty() {
+        return Check {
+            name,
+            ok: false,
+            detail: format!(
+                "{}-{} is used on this host by {}: choose a free range with {}=FIRST-LAST",
+                range.first,
+                range.last,
+                taken.join(", "),
+                crate::uids::RANGE_VAR
+            ),
+        };
+    }
+    let dir = crate::uids::lock_dir();
+    match crate::uids::prepare_lock_dir(&dir) {
+        Ok(()) => Check {
+            name,
+            ok: true,
+            detail: format!(
+                "{}-{} free (box owner and group {}, one uid per running box), leases in {}",
+                range.first,
+                range.last,
+                range.first,
+                dir.display()
+            ),
+        },
+        Err(e) => Check {
+            name,
+            ok: false,
+            detail: format!("{e:#}"),
+        },
+    }
 }

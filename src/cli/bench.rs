@@ -24,6 +24,10 @@ enum What {
         /// may grow with the caller's memory).
         #[arg(long, default_value_t = 0)]
         caller_mib: usize,
+        /// Give the program a stdin file and stdout/stderr files, as the judge does (they are
+        /// bound into the box to hide their host paths), instead of /dev/null.
+        #[arg(long)]
+        stdio_files: bool,
     },
     /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
     Judge {
@@ -70,7 +74,11 @@ enum What {
 
 pub fn run(args: Args) -> Result<i32> {
     match args.what {
-        What::Sandbox { runs, caller_mib } => bench_sandbox(runs, caller_mib),
+        What::Sandbox {
+            runs,
+            caller_mib,
+            stdio_files,
+        } => bench_sandbox(runs, caller_mib, stdio_files),
         What::Judge { tests, work, jobs } => {
             super::bench_judge::run(tests, work, super::jobs_or_default(jobs))
         }
@@ -108,7 +116,7 @@ fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
     )
 }
 
-fn bench_sandbox(runs: usize, caller_mib: usize) -> Result<i32> {
+fn bench_sandbox(runs: usize, caller_mib: usize, stdio_files: bool) -> Result<i32> {
     let runs = runs.max(10);
     let held = std::hint::black_box(vec![1u8; caller_mib << 20]);
     let sandbox = Sandbox::new(SandboxOptions::default())?;
@@ -122,6 +130,13 @@ fn bench_sandbox(runs: usize, caller_mib: usize) -> Result<i32> {
         memory: Some(256 << 20),
         ..Limits::default()
     };
+    if stdio_files {
+        let input = dir.path().join("input.txt");
+        std::fs::write(&input, "1 2\n")?;
+        spec.stdin = ioi_sandbox::Stdio::Path(input);
+        spec.stdout = ioi_sandbox::Stdio::Path(dir.path().join("stdout"));
+        spec.stderr = ioi_sandbox::Stdio::Path(dir.path().join("stderr"));
+    }
 
     let plain: Vec<Duration> = (0..runs)
         .map(|_| {
@@ -146,8 +161,9 @@ fn bench_sandbox(runs: usize, caller_mib: usize) -> Result<i32> {
     let (plain_med, plain_p90) = summary(plain);
     let (sb_med, sb_p90) = summary(sandboxed);
     println!(
-        "runs of /bin/true         {runs} (ioi-run holding {} MiB more)",
-        held.len() >> 20
+        "runs of /bin/true         {runs} (ioi-run holding {} MiB more, stdio {})",
+        held.len() >> 20,
+        if stdio_files { "files" } else { "/dev/null" }
     );
     println!("plain fork+exec           median {plain_med:.3} ms   p90 {plain_p90:.3} ms");
     println!(

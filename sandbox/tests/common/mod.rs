@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -23,9 +22,7 @@ pub struct TestBox {
 impl TestBox {
     pub fn new() -> TestBox {
         let dir = tempfile::tempdir().unwrap();
-        let (uid, gid) = sandbox().box_owner();
-        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        sandbox().give_to_box(dir.path()).unwrap();
         TestBox { dir }
     }
 
