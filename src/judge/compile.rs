@@ -47,6 +47,8 @@ struct CompileJob<'a> {
     flags: &'a [&'a str],
     /// Output path inside the box.
     output: &'a str,
+    /// A submission compile, which a precompiled header may speed up (see [`super::pch`]).
+    submission: bool,
 }
 
 impl CompileJob<'_> {
@@ -76,7 +78,7 @@ impl CompileJob<'_> {
 }
 
 /// `g++ --version`, part of every cache key so that a compiler upgrade recompiles.
-fn compiler_identity() -> &'static str {
+pub(super) fn compiler_identity() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         std::process::Command::new("g++")
@@ -103,6 +105,8 @@ pub struct CompileCache {
     size: Mutex<Option<u64>>,
     /// Compiler runs so far (entries found on disk or in memory do not count).
     builds: AtomicUsize,
+    /// Precompiled headers and grader objects for submission compiles.
+    pch: super::pch::PchStore,
 }
 
 /// Default location: `$IOI_RUN_CACHE` or the user's cache directory.
@@ -125,7 +129,19 @@ impl CompileCache {
             in_memory: Mutex::new(HashMap::new()),
             size: Mutex::new(None),
             builds: AtomicUsize::new(0),
+            pch: super::pch::PchStore::new(std::env::var_os("IOI_RUN_NO_PCH").is_none()),
         })
+    }
+
+    /// Compiles submissions without precompiled headers (the baseline of `bench compile`).
+    pub fn without_pch(mut self) -> CompileCache {
+        self.pch = super::pch::PchStore::new(false);
+        self
+    }
+
+    /// What the precompiled headers did so far.
+    pub fn pch_stats(&self) -> super::pch::PchStats {
+        self.pch.stats()
     }
 
     pub fn dir(&self) -> &Path {
@@ -155,6 +171,7 @@ impl CompileCache {
                 sources,
                 flags: SUBMISSION_FLAGS,
                 output: &output,
+                submission: true,
             },
         )
     }
@@ -172,6 +189,7 @@ impl CompileCache {
             sources: vec![source.path.as_str()],
             flags: TOOL_FLAGS,
             output: &output,
+            submission: false,
         };
         self.compile(sandbox, job)
     }
@@ -189,6 +207,7 @@ impl CompileCache {
             sources: vec![source],
             flags: PROGRAM_FLAGS,
             output: "program",
+            submission: false,
         };
         self.compile(sandbox, job)
     }
@@ -223,7 +242,19 @@ impl CompileCache {
             return Ok(found);
         }
         self.builds.fetch_add(1, Ordering::Relaxed);
-        let built = build(sandbox, job)?;
+        let accelerated = job.submission.then(|| {
+            let request = super::pch::Request {
+                files: &job.files,
+                sources: &job.sources,
+                flags: job.flags,
+                output: job.output,
+            };
+            self.pch.build(self, sandbox, &request)
+        });
+        let built = match accelerated.flatten() {
+            Some(built) => built,
+            None => build(sandbox, job)?,
+        };
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
             .tempdir_in(&self.dir)
@@ -254,7 +285,7 @@ impl CompileCache {
     }
 
     /// Adds a new entry's size to the running total, and trims when over the bound.
-    fn account(&self, added: u64) {
+    pub(super) fn account(&self, added: u64) {
         let Ok(mut size) = self.size.lock() else {
             return;
         };
@@ -307,7 +338,7 @@ impl CompileCache {
     }
 }
 
-fn dir_size(dir: &Path) -> u64 {
+pub(super) fn dir_size(dir: &Path) -> u64 {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .flatten()
@@ -353,14 +384,14 @@ fn set_executable(path: &Path) -> Result<()> {
         .with_context(|| format!("cannot chmod {}", path.display()))
 }
 
-enum BuildResult {
+pub(super) enum BuildResult {
     Binary(Vec<u8>),
     Error { exit_code: i32, stderr: String },
 }
 
 /// Limits of a compile: generous, but a compiler bomb (templates, huge arrays) cannot take
 /// the machine down.
-fn compile_limits() -> Limits {
+pub(super) fn compile_limits() -> Limits {
     Limits {
         cpu_time: Some(Duration::from_secs(60)),
         wall_time: Some(Duration::from_secs(120)),
