@@ -20,7 +20,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -132,6 +132,9 @@ pub struct Progress {
     pub tests_discarded: AtomicUsize,
     pub active: AtomicUsize,
     pub compiles: AtomicUsize,
+    /// Nanoseconds the scheduler's lock was held (decisions and recording results), for
+    /// `bench scheduler`.
+    pub lock_held_nanos: AtomicU64,
 }
 
 enum Slot {
@@ -181,6 +184,55 @@ struct State {
     /// Work items being executed, and the slots they occupy.
     busy: usize,
     slots_used: usize,
+    /// Workers waiting for work: woken one at a time, and only when there is work, so that a
+    /// result does not wake every idle worker of a large pool.
+    waiting: usize,
+}
+
+impl State {
+    /// Whether a worker may find something to start (a cheap over-approximation).
+    fn has_work(&self, slots: usize) -> bool {
+        !self.with_frontier.is_empty()
+            || !self.to_compile.is_empty()
+            || !self.may_speculate.is_empty()
+            || (!self.pending.is_empty() && self.active.len() < slots * 2)
+    }
+}
+
+/// The scheduler's state while locked; the time it is held goes to
+/// [`Progress::lock_held_nanos`].
+struct Locked<'a> {
+    guard: Option<std::sync::MutexGuard<'a, State>>,
+    since: Instant,
+    held: &'a AtomicU64,
+}
+
+impl Locked<'_> {
+    fn account(&self) {
+        self.held
+            .fetch_add(self.since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.guard.as_deref().expect("the state is locked")
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.guard.as_deref_mut().expect("the state is locked")
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if self.guard.is_some() {
+            self.account();
+        }
+    }
 }
 
 struct Shared<'a> {
@@ -226,6 +278,7 @@ pub fn run(
             remaining,
             busy: 0,
             slots_used: 0,
+            waiting: 0,
         }),
         wake: Condvar::new(),
     };
@@ -242,10 +295,36 @@ pub fn run(
 }
 
 impl Shared<'_> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> Locked<'_> {
         // A worker that panicked leaves consistent state behind (every update is a single
         // assignment under the lock), so a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        Locked {
+            guard: Some(self.state.lock().unwrap_or_else(|e| e.into_inner())),
+            since: Instant::now(),
+            held: &self.progress.lock_held_nanos,
+        }
+    }
+
+    /// Waits for a change (or `timeout`), not counting the wait as time the lock was held.
+    fn wait<'s>(&'s self, mut locked: Locked<'s>, timeout: Option<Duration>) -> Locked<'s> {
+        let Some(mut guard) = locked.guard.take() else {
+            return locked;
+        };
+        locked.account();
+        guard.waiting += 1;
+        let mut guard = match timeout {
+            Some(wait) => {
+                self.wake
+                    .wait_timeout(guard, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+            None => self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()),
+        };
+        guard.waiting -= 1;
+        locked.guard = Some(guard);
+        locked.since = Instant::now();
+        locked
     }
 
     fn worker(&self, on_done: &(dyn Fn(Finished) + Sync)) {
@@ -258,6 +337,11 @@ impl Shared<'_> {
                         Some((work, width)) => {
                             state.busy += 1;
                             state.slots_used += width;
+                            // More work left: hand it to one waiting worker, which does
+                            // the same in turn.
+                            if state.waiting > 0 && state.has_work(self.slots) {
+                                self.wake.notify_one();
+                            }
                             break Some((work, width));
                         }
                         None if state.pending.is_empty()
@@ -268,15 +352,8 @@ impl Shared<'_> {
                         }
                         None if !finished.is_empty() => break None,
                         None => {
-                            state = match self.next_deadline(&state) {
-                                Some(wait) => {
-                                    self.wake
-                                        .wait_timeout(state, wait)
-                                        .unwrap_or_else(|e| e.into_inner())
-                                        .0
-                                }
-                                None => self.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
-                            }
+                            let timeout = self.next_deadline(&state);
+                            state = self.wait(state, timeout);
                         }
                     }
                 };
@@ -291,7 +368,6 @@ impl Shared<'_> {
                 for f in finished {
                     on_done(f);
                 }
-                self.wake.notify_all();
             } else if stop {
                 self.wake.notify_all();
                 return;
@@ -481,9 +557,16 @@ impl Shared<'_> {
         if !matches!(a.build, BuildState::Ready(_)) {
             return;
         }
-        match a.plan.replay(&a.known) {
-            Replay::Done(results) => self.finish(state, job, Ok(results), finished),
-            Replay::Need(batch) => {
+        // The cheap walk first; the results are built once, when nothing more is needed.
+        match a.plan.frontier(&a.known) {
+            None => {
+                let result = match a.plan.replay(&a.known) {
+                    Replay::Done(results) => Ok(results),
+                    Replay::Need(_) => Err(anyhow!("internal: the plan's walks disagree")),
+                };
+                self.finish(state, job, result, finished)
+            }
+            Some(batch) => {
                 a.frontier = batch
                     .into_iter()
                     .filter(|t| !a.in_flight.contains(t))
