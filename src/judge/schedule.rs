@@ -135,6 +135,8 @@ pub struct Progress {
     /// Nanoseconds the scheduler's lock was held (decisions and recording results), for
     /// `bench scheduler`.
     pub lock_held_nanos: AtomicU64,
+    /// Nanoseconds workers spent executing work items (loads, compiles, tests), summed.
+    pub working_nanos: AtomicU64,
 }
 
 enum Slot {
@@ -364,7 +366,11 @@ impl Shared<'_> {
                 on_done(f);
             }
             if let Some((work, width)) = work {
+                let start = Instant::now();
                 let finished = self.execute(work, width);
+                self.progress
+                    .working_nanos
+                    .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 for f in finished {
                     on_done(f);
                 }
