@@ -4,6 +4,7 @@
 //! judges them (compile once, run tests in `ioi_sandbox`), scores them and writes results and
 //! reports. Nothing below calls back up.
 
+pub mod bench;
 pub mod cli;
 pub mod dataset;
 pub mod evaluate;

@@ -50,6 +50,24 @@ enum What {
         #[arg(long, default_value_t = 1.0)]
         tests_gb: f64,
     },
+    /// Submission compiles of the demo, plain and with the precompiled header.
+    Compile {
+        /// Rounds over the demo's submissions (the first builds the precompiled headers).
+        #[arg(long, default_value_t = 2)]
+        rounds: usize,
+    },
+    /// The scheduler alone with a scripted runner (no processes), at several worker counts.
+    Scheduler {
+        /// Numbers of workers.
+        #[arg(long, value_delimiter = ',', default_value = "64,256")]
+        workers: Vec<usize>,
+        /// Submissions per worker.
+        #[arg(long, default_value_t = 8)]
+        per_worker: usize,
+        /// Duration of one fake test, in milliseconds.
+        #[arg(long, default_value_t = 1.0)]
+        test_ms: f64,
+    },
     /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
     /// clients spread over several endpoints of one server), compiles per distinct submission,
     /// and the gain of compiling a submission once over compiling it per request.
@@ -87,6 +105,22 @@ pub fn run(args: Args) -> Result<i32> {
             jobs,
             tests_gb,
         } => super::bench_evaluate::run(submissions, super::jobs_or_default(jobs), tests_gb),
+        What::Compile { rounds } => {
+            crate::bench::compile::run(rounds.max(1))?;
+            Ok(0)
+        }
+        What::Scheduler {
+            workers,
+            per_worker,
+            test_ms,
+        } => {
+            crate::bench::scheduler::run(&crate::bench::scheduler::BenchSchedulerOptions {
+                workers,
+                per_worker: per_worker.max(1),
+                test_time: Duration::from_secs_f64(test_ms.max(0.0) / 1e3),
+            })?;
+            Ok(0)
+        }
         What::Serve {
             jobs,
             requests,

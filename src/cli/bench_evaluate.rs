@@ -134,6 +134,14 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
         "  CPU utilisation {:.0}% of {jobs} cores (compiles included)",
         cpu / (wall * jobs as f64) * 100.0
     );
+    let working = progress
+        .working_nanos
+        .load(std::sync::atomic::Ordering::Relaxed) as f64
+        * 1e-9;
+    println!(
+        "  workers busy {:.1}% of the time (loading, compiling, running; the rest is waiting for work)",
+        working / (wall * jobs as f64) * 100.0
+    );
 
     // 2. Memory while streaming a large tests file.
     let (problems, tests, judged_bytes) = big_tests(root.path(), tests_gb)?;

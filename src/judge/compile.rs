@@ -92,6 +92,8 @@ struct CompileJob<'a> {
     flags: &'a [&'a str],
     /// Output path inside the box.
     output: &'a str,
+    /// A submission compile, which a precompiled header may speed up (see [`super::pch`]).
+    submission: bool,
 }
 
 impl CompileJob<'_> {
@@ -141,7 +143,7 @@ pub fn missing_static_archives() -> Vec<&'static str> {
 }
 
 /// `g++ --version`, part of every cache key so that a compiler upgrade recompiles.
-fn compiler_identity() -> &'static str {
+pub(super) fn compiler_identity() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         std::process::Command::new("g++")
@@ -173,6 +175,8 @@ pub struct CompileCache {
     /// Compiles answered without the compiler: found on disk, or shared with an identical
     /// compile in progress.
     hits: AtomicUsize,
+    /// Precompiled headers and grader objects for submission compiles.
+    pch: super::pch::PchStore,
 }
 
 /// Default location: `$IOI_RUN_CACHE` or the user's cache directory.
@@ -197,7 +201,19 @@ impl CompileCache {
             size: Mutex::new(None),
             builds: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
+            pch: super::pch::PchStore::new(std::env::var_os("IOI_RUN_NO_PCH").is_none()),
         })
+    }
+
+    /// Compiles submissions without precompiled headers (the baseline of `bench compile`).
+    pub fn without_pch(mut self) -> CompileCache {
+        self.pch = super::pch::PchStore::new(false);
+        self
+    }
+
+    /// What the precompiled headers did so far.
+    pub fn pch_stats(&self) -> super::pch::PchStats {
+        self.pch.stats()
     }
 
     pub fn dir(&self) -> &Path {
@@ -247,6 +263,7 @@ impl CompileCache {
                 sources,
                 flags: profile.submission_flags(),
                 output: &output,
+                submission: true,
             },
         )
     }
@@ -264,6 +281,7 @@ impl CompileCache {
             sources: vec![source.path.as_str()],
             flags: TOOL_FLAGS,
             output: &output,
+            submission: false,
         };
         self.compile(sandbox, job)
     }
@@ -281,6 +299,7 @@ impl CompileCache {
             sources: vec![source],
             flags: PROGRAM_FLAGS,
             output: "program",
+            submission: false,
         };
         self.compile(sandbox, job)
     }
@@ -341,8 +360,27 @@ impl CompileCache {
             return Ok(found);
         }
         self.builds.fetch_add(1, Ordering::Relaxed);
-        let workdir = super::workdir::BoxDir::new(sandbox)?;
-        let built = build(sandbox, &workdir, job, self.max_program_bytes)?;
+        let accelerated_dir;
+        let accelerated = if job.submission {
+            accelerated_dir = super::workdir::BoxDir::new(sandbox)?;
+            let request = super::pch::Request {
+                files: &job.files,
+                sources: &job.sources,
+                flags: job.flags,
+                output: job.output,
+            };
+            self.pch.build(self, sandbox, &request, &accelerated_dir)
+        } else {
+            None
+        };
+        let plain_dir;
+        let built = match accelerated {
+            Some(built) => built,
+            None => {
+                plain_dir = super::workdir::BoxDir::new(sandbox)?;
+                build(sandbox, &plain_dir, job, self.max_program_bytes)?
+            }
+        };
         match built {
             // Only what the compiler decided by itself is stored: the same bytes would give
             // the same verdict again.
@@ -356,6 +394,11 @@ impl CompileCache {
                 exit_code, stderr, ..
             } => Ok(Compiled::Error { exit_code, stderr }),
         }
+    }
+
+    /// Largest compiled program accepted.
+    pub(super) fn max_program_bytes(&self) -> u64 {
+        self.max_program_bytes
     }
 
     /// Writes a finished compile as the cache entry `entry` (atomically: staged, then renamed),
@@ -394,7 +437,7 @@ impl CompileCache {
         Ok(result)
     }
     /// Adds a new entry's size to the running total, and trims when over the bound.
-    fn account(&self, added: u64) {
+    pub(super) fn account(&self, added: u64) {
         let Ok(mut size) = self.size.lock() else {
             return;
         };
@@ -447,7 +490,7 @@ impl CompileCache {
     }
 }
 
-fn dir_size(dir: &Path) -> u64 {
+pub(super) fn dir_size(dir: &Path) -> u64 {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .flatten()
@@ -494,7 +537,7 @@ fn set_executable(path: &Path) -> Result<()> {
 }
 
 /// What one run of the compiler gave.
-enum BuildResult {
+pub(super) enum BuildResult {
     /// The compiled program, in the compile box.
     Binary(PathBuf),
     /// A compilation error. `cacheable` when the compiler's own behaviour decided it (it
@@ -517,7 +560,7 @@ enum Stored<'a> {
 /// Limits of a compile: generous, but a compiler bomb (templates, huge arrays) cannot take
 /// the machine down. Files the compiler writes (the program, its diagnostics) are bounded by
 /// twice the largest program accepted.
-fn compile_limits(max_program_bytes: u64) -> Limits {
+pub(super) fn compile_limits(max_program_bytes: u64) -> Limits {
     Limits {
         cpu_time: Some(Duration::from_secs(60)),
         wall_time: Some(Duration::from_secs(120)),
@@ -618,7 +661,7 @@ fn build(
 
 /// The first `cap` bytes of the compiler's diagnostics (the rest is never read), decoded
 /// lossily: diagnostics quote the source, which need not be UTF-8.
-fn read_diagnostics(path: &Path, cap: usize) -> String {
+pub(super) fn read_diagnostics(path: &Path, cap: usize) -> String {
     use std::io::Read;
     let mut bytes = Vec::new();
     let total = fs::metadata(path).map(|m| m.len()).unwrap_or(0);

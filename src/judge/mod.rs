@@ -7,7 +7,9 @@
 
 pub mod check;
 pub mod compile;
+pub mod fake;
 pub mod native;
+pub mod pch;
 pub mod plan;
 pub mod schedule;
 pub mod scripts;

@@ -82,24 +82,81 @@ impl SubmissionPlan {
 
     /// Replays the reference algorithm over `known` results.
     pub fn replay(&self, known: &HashMap<String, TestResult>) -> Replay {
-        match self.walk(known, false) {
-            Walk::Done(results, _) => Replay::Done(results),
-            Walk::Need(batch) => Replay::Need(batch),
-        }
+        self.walk(known)
     }
 
     /// The tests the replay would run, in order, if every unknown test passed: the frontier
     /// first, then what speculation may run ahead.
     pub fn lookahead(&self, known: &HashMap<String, TestResult>) -> Vec<String> {
-        match self.walk(known, true) {
-            Walk::Done(_, requested) => requested,
-            Walk::Need(batch) => batch,
+        match self.scores_walk(known, true) {
+            Ok(requested) => requested,
+            Err(batch) => batch,
         }
     }
 
-    fn walk(&self, known: &HashMap<String, TestResult>, optimistic: bool) -> Walk {
-        let mut cache: HashMap<&str, TestResult> = HashMap::new();
+    /// The batch [`SubmissionPlan::replay`] would ask for, or `None` when it would complete;
+    /// cheaper than the replay (no results are built), for the scheduler's frontier.
+    pub fn frontier(&self, known: &HashMap<String, TestResult>) -> Option<Vec<String>> {
+        self.scores_walk(known, false).err()
+    }
+
+    /// The replay's walk over scores alone: `Err(batch)` when a needed
+    /// result is unknown (never when `optimistic`), else the tests requested on the way.
+    fn scores_walk(
+        &self,
+        known: &HashMap<String, TestResult>,
+        optimistic: bool,
+    ) -> Result<Vec<String>, Vec<String>> {
+        let mut cache: HashMap<&str, f64> = HashMap::new();
         let mut requested: Vec<String> = Vec::new();
+        for subtask in &self.subtasks {
+            let failed_already = subtask
+                .tests
+                .iter()
+                .any(|t| cache.get(t.as_str()) == Some(&0.0));
+            if failed_already {
+                continue;
+            }
+            let uncached: Vec<&str> = subtask
+                .tests
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !cache.contains_key(t))
+                .collect();
+            for batch in uncached.chunks(self.batch_size) {
+                let mut zero = false;
+                for &name in batch {
+                    let score = match known.get(name) {
+                        Some(r) => r.score,
+                        None if optimistic => {
+                            requested.push(name.to_string());
+                            1.0
+                        }
+                        None => {
+                            let mut missing: Vec<String> = batch
+                                .iter()
+                                .filter(|t| !known.contains_key(**t))
+                                .map(|t| t.to_string())
+                                .collect();
+                            missing.dedup();
+                            return Err(missing);
+                        }
+                    };
+                    zero |= score == 0.0;
+                    cache.insert(name, score);
+                }
+                if zero {
+                    break;
+                }
+            }
+        }
+        let mut seen = HashSet::new();
+        requested.retain(|t| seen.insert(t.clone()));
+        Ok(requested)
+    }
+
+    fn walk(&self, known: &HashMap<String, TestResult>) -> Replay {
+        let mut cache: HashMap<&str, TestResult> = HashMap::new();
         let mut results = Vec::with_capacity(self.subtasks.len());
         for subtask in &self.subtasks {
             let mut tests: Vec<TestResult> = subtask
@@ -129,14 +186,6 @@ impl SubmissionPlan {
                     for &(_, name) in batch {
                         match known.get(name) {
                             Some(r) => batch_results.push(r.clone()),
-                            None if optimistic => {
-                                requested.push(name.to_string());
-                                batch_results.push(TestResult {
-                                    score: 1.0,
-                                    status: Status::Accepted,
-                                    ..TestResult::skipped(name)
-                                });
-                            }
                             None => {
                                 let mut missing: Vec<String> = batch
                                     .iter()
@@ -144,7 +193,7 @@ impl SubmissionPlan {
                                     .map(|(_, t)| t.to_string())
                                     .collect();
                                 missing.dedup();
-                                return Walk::Need(missing);
+                                return Replay::Need(missing);
                             }
                         }
                     }
@@ -160,15 +209,8 @@ impl SubmissionPlan {
             }
             results.push(self.subtask_result(subtask, tests));
         }
-        let mut seen = HashSet::new();
-        requested.retain(|t| seen.insert(t.clone()));
-        Walk::Done(results, requested)
+        Replay::Done(results)
     }
-}
-
-enum Walk {
-    Done(Vec<SubtaskResult>, Vec<String>),
-    Need(Vec<String>),
 }
 
 #[cfg(test)]
@@ -332,6 +374,50 @@ mod tests {
         // 01 stops at a; 02 has a cached zero (a) and runs nothing.
         assert_eq!(plan.lookahead(&known), Vec::<String>::new());
         assert!(matches!(plan.replay(&known), Replay::Done(_)));
+    }
+
+    #[test]
+    fn the_cheap_walks_agree_with_the_replay() {
+        let p = problem(&[
+            ("00", &["s1", "s2"]),
+            ("01", &["s1", "a1", "a2", "a3", "a1"]),
+            ("02", &["a2", "b1", "b2", "s2"]),
+            ("03", &["b1", "c1", "c2", "c3", "c4"]),
+        ]);
+        let names = [
+            "s1", "s2", "a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "c4",
+        ];
+        for batch in [1, 2, 3] {
+            let plan = SubmissionPlan::new(&p, None, batch);
+            // Every subset of known results, with scores 0, 0.5 or 1 from the mask.
+            for mask in 0u32..4096 {
+                let known: HashMap<String, TestResult> = names
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask & (1 << i) != 0)
+                    .map(|(i, t)| {
+                        let score = [0.0, 1.0, 0.5, 1.0][(mask as usize >> (i % 5)) % 4];
+                        (t.to_string(), result(t, score))
+                    })
+                    .collect();
+                let replay = plan.replay(&known);
+                match (plan.frontier(&known), &replay) {
+                    (Some(a), Replay::Need(b)) => assert_eq!(&a, b),
+                    (None, Replay::Done(_)) => {}
+                    (a, b) => panic!("mask {mask}: frontier {a:?}, replay {b:?}"),
+                }
+                // The lookahead: what a sequential judge would run if every unknown passed.
+                let mut optimistic = known.clone();
+                let mut order = Vec::new();
+                while let Replay::Need(batch) = plan.replay(&optimistic) {
+                    for t in batch {
+                        optimistic.insert(t.clone(), result(&t, 1.0));
+                        order.push(t);
+                    }
+                }
+                assert_eq!(plan.lookahead(&known), order, "mask {mask}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,173 @@
+//! A scripted [`SubmissionRunner`]: verdicts and durations decided by a function of the code
+//! and the test, no process, no sandbox. The scheduler is tested and benchmarked with it
+//! (`ioi-run bench scheduler`), so that its behaviour at 64 or 256 workers is known without
+//! 256 cores.
+//!
+//! The "program" of a compiled submission is its code (carried in [`Program::Binary`]); code
+//! starting with `CE` does not compile, and code starting with `JUDGE-ERROR` makes the compile
+//! fail on the judge side.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::schedule::{ProblemSource, SubmissionRunner};
+use super::{Build, LoadedProblem, ProblemTools, Program, TestVerdict};
+use crate::problem::{Problem, Subtask, TaskType, TestSet};
+
+/// What one scripted test does: its score, and how long it runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FakeRun {
+    pub score: f64,
+    pub duration: Duration,
+}
+
+type Script = dyn Fn(&str, &str) -> FakeRun + Send + Sync;
+
+/// The scripted runner.
+pub struct FakeRunner {
+    script: Box<Script>,
+    compile_time: Duration,
+    /// Nanoseconds spent inside `run_test`, over all workers.
+    inside_runs: AtomicU64,
+    runs: AtomicUsize,
+    compiles: AtomicUsize,
+}
+
+impl FakeRunner {
+    /// A runner whose test `test` of submission `code` does `script(code, test)`.
+    pub fn new(script: impl Fn(&str, &str) -> FakeRun + Send + Sync + 'static) -> FakeRunner {
+        FakeRunner {
+            script: Box::new(script),
+            compile_time: Duration::ZERO,
+            inside_runs: AtomicU64::new(0),
+            runs: AtomicUsize::new(0),
+            compiles: AtomicUsize::new(0),
+        }
+    }
+
+    /// Every compile takes this long.
+    pub fn with_compile_time(mut self, time: Duration) -> FakeRunner {
+        self.compile_time = time;
+        self
+    }
+
+    /// Time spent inside test runs, summed over the workers.
+    pub fn time_inside_runs(&self) -> Duration {
+        Duration::from_nanos(self.inside_runs.load(Ordering::Relaxed))
+    }
+
+    pub fn runs(&self) -> usize {
+        self.runs.load(Ordering::Relaxed)
+    }
+
+    pub fn compiles(&self) -> usize {
+        self.compiles.load(Ordering::Relaxed)
+    }
+}
+
+impl SubmissionRunner for FakeRunner {
+    fn compile(&self, _problem: &LoadedProblem, code: &str) -> Result<Build> {
+        self.compiles.fetch_add(1, Ordering::Relaxed);
+        if !self.compile_time.is_zero() {
+            std::thread::sleep(self.compile_time);
+        }
+        if code.starts_with("JUDGE-ERROR") {
+            bail!("scripted judge-side failure");
+        }
+        if code.starts_with("CE") {
+            return Ok(Build::Error {
+                exit_code: 1,
+                stderr: format!("scripted error in {code}"),
+            });
+        }
+        Ok(Build::Program(Program::Binary(PathBuf::from(code))))
+    }
+
+    fn run_test(
+        &self,
+        _problem: &LoadedProblem,
+        program: &Program,
+        test: &str,
+    ) -> Result<TestVerdict> {
+        let start = Instant::now();
+        let Program::Binary(code) = program else {
+            bail!("the fake runner only runs its own programs");
+        };
+        let code = code.to_str().context("fake program is its code")?;
+        let run = (self.script)(code, test);
+        if !run.duration.is_zero() {
+            std::thread::sleep(run.duration);
+        }
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        let verdict = TestVerdict {
+            score: run.score,
+            feedback: if run.score == 0.0 {
+                "Output isn't correct".into()
+            } else {
+                "Output is correct".into()
+            },
+            time: run.duration.as_secs_f64(),
+            wall_time: run.duration.as_secs_f64(),
+            memory: (code.len() + test.len()) as u64,
+        };
+        self.inside_runs
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(verdict)
+    }
+}
+
+/// Problems by key, made on demand (no tests on disk: the fake runner needs none).
+pub struct FakeProblems(pub HashMap<String, Problem>);
+
+impl ProblemSource for FakeProblems {
+    fn load(&self, key: &str) -> Result<LoadedProblem> {
+        let problem = self
+            .0
+            .get(key)
+            .with_context(|| format!("no problem {key}"))?;
+        Ok(LoadedProblem {
+            problem: problem.clone(),
+            tests: TestSet::default(),
+            tools: ProblemTools::default(),
+        })
+    }
+}
+
+/// A problem with the given subtasks (`(name, tests)`), 10 points each.
+pub fn problem(id: &str, task: TaskType, subtasks: &[(&str, Vec<String>)]) -> Problem {
+    Problem {
+        year: 2024,
+        id: id.into(),
+        name: id.into(),
+        day: "1".into(),
+        task,
+        time_limit: 1.0,
+        memory_limit: 1 << 28,
+        subtasks: subtasks
+            .iter()
+            .map(|(name, tests)| Subtask {
+                name: name.to_string(),
+                points: 10.0,
+                score_precision: 2,
+                test_names: tests.clone(),
+            })
+            .collect(),
+        grader_files: vec![],
+    }
+}
+
+/// A deterministic pseudo-random number from a string and a salt (FNV-1a then a mix), for
+/// scripts that must give the same answer every time.
+pub fn hash(text: &str, salt: u64) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ salt;
+    for b in text.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}

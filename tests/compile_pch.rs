@@ -1,0 +1,135 @@
+//! Precompiled headers (src/judge/pch.rs) give the same executables and the same compilation
+//! errors as plain compiles, are really used, and are bypassed when they cannot be trusted.
+
+use std::path::{Path, PathBuf};
+
+use ioi_run::judge::compile::{CompileCache, Compiled};
+use ioi_run::problem::Problem;
+use ioi_sandbox::{Sandbox, SandboxOptions};
+
+/// The sandbox, or `None` (test skipped) when this machine cannot make one; under CI it must.
+fn sandbox() -> Option<Sandbox> {
+    match Sandbox::new(SandboxOptions::default()) {
+        Ok(sandbox) => Some(sandbox),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: no sandbox on this machine: {e:#}");
+            None
+        }
+        Err(e) => panic!("CI must be able to create a sandbox: {e:#}"),
+    }
+}
+
+fn orchard() -> Problem {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/problems/orchard");
+    ioi_run::problem::cms::load_cms(&dir).unwrap().0
+}
+
+const SOLUTION: &str = r#"#include "orchard.h"
+#include <bits/stdc++.h>
+using namespace std;
+
+vector<long long> split_orchard(vector<int> A) {
+    long long total = accumulate(A.begin(), A.end(), 0LL), left = 0, best = LLONG_MAX, at = 1;
+    for (size_t k = 1; k < A.size(); k++) {
+        left += A[k - 1];
+        long long d = llabs(2 * left - total);
+        if (d < best) best = d, at = k;
+    }
+    return {best, at};
+}
+"#;
+
+fn binary(compiled: Compiled) -> Vec<u8> {
+    match compiled {
+        Compiled::Binary(path) => std::fs::read(path).unwrap(),
+        Compiled::Error { stderr, .. } => panic!("does not compile:\n{stderr}"),
+    }
+}
+
+fn caches() -> (tempfile::TempDir, CompileCache, CompileCache) {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = CompileCache::new(dir.path().join("plain"), 8 << 30)
+        .unwrap()
+        .without_pch();
+    let fast = CompileCache::new(dir.path().join("fast"), 8 << 30).unwrap();
+    (dir, plain, fast)
+}
+
+fn entries(cache: &CompileCache, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(cache.dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn precompiled_headers_give_identical_binaries_and_errors() {
+    let Some(sandbox) = sandbox() else { return };
+    let problem = orchard();
+    let (_dir, plain, fast) = caches();
+
+    // Two distinct submissions with the same prefix: one header built, used twice, and the
+    // executables are byte for byte those of the plain compile.
+    let second = format!("{SOLUTION}// another submission\n");
+    for code in [SOLUTION, second.as_str()] {
+        let expected = binary(plain.submission(&sandbox, &problem, code).unwrap());
+        let got = binary(fast.submission(&sandbox, &problem, code).unwrap());
+        assert!(
+            expected == got,
+            "the precompiled header changed the executable"
+        );
+    }
+    let stats = fast.pch_stats();
+    assert_eq!(
+        (stats.headers_built, stats.used, stats.fallbacks),
+        (1, 2, 0)
+    );
+    // Used for real: the entry holds only the .gch, without its header, so a compile that
+    // succeeded (with -Werror=invalid-pch) can only have read the precompiled one.
+    let pch = entries(&fast, "pch-");
+    assert_eq!(pch.len(), 1);
+    assert!(pch[0].join("prefix.h.gch").is_file() && !pch[0].join("prefix.h").exists());
+    assert_eq!(plain.pch_stats().used, 0);
+
+    // A compilation error: the same exit code and message as the plain compile (the plain
+    // compile produces it, after the accelerated one failed).
+    let broken = SOLUTION.replace("return {best, at};", "return {best, at}");
+    let expected = plain.submission(&sandbox, &problem, &broken).unwrap();
+    let got = fast.submission(&sandbox, &problem, &broken).unwrap();
+    assert!(matches!(expected, Compiled::Error { .. }));
+    assert_eq!(expected, got);
+    assert_eq!(fast.pch_stats().fallbacks, 1);
+
+    // Not starting with bits/stdc++.h: not a candidate, compiled exactly as before.
+    let vector_only = SOLUTION.replace(
+        "#include <bits/stdc++.h>",
+        "#include <vector>\n#include <numeric>\n#include <climits>\n#include <cstdlib>",
+    );
+    let expected = binary(plain.submission(&sandbox, &problem, &vector_only).unwrap());
+    let got = binary(fast.submission(&sandbox, &problem, &vector_only).unwrap());
+    assert!(expected == got);
+    assert_eq!(fast.pch_stats().used, 2);
+}
+
+#[test]
+fn a_damaged_precompiled_header_is_never_trusted() {
+    let Some(sandbox) = sandbox() else { return };
+    let problem = orchard();
+    let (_dir, plain, fast) = caches();
+    binary(fast.submission(&sandbox, &problem, SOLUTION).unwrap());
+    assert_eq!(fast.pch_stats().used, 1);
+
+    // Replace the .gch with something g++ rejects: the next submission must still get the
+    // plain compile's executable.
+    let gch = entries(&fast, "pch-")[0].join("prefix.h.gch");
+    std::fs::remove_file(&gch).unwrap();
+    std::fs::write(&gch, b"gpch.013 not a real precompiled header").unwrap();
+    let code = format!("{SOLUTION}// variant after damage\n");
+    let expected = binary(plain.submission(&sandbox, &problem, &code).unwrap());
+    let got = binary(fast.submission(&sandbox, &problem, &code).unwrap());
+    assert!(expected == got);
+    let stats = fast.pch_stats();
+    assert_eq!((stats.used, stats.fallbacks), (1, 1));
+}
