@@ -347,7 +347,7 @@ mod tests {
         let expected = json!({
             "uuid": "u1", "problem_id": "Nile", "generation": "g", "code": "int x;",
             "year": 2024,
-            "submission_id": "u1", "problem_name": "Nile", "problem_day": "1",
+            "submission_id": "u1", "problem_name": "Nile", "problem_day": "1", "problem_year": 2024,
             "target_subtask": "01-a", "target_subtask_score": 0.5, "target_subtask_status": "PA",
             "code_compiles": true, "all_subtasks_points": 3.5,
             "all_subtasks_results": [
