@@ -13,7 +13,7 @@ use crate::score::{Status, SubtaskResult};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// `PROBLEM SOLUTION.cpp`, where PROBLEM is a CMS task folder; or only `SOLUTION.cpp`
+    /// `PROBLEM SOLUTION.cpp`, where PROBLEM is a CMS or TPS task folder; or only `SOLUTION.cpp`
     /// with --problems, --tests and --problem-id.
     #[arg(required = true, num_args = 1..=2, value_name = "PROBLEM] [SOLUTION.cpp")]
     paths: Vec<PathBuf>,
@@ -40,7 +40,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let (problem, tests) = load_problem(&args)?;
+    let judge = Judge::new(args.run.judge_options()?)?;
+    let (problem, tests) = load_problem(&args, &judge)?;
     for name in &args.subtasks {
         if problem.subtask(name).is_none() {
             let names: Vec<&str> = problem.subtasks.iter().map(|s| s.name.as_str()).collect();
@@ -54,7 +55,6 @@ pub fn run(args: Args) -> Result<i32> {
     let solution = args.paths.last().context("missing SOLUTION.cpp")?;
     let code = std::fs::read_to_string(solution)
         .with_context(|| format!("cannot read {}", solution.display()))?;
-    let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
     let source = Preloaded::new(judge.prepare(problem, tests)?);
     let options = ScheduleOptions {
@@ -101,7 +101,7 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(0)
 }
 
-fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
+fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
     if let Some(rows) = &args.problems {
         let id = args
             .problem_id
@@ -128,8 +128,8 @@ fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
         return Ok((problem, tests));
     }
     match args.paths.as_slice() {
-        [dir, _solution] => crate::problem::cms::load_cms(dir),
-        _ => bail!("give a CMS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
+        [dir, _solution] => crate::judge::tps::load_task_folder(judge, dir),
+        _ => bail!("give a CMS or TPS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
     }
 }
 

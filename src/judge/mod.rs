@@ -11,6 +11,7 @@ pub mod native;
 pub mod plan;
 pub mod schedule;
 pub mod scripts;
+pub mod tps;
 mod workdir;
 
 use std::path::PathBuf;

@@ -20,7 +20,7 @@ use super::{ProblemTools, TestVerdict};
 use crate::problem::{Communication, Problem, TestCase, UserIo};
 
 /// Where the program binary appears inside its box.
-const PROGRAM: &str = "/sol/program";
+pub(crate) const PROGRAM: &str = "/sol/program";
 
 /// Limits of a user process: CPU and memory from the problem, a wall clock a few times the
 /// CPU limit (stops sleepers without penalising a loaded machine), unlimited stack.
@@ -38,7 +38,7 @@ pub(crate) fn solution_limits(problem: &Problem) -> Limits {
 }
 
 /// Limits of trusted tools (checker, manager): generous, but bounded.
-fn tool_limits(problem: &Problem, processes: usize) -> Limits {
+pub(crate) fn tool_limits(problem: &Problem, processes: usize) -> Limits {
     let cpu = (problem.time_limit * 2.0 * processes as f64 + 10.0).max(20.0);
     Limits {
         cpu_time: Some(Duration::from_secs_f64(cpu)),
@@ -156,7 +156,7 @@ fn run_checker(
 const TOOL_BOX_BYTES: u64 = 256 << 20;
 
 /// A root-only host folder (mode 0700) for outputs: no sandbox can reach it.
-fn private_dir() -> Result<tempfile::TempDir> {
+pub(crate) fn private_dir() -> Result<tempfile::TempDir> {
     crate::scratch::tempdir("out")
 }
 
@@ -196,7 +196,9 @@ impl Fifos {
 }
 
 /// Communication: the manager and N user processes, each in its own sandbox, connected by
-/// FIFOs. A user process that fails decides the verdict; otherwise the manager does.
+/// FIFOs. A user process that fails decides the verdict; otherwise the manager does, or, when
+/// the task has a checker (TPS packages such as IOI 2022's), the checker judges the manager's
+/// standard output against the expected output as it would a Batch solution's output.
 pub fn run_communication(
     sandbox: &Sandbox,
     problem: &Problem,
@@ -208,9 +210,76 @@ pub fn run_communication(
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
+    let private = private_dir()?;
+    let (manager_run, user_runs) = communicate(
+        sandbox,
+        problem,
+        params,
+        manager,
+        program,
+        &test.input,
+        private.path(),
+        &solution_limits(problem),
+    )?;
+    let usage = combined_usage(&user_runs);
+    for run in &user_runs {
+        if let Some(feedback) = failure_feedback(run)? {
+            return Ok(verdict(0.0, feedback, &usage));
+        }
+    }
+    let stdout = read_capped(&private.path().join("manager.out"));
+    let stderr = read_capped(&private.path().join("manager.err"));
+    if let Some(checker) = &tools.checker {
+        if manager_run.status != Status::Ok {
+            bail!(
+                "the manager failed on test {}: {} (stderr: {})",
+                test.name,
+                manager_run.message,
+                stderr.trim()
+            );
+        }
+        fs::rename(
+            private.path().join("manager.out"),
+            private.path().join("output.txt"),
+        )?;
+        let (score, feedback) = run_checker(sandbox, problem, checker, test, private.path())?;
+        return Ok(verdict(score, feedback, &usage));
+    }
+    let parsed = check::parse_verdict(&stdout, &stderr, "manager");
+    match (manager_run.status, parsed) {
+        (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),
+        // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
+        (_, Ok((score, feedback))) => Ok(verdict(score, feedback, &usage)),
+        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(verdict(
+            0.0,
+            format!("{WRONG}: the solution stopped communicating"),
+            &usage,
+        )),
+        (_, Err(e)) => bail!(
+            "the manager failed on test {}: {} ({e:#}; stderr: {})",
+            test.name,
+            manager_run.message,
+            stderr.trim()
+        ),
+    }
+}
+
+/// Runs the manager (stdin `input`, stdout and stderr to `manager.out` / `manager.err` in the
+/// root-only folder `private`) and the N user processes, each with `user_limits`; returns
+/// their outcomes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn communicate(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    params: &Communication,
+    manager: &Path,
+    program: &Path,
+    input: &Path,
+    private: &Path,
+    user_limits: &Limits,
+) -> Result<(Outcome, Vec<Outcome>)> {
     let n = params.num_processes.max(1);
     let fifos = Fifos::new(n)?;
-    let private = private_dir()?;
     let mut manager_spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, ["/tools/manager".to_string()]);
     manager_spec
         .binds
@@ -226,9 +295,9 @@ pub fn run_communication(
     manager_spec
         .argv
         .extend(params.manager_args.iter().cloned());
-    manager_spec.stdin = Stdio::Path(test.input.clone());
-    manager_spec.stdout = Stdio::Path(private.path().join("manager.out"));
-    manager_spec.stderr = Stdio::Path(private.path().join("manager.err"));
+    manager_spec.stdin = Stdio::Path(input.to_path_buf());
+    manager_spec.stdout = Stdio::Path(private.join("manager.out"));
+    manager_spec.stderr = Stdio::Path(private.join("manager.err"));
     manager_spec.limits = tool_limits(problem, n);
 
     let user_specs: Vec<RunSpec> = (0..n)
@@ -249,12 +318,12 @@ pub fn run_communication(
             if n > 1 {
                 spec.argv.push(i.to_string());
             }
-            spec.limits = solution_limits(problem);
+            spec.limits = user_limits.clone();
             spec
         })
         .collect();
 
-    let (manager_run, user_runs) = std::thread::scope(|s| {
+    Ok(std::thread::scope(|s| {
         let users: Vec<_> = user_specs
             .iter()
             .map(|spec| s.spawn(move || sandbox.run(spec)))
@@ -268,33 +337,7 @@ pub fn run_communication(
             })
             .collect();
         (manager_run, user_runs)
-    });
-
-    let usage = combined_usage(&user_runs);
-    for run in &user_runs {
-        if let Some(feedback) = failure_feedback(run)? {
-            return Ok(verdict(0.0, feedback, &usage));
-        }
-    }
-    let stdout = read_capped(&private.path().join("manager.out"));
-    let stderr = read_capped(&private.path().join("manager.err"));
-    let parsed = check::parse_verdict(&stdout, &stderr, "manager");
-    match (manager_run.status, parsed) {
-        (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),
-        // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
-        (_, Ok((score, feedback))) => Ok(verdict(score, feedback, &usage)),
-        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(verdict(
-            0.0,
-            format!("{WRONG}: the solution stopped communicating"),
-            &usage,
-        )),
-        (_, Err(e)) => bail!(
-            "the manager failed on test {}: {} ({e:#}; stderr: {})",
-            test.name,
-            manager_run.message,
-            stderr.trim()
-        ),
-    }
+    }))
 }
 
 /// The usage reported for a Communication test: the largest CPU time, wall time and memory
