@@ -146,7 +146,12 @@ fn generated(work: &Path) -> BTreeMap<String, (Vec<u8>, Vec<u8>, u64)> {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("tps-tests-"))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("tps-tests-")
+        })
         .collect();
     assert_eq!(entries.len(), 1, "one cache entry: {entries:?}");
     let mut tests = BTreeMap::new();
@@ -176,7 +181,15 @@ fn tests_are_generated_as_tps_does_deterministically_and_once() {
     let names: Vec<&str> = first.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["0-01", "1-01", "2-01", "2-02", "random-small-01", "random-small-02", "random-small-03"]
+        [
+            "0-01",
+            "1-01",
+            "2-01",
+            "2-02",
+            "random-small-01",
+            "random-small-02",
+            "random-small-03"
+        ]
     );
     // The manual sample: input.header prepended, CRLF made LF (dos2unix); the expected output
     // is what the model solution printed through the grader.
@@ -345,7 +358,10 @@ fn evaluate_takes_a_folder_of_tps_tasks() {
         })
         .collect();
     let points = |id: &str| rows[id]["all_subtasks_points"].as_f64().unwrap();
-    assert_eq!((points("s1"), points("s2"), points("g1")), (100.0, 40.0, 15.0));
+    assert_eq!(
+        (points("s1"), points("s2"), points("g1")),
+        (100.0, 40.0, 15.0)
+    );
     let subtasks: Vec<&str> = rows["g1"]["all_subtasks_results"]
         .as_array()
         .unwrap()

@@ -28,7 +28,9 @@ pub fn run(args: Args) -> Result<i32> {
     let mut loaded = Vec::new();
     // The sandbox is only needed to generate the tests of TPS packages.
     let judge = if args.tasks.iter().any(|d| crate::problem::tps::is_tps(d)) {
-        Some(crate::judge::Judge::new(crate::judge::JudgeOptions::default())?)
+        Some(crate::judge::Judge::new(
+            crate::judge::JudgeOptions::default(),
+        )?)
     } else {
         None
     };

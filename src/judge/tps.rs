@@ -165,7 +165,12 @@ fn compile_tools(
 }
 
 /// The content hash naming the cache entry.
-fn cache_key(package: &TpsPackage, plan: &GenPlan, gen_data: &str, tools: &Tools) -> Result<String> {
+fn cache_key(
+    package: &TpsPackage,
+    plan: &GenPlan,
+    gen_data: &str,
+    tools: &Tools,
+) -> Result<String> {
     let mut h = blake3::Hasher::new();
     let mut part = |bytes: &[u8]| {
         h.update(&(bytes.len() as u64).to_le_bytes());
@@ -367,7 +372,11 @@ fn make_output(
             }
             if manager_run.status != Status::Ok {
                 let stderr = super::workdir::read_capped(&private.path().join("manager.err"));
-                bail!("the manager: {} (stderr: {})", manager_run.message, stderr.trim());
+                bail!(
+                    "the manager: {} (stderr: {})",
+                    manager_run.message,
+                    stderr.trim()
+                );
             }
             fs::copy(private.path().join("manager.out"), &output)
                 .with_context(|| format!("cannot write {}", output.display()))?;
@@ -382,7 +391,8 @@ fn run_data_py(judge: &Judge, dir: &Path, script: &[u8]) -> Result<String> {
     let script_path = scratch.path().join("data.py");
     fs::write(&script_path, script)?;
     let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, ["python3", "/gen/data.py"]);
-    spec.binds.push(Bind::read_only(&script_path, "/gen/data.py"));
+    spec.binds
+        .push(Bind::read_only(&script_path, "/gen/data.py"));
     let stdout = scratch.path().join("data");
     let stderr = scratch.path().join("data.err");
     spec.stdout = Stdio::Path(stdout.clone());

@@ -213,7 +213,10 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
             },
             Some((program, rest)) => {
                 if program.contains('/') || program.starts_with('.') {
-                    bail!("{}: generator name {program:?} must be a file in gen/", at());
+                    bail!(
+                        "{}: generator name {program:?} must be a file in gen/",
+                        at()
+                    );
                 }
                 GenCommand::Generator {
                     program: program.clone(),
@@ -292,7 +295,9 @@ impl TpsPackage {
             Some(v) => v
                 .as_u64()
                 .and_then(|p| u32::try_from(p).ok())
-                .with_context(|| format!("{} must be a non-negative integer", at("score_precision")))?,
+                .with_context(|| {
+                    format!("{} must be a non-negative integer", at("score_precision"))
+                })?,
         };
         let is_comm = task_type.starts_with("Communicat");
         let task = match task_type.as_str() {
@@ -300,11 +305,9 @@ impl TpsPackage {
             "Communication" => {
                 let processes = match top.get("num_processes") {
                     None | Some(Value::Null) => 1,
-                    Some(v) => v
-                        .as_u64()
-                        .filter(|n| *n >= 1)
-                        .with_context(|| format!("{} must be a positive integer", at("num_processes")))?
-                        as usize,
+                    Some(v) => v.as_u64().filter(|n| *n >= 1).with_context(|| {
+                        format!("{} must be a positive integer", at("num_processes"))
+                    })? as usize,
                 };
                 TaskType::Communication(Communication {
                     num_processes: processes,
@@ -332,7 +335,10 @@ impl TpsPackage {
             }
             // What TPS's CMS exporter copies: the grader and the task header only.
             for (from, to) in [
-                (format!("grader/cpp/{grader_name}.cpp"), format!("graders/{grader_name}.cpp")),
+                (
+                    format!("grader/cpp/{grader_name}.cpp"),
+                    format!("graders/{grader_name}.cpp"),
+                ),
                 (format!("grader/cpp/{name}.h"), format!("graders/{name}.h")),
             ] {
                 let path = dir.join(&from);
@@ -437,7 +443,11 @@ impl TpsPackage {
         }
         let mut subtasks = Vec::new();
         for spec in &self.subtasks {
-            let tests = plan.subtask_tests.get(&spec.name).cloned().unwrap_or_default();
+            let tests = plan
+                .subtask_tests
+                .get(&spec.name)
+                .cloned()
+                .unwrap_or_default();
             if tests.is_empty() {
                 bail!("{origin}: subtask {} has no tests", spec.name);
             }
@@ -454,7 +464,11 @@ impl TpsPackage {
                 GenCommand::Manual(file) => {
                     let path = self.dir.join("gen/manual").join(file);
                     if !path.is_file() {
-                        bail!("{origin}: line {}: {} does not exist", test.line, path.display());
+                        bail!(
+                            "{origin}: line {}: {} does not exist",
+                            test.line,
+                            path.display()
+                        );
                     }
                 }
                 GenCommand::Generator { program, .. } => {
@@ -497,7 +511,11 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
 fn json_object(bytes: &[u8], path: &Path) -> Result<Map<String, Value>> {
     match serde_json::from_slice(bytes) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => bail!("{}: expected a JSON object, found {}", path.display(), kind(&other)),
+        Ok(other) => bail!(
+            "{}: expected a JSON object, found {}",
+            path.display(),
+            kind(&other)
+        ),
         Err(e) => bail!("{}: malformed JSON: {e}", path.display()),
     }
 }
@@ -593,9 +611,9 @@ fn read_solutions_json(path: &Path) -> Result<(Vec<SolutionSpec>, String)> {
             None | Some(Value::Null) => {}
             Some(Value::Object(map)) => {
                 for (subtask, v) in map {
-                    let v = v
-                        .as_str()
-                        .with_context(|| format!("{} must be a string", at(&format!("except.{subtask}"))))?;
+                    let v = v.as_str().with_context(|| {
+                        format!("{} must be a string", at(&format!("except.{subtask}")))
+                    })?;
                     except.insert(subtask.clone(), v.to_string());
                 }
             }
@@ -658,7 +676,10 @@ gen-big 5
                 args: vec!["rnd".into(), "3".into(), "a b".into()]
             }
         );
-        assert_eq!(plan.tests[2].command, GenCommand::Manual("sample-1.in".into()));
+        assert_eq!(
+            plan.tests[2].command,
+            GenCommand::Manual("sample-1.in".into())
+        );
         assert_eq!(
             plan.tests[4].command,
             GenCommand::Generator {
@@ -681,8 +702,12 @@ gen-big 5
 
     #[test]
     fn output_only_numbers_tests_globally() {
-        let plan = parse_gen_data("@subtask a\nmanual x\n@subtask b\nmanual y\n", "OutputOnly", "d")
-            .unwrap();
+        let plan = parse_gen_data(
+            "@subtask a\nmanual x\n@subtask b\nmanual y\n",
+            "OutputOnly",
+            "d",
+        )
+        .unwrap();
         let names: Vec<&str> = plan.tests.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["01", "02"]);
     }
@@ -691,14 +716,26 @@ gen-big 5
     fn grammar_errors_name_the_line() {
         for (text, want) in [
             ("gen 1\n", "line 1: a test before any @subtask"),
-            ("@subtask a\n@include b\n", "line 2: @include of undefined testset \"b\""),
+            (
+                "@subtask a\n@include b\n",
+                "line 2: @include of undefined testset \"b\"",
+            ),
             ("@subtask a\n@frobnicate\n", "line 2: unknown command"),
-            ("@subtask a\nmanual x y\n", "line 2: `manual` takes exactly one"),
+            (
+                "@subtask a\nmanual x y\n",
+                "line 2: `manual` takes exactly one",
+            ),
             ("@subtask a\ngen 'x\n", "line 2: unbalanced quotes"),
             ("@subtask a\n../evil 1\n", "must be a file in gen/"),
         ] {
-            let err = format!("{:#}", parse_gen_data(text, "Batch", "gen/data").unwrap_err());
-            assert!(err.contains("gen/data") && err.contains(want), "{text:?}: {err}");
+            let err = format!(
+                "{:#}",
+                parse_gen_data(text, "Batch", "gen/data").unwrap_err()
+            );
+            assert!(
+                err.contains("gen/data") && err.contains(want),
+                "{text:?}: {err}"
+            );
         }
     }
 
@@ -733,7 +770,11 @@ gen-big 5
         write(root, "grader/testlib.h", "testlib");
         write(root, "checker/checker.cpp", "checker");
         write(root, "gen/gen.cpp", "gen");
-        write(root, "gen/data", "@subtask samples\nmanual a.in\n@subtask full\n@include samples\ngen 1\n");
+        write(
+            root,
+            "gen/data",
+            "@subtask samples\nmanual a.in\n@subtask full\n@include samples\ngen 1\n",
+        );
         write(root, "gen/manual/a.in", "1\n");
     }
 
@@ -765,8 +806,13 @@ gen-big 5
         );
         assert_eq!(pkg.model_solution, "model.cpp");
         let slow = &pkg.solutions[1];
-        assert_eq!((slow.verdict_for("samples"), slow.verdict_for("full")), ("correct", "time_limit"));
-        let GenData::Text(text) = &pkg.gen_data else { panic!("gen/data is text") };
+        assert_eq!(
+            (slow.verdict_for("samples"), slow.verdict_for("full")),
+            ("correct", "time_limit")
+        );
+        let GenData::Text(text) = &pkg.gen_data else {
+            panic!("gen/data is text")
+        };
         let (problem, plan) = pkg.plan(text).unwrap();
         assert_eq!(problem.id, "sum");
         assert_eq!(problem.name, "Sum");
@@ -779,7 +825,11 @@ gen-big 5
             subtasks,
             [
                 ("00-samples", 40.0, &["0-01".to_string()][..]),
-                ("01-full", 60.0, &["0-01".to_string(), "1-01".to_string()][..])
+                (
+                    "01-full",
+                    60.0,
+                    &["0-01".to_string(), "1-01".to_string()][..]
+                )
             ]
         );
         assert_eq!(plan.tests.len(), 2);
@@ -789,19 +839,45 @@ gen-big 5
     #[test]
     fn package_errors_name_file_and_field() {
         let cases: [(&str, &str, &str); 6] = [
-            ("problem.json", r#"{"name": "sum", "type": "Batch", "time_limit": 1}"#, "field `memory_limit` is missing"),
-            ("problem.json", r#"{"name": "sum", "type": "TwoSteps", "time_limit": 1, "memory_limit": 1}"#, "\"TwoSteps\" is not supported"),
-            ("solutions.json", r#"{"a.cpp": {"verdict": "correct"}}"#, "exactly one solution must have the verdict `model_solution`"),
-            ("subtasks.json", r#"{"subtasks": {"a": {"score": 1}}}"#, "field `subtasks.a.index`"),
-            ("gen/data", "@subtask samples\nmanual zzz.in\n@subtask full\ngen 1\n", "zzz.in does not exist"),
-            ("gen/data", "@subtask samples\nmanual a.in\n@subtask full\nother 1\n", "generator \"other\" has no gen/other.cpp"),
+            (
+                "problem.json",
+                r#"{"name": "sum", "type": "Batch", "time_limit": 1}"#,
+                "field `memory_limit` is missing",
+            ),
+            (
+                "problem.json",
+                r#"{"name": "sum", "type": "TwoSteps", "time_limit": 1, "memory_limit": 1}"#,
+                "\"TwoSteps\" is not supported",
+            ),
+            (
+                "solutions.json",
+                r#"{"a.cpp": {"verdict": "correct"}}"#,
+                "exactly one solution must have the verdict `model_solution`",
+            ),
+            (
+                "subtasks.json",
+                r#"{"subtasks": {"a": {"score": 1}}}"#,
+                "field `subtasks.a.index`",
+            ),
+            (
+                "gen/data",
+                "@subtask samples\nmanual zzz.in\n@subtask full\ngen 1\n",
+                "zzz.in does not exist",
+            ),
+            (
+                "gen/data",
+                "@subtask samples\nmanual a.in\n@subtask full\nother 1\n",
+                "generator \"other\" has no gen/other.cpp",
+            ),
         ];
         for (file, content, want) in cases {
             let dir = tempfile::tempdir().unwrap();
             package(dir.path());
             write(dir.path(), file, content);
             let err = TpsPackage::read(dir.path()).and_then(|p| {
-                let GenData::Text(t) = &p.gen_data else { unreachable!() };
+                let GenData::Text(t) = &p.gen_data else {
+                    unreachable!()
+                };
                 p.plan(t).map(|_| ())
             });
             let err = format!("{:#}", err.unwrap_err());
@@ -813,9 +889,15 @@ gen-big 5
     fn dangling_link_mentions_the_submodule() {
         let dir = tempfile::tempdir().unwrap();
         package(dir.path());
-        std::os::unix::fs::symlink("../../tps/problem-assets/testlib.h", dir.path().join("checker/testlib.h"))
-            .unwrap();
+        std::os::unix::fs::symlink(
+            "../../tps/problem-assets/testlib.h",
+            dir.path().join("checker/testlib.h"),
+        )
+        .unwrap();
         let err = format!("{:#}", TpsPackage::read(dir.path()).unwrap_err());
-        assert!(err.contains("checker/testlib.h") && err.contains("submodule"), "{err}");
+        assert!(
+            err.contains("checker/testlib.h") && err.contains("submodule"),
+            "{err}"
+        );
     }
 }
