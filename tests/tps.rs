@@ -370,3 +370,32 @@ fn evaluate_takes_a_folder_of_tps_tasks() {
         .collect();
     assert_eq!(subtasks, ["AC", "PA", "WA"]);
 }
+
+#[test]
+fn an_input_the_validator_refuses_is_an_error_naming_test_and_validator() {
+    if !can_run() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let copy = work.path().join("sum");
+    copy_tree(&tasks().join("sum"), &copy);
+    // 1001 numbers: too many for subtask `small` (its validator allows 1000).
+    let data = std::fs::read_to_string(copy.join("gen/data.py"))
+        .unwrap()
+        .replace("gen(1000, 1000000)", "gen(1001, 1000000)");
+    std::fs::write(copy.join("gen/data.py"), data).unwrap();
+    let out = bin(work.path())
+        .args(["judge", "--json"])
+        .arg(&copy)
+        .arg(copy.join("solution/model.cpp"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("test 1-01")
+            && err.contains("validator.cpp small")
+            && err.contains("n = 1001 is outside [1, 1000]"),
+        "{err}"
+    );
+}

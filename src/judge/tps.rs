@@ -1,12 +1,13 @@
 //! Tests of TPS packages, made as TPS makes them: `gen/data.py` run to print `gen/data` (when
 //! the package keeps only the script), every generator compiled and run with its arguments
 //! (`manual` tests copied), `gen/input.header` / `input.footer` added and line ends made Unix
-//! (TPS runs `dos2unix`), then the model solution of `solutions.json` run on every input, with
+//! (TPS runs `dos2unix`), every input checked by the validators of its subtasks (C++ ones), then
+//! the model solution of `solutions.json` run on every input, with
 //! the task's grader (or against its manager), to write the expected output.
 //!
 //! Everything runs in the sandbox, and the result is cached by content in the compile cache
 //! folder (`tps-tests-<hash>/`): the hash covers `problem.json`, the text of `gen/data`, every
-//! file of `gen/` and the compiled generators, model solution and manager, so a change to any
+//! file of `gen/` and the compiled generators, validators, model solution and manager, so a change to any
 //! of them makes new tests while an unchanged package is generated once.
 
 use std::fs;
@@ -53,6 +54,8 @@ pub fn load(judge: &Judge, dir: &Path) -> Result<(Problem, TestSet)> {
 struct Tools {
     /// Generator name → binary.
     generators: Vec<(String, PathBuf)>,
+    /// Validator source file name (`validator.cpp`) → binary.
+    validators: Vec<(String, PathBuf)>,
     model: PathBuf,
     manager: Option<PathBuf>,
 }
@@ -135,6 +138,21 @@ fn compile_tools(
             ),
         }
     }
+    let mut validators = Vec::new();
+    let validator_files: Vec<(&str, &[u8])> = package
+        .validator_files
+        .iter()
+        .map(|f| (f.path.as_str(), f.content.as_slice()))
+        .collect();
+    for source in validator_sources(package) {
+        match judge.cache().program(sandbox, &validator_files, &source)? {
+            Compiled::Binary(path) => validators.push((source, path)),
+            Compiled::Error { exit_code, stderr } => bail!(
+                "{}: the validator does not compile (exit code {exit_code}):\n{stderr}",
+                package.dir.join("validator").join(&source).display()
+            ),
+        }
+    }
     let model_path = package.solution_path(&package.model_solution);
     let code = fs::read_to_string(&model_path)
         .with_context(|| format!("cannot read the model solution {}", model_path.display()))?;
@@ -159,6 +177,7 @@ fn compile_tools(
     };
     Ok(Tools {
         generators,
+        validators,
         model,
         manager,
     })
@@ -190,7 +209,7 @@ fn cache_key(
             part(&fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?);
         }
     }
-    for (name, path) in &tools.generators {
+    for (name, path) in tools.generators.iter().chain(&tools.validators) {
         part(name.as_bytes());
         part(&fs::read(path)?);
     }
@@ -230,6 +249,16 @@ fn make_tests(
     let footer = gen_file(package, "input.footer");
     plan.tests.par_iter().try_for_each(|test| {
         make_input(judge, package, tools, test, out, header, footer).with_context(|| {
+            format!(
+                "test {} ({}: line {})",
+                test.name,
+                package.dir.join("gen/data").display(),
+                test.line
+            )
+        })
+    })?;
+    plan.tests.par_iter().try_for_each(|test| {
+        validate(judge, package, plan, tools, test, out).with_context(|| {
             format!(
                 "test {} ({}: line {})",
                 test.name,
@@ -306,6 +335,78 @@ fn make_input(
     let input = dos2unix(input);
     let path = out.join(format!("{}.in", test.name));
     fs::write(&path, input).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The C++ validators named by `subtasks.json` (file names in `validator/`). Validators in
+/// other languages are left out, with a warning.
+fn validator_sources(package: &TpsPackage) -> Vec<String> {
+    let names: Vec<&str> = package.subtasks.iter().map(|s| s.name.as_str()).collect();
+    let mut sources = Vec::new();
+    for command in package.validator_commands(&names) {
+        let Some(file) = shlex::split(&command).and_then(|w| w.into_iter().next()) else {
+            continue;
+        };
+        if file.ends_with(".cpp") {
+            if !sources.contains(&file) {
+                sources.push(file);
+            }
+        } else {
+            tracing::warn!(
+                "{}: validator {command:?} is not run (only C++ validators are)",
+                package.dir.display()
+            );
+        }
+    }
+    sources
+}
+
+/// Runs the validators of every subtask the test belongs to, as TPS's `gen` does: each must
+/// accept the input (exit 0).
+fn validate(
+    judge: &Judge,
+    package: &TpsPackage,
+    plan: &GenPlan,
+    tools: &Tools,
+    test: &GenTest,
+    out: &Path,
+) -> Result<()> {
+    let subtasks: Vec<&str> = plan
+        .subtask_tests
+        .iter()
+        .filter(|(_, tests)| tests.contains(&test.name))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let input = out.join(format!("{}.in", test.name));
+    for command in package.validator_commands(&subtasks) {
+        let words = shlex::split(&command).unwrap_or_default();
+        let Some((file, args)) = words.split_first() else {
+            continue;
+        };
+        let Some((_, binary)) = tools.validators.iter().find(|(name, _)| name == file) else {
+            continue;
+        };
+        let mut argv = vec!["/validator/program".to_string()];
+        argv.extend(args.iter().cloned());
+        let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, argv);
+        spec.binds
+            .push(Bind::read_only(binary, "/validator/program"));
+        spec.stdin = Stdio::Path(input.clone());
+        let stderr = out.join(format!("{}.val-err", test.name));
+        spec.stderr = Stdio::Path(stderr.clone());
+        spec.limits = maker_limits(4 << 30);
+        let run = judge.sandbox().run(&spec);
+        let message = super::workdir::read_capped(&stderr);
+        let _ = fs::remove_file(&stderr);
+        if run.status != Status::Ok {
+            bail!(
+                "the input is refused by the validator `{command}` (subtasks {}): {} (stderr: {})",
+                subtasks.join(", "),
+                run.message,
+                message.trim()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What `dos2unix` does to a file by default: CRLF becomes LF and a UTF-8 byte order mark

@@ -48,6 +48,18 @@ pub struct SubtaskSpec {
     pub name: String,
     pub index: u32,
     pub score: f64,
+    /// Validator commands of this subtask (`validators`).
+    pub validators: Vec<String>,
+}
+
+/// Validator commands of `subtasks.json` besides the per-subtask ones.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Validators {
+    /// `global_validators`: run on every test.
+    pub global: Vec<String>,
+    /// `subtask_sensitive_validators`: run for every subtask of a test, `{subtask}` replaced by
+    /// the subtask's name (IOI 2022: `validator.cpp {subtask}`).
+    pub subtask_sensitive: Vec<String>,
 }
 
 /// The expected verdict of an official solution (`solutions.json`): one verdict for every
@@ -92,6 +104,9 @@ pub struct TpsPackage {
     pub score_precision: u32,
     /// In `index` order.
     pub subtasks: Vec<SubtaskSpec>,
+    pub validators: Validators,
+    /// Every file directly in `validator/`.
+    pub validator_files: Vec<GraderFile>,
     /// Grader, header, manager and checker files, at the paths of TPS's CMS export
     /// (`graders/...`, `checker/...`).
     pub grader_files: Vec<GraderFile>,
@@ -373,7 +388,8 @@ impl TpsPackage {
         grader_files.sort_by(|a, b| a.path.cmp(&b.path));
         grader_files.dedup_by(|a, b| a.path == b.path);
 
-        let subtasks = read_subtasks_json(&dir.join("subtasks.json"))?;
+        let (subtasks, validators) = read_subtasks_json(&dir.join("subtasks.json"))?;
+        let validator_files = top_level_files(&dir.join("validator"))?;
         let gen_dir = dir.join("gen");
         let gen_files = top_level_files(&gen_dir)?;
         let gen_data = if let Some(f) = gen_files.iter().find(|f| f.path == "data") {
@@ -401,6 +417,8 @@ impl TpsPackage {
             memory_limit: (memory_mb * 1024.0 * 1024.0).round() as u64,
             score_precision,
             subtasks,
+            validators,
+            validator_files,
             grader_files,
             gen_files,
             gen_data,
@@ -487,7 +505,24 @@ impl TpsPackage {
         Ok((problem, plan))
     }
 
-    /// The official solution files, with their expectations.
+    /// The validator commands of a test in the given subtasks (TPS names), in TPS's order
+    /// (global, then per subtask the subtask-sensitive ones and its own), each once.
+    pub fn validator_commands(&self, subtasks: &[&str]) -> Vec<String> {
+        let mut commands = self.validators.global.clone();
+        for name in subtasks {
+            for v in &self.validators.subtask_sensitive {
+                commands.push(v.replace("{subtask}", name));
+            }
+            if let Some(spec) = self.subtasks.iter().find(|s| s.name == *name) {
+                commands.extend(spec.validators.iter().cloned());
+            }
+        }
+        let mut seen = HashSet::new();
+        commands.retain(|c| seen.insert(c.clone()));
+        commands
+    }
+
+    /// The path of a solution file named in `solutions.json`.
     pub fn solution_path(&self, file: &str) -> PathBuf {
         self.dir.join("solution").join(file)
     }
@@ -560,8 +595,33 @@ fn top_level_files(dir: &Path) -> Result<Vec<GraderFile>> {
     Ok(files)
 }
 
-fn read_subtasks_json(path: &Path) -> Result<Vec<SubtaskSpec>> {
+fn read_subtasks_json(path: &Path) -> Result<(Vec<SubtaskSpec>, Validators)> {
     let top = json_object(&read_file(path)?, path)?;
+    let strings = |value: Option<&Value>, field: &str| -> Result<Vec<String>> {
+        match value {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_string).with_context(|| {
+                        format!("{}: field `{field}` must hold strings", path.display())
+                    })
+                })
+                .collect(),
+            Some(other) => bail!(
+                "{}: field `{field}` must be a list, found {}",
+                path.display(),
+                kind(other)
+            ),
+        }
+    };
+    let validators = Validators {
+        global: strings(top.get("global_validators"), "global_validators")?,
+        subtask_sensitive: strings(
+            top.get("subtask_sensitive_validators"),
+            "subtask_sensitive_validators",
+        )?,
+    };
     let Some(Value::Object(subtasks)) = top.get("subtasks") else {
         bail!("{}: field `subtasks` must be an object", path.display());
     };
@@ -581,6 +641,10 @@ fn read_subtasks_json(path: &Path) -> Result<Vec<SubtaskSpec>> {
             name: name.clone(),
             index,
             score,
+            validators: strings(
+                data.get("validators"),
+                &format!("subtasks.{name}.validators"),
+            )?,
         });
     }
     specs.sort_by_key(|s| s.index);
@@ -593,7 +657,7 @@ fn read_subtasks_json(path: &Path) -> Result<Vec<SubtaskSpec>> {
             w[0].index
         );
     }
-    Ok(specs)
+    Ok((specs, validators))
 }
 
 fn read_solutions_json(path: &Path) -> Result<(Vec<SolutionSpec>, String)> {

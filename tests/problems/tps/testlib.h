@@ -1,6 +1,7 @@
 // A tiny testlib-compatible header, written for these fixtures (the subset they use):
-// generators (registerGen, rnd.next), checkers (registerChecker, inf/ans/ouf, quitf/quitp) with
-// the CMS convention: the score on stdout, the verdict on stderr.
+// generators (registerGen, rnd.next), validators (registerValidation, strict reads, ensuref)
+// and checkers (registerChecker, inf/ans/ouf, quitf/quitp) with the CMS convention: the score
+// on stdout, the verdict on stderr.
 #pragma once
 #include <cstdarg>
 #include <cstdint>
@@ -48,17 +49,40 @@ inline std::string testlib_format(const char *fmt, va_list ap) {
 
 // A stream of whitespace-separated tokens; a reading error on the contestant's output is a
 // wrong answer, on the judge's files a judge failure.
+// A validator reads strictly: no whitespace is skipped, each one is read explicitly.
 struct InStream {
     FILE *f = nullptr;
     TResult on_error = _fail;
+    bool strict = false;
     std::string token() {
         std::string s;
-        int c;
-        while ((c = fgetc(f)) != EOF && isspace(c)) {}
+        int c = fgetc(f);
+        if (!strict)
+            while (c != EOF && isspace(c)) c = fgetc(f);
         while (c != EOF && !isspace(c)) { s += (char)c; c = fgetc(f); }
-        if (s.empty()) quitf(on_error, "unexpected end of file");
+        if (c != EOF) ungetc(c, f);
+        if (s.empty()) quitf(on_error, "expected a token");
         return s;
     }
+    void expect(int want, const char *what) {
+        if (fgetc(f) != want) quitf(on_error, "expected %s", what);
+    }
+    void readSpace() { expect(' ', "a space"); }
+    void readEoln() { expect('\n', "an end of line"); }
+    void readEof() { expect(EOF, "the end of the file"); }
+    std::string readLine() {
+        std::string s;
+        int c;
+        while ((c = fgetc(f)) != EOF && c != '\n') s += (char)c;
+        if (c == EOF) quitf(on_error, "expected an end of line");
+        return s;
+    }
+    long long readLong(long long lo, long long hi, const char *name) {
+        long long v = readLong();
+        if (v < lo || v > hi) quitf(on_error, "%s = %lld is outside [%lld, %lld]", name, v, lo, hi);
+        return v;
+    }
+    int readInt(int lo, int hi, const char *name) { return (int)readLong(lo, hi, name); }
     long long readLong() {
         std::string s = token();
         char *end;
@@ -78,6 +102,16 @@ struct InStream {
 };
 
 inline InStream inf, ouf, ans;
+
+inline void registerValidation() {
+    inf.f = stdin;
+    inf.strict = true;
+}
+
+#define ensuref(cond, ...) \
+    do { \
+        if (!(cond)) quitf(_fail, __VA_ARGS__); \
+    } while (0)
 
 inline void registerChecker(const char *, int argc, char **argv) {
     if (argc < 4) quitf(_fail, "usage: checker input answer output");
