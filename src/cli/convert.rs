@@ -36,7 +36,12 @@ pub fn run(args: Args) -> Result<i32> {
     };
     for dir in &args.tasks {
         let (mut problem, tests) = match &judge {
-            Some(judge) => crate::judge::tps::load_task_folder(judge, dir)?,
+            Some(judge) => {
+                if crate::problem::tps::is_tps(dir) {
+                    eprintln!("{}: generating the tests of the TPS package", dir.display());
+                }
+                crate::judge::tps::load_task_folder(judge, dir)?
+            }
             None => crate::problem::cms::load_cms(dir)?,
         };
         if let Some(year) = args.year {

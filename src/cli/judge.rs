@@ -128,7 +128,15 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
         return Ok((problem, tests));
     }
     match args.paths.as_slice() {
-        [dir, _solution] => crate::judge::tps::load_task_folder(judge, dir),
+        [dir, _solution] => {
+            if crate::problem::tps::is_tps(dir) {
+                eprintln!(
+                    "{}: a TPS package: its tests are generated on first use, then cached",
+                    dir.display()
+                );
+            }
+            crate::judge::tps::load_task_folder(judge, dir)
+        }
         _ => bail!("give a CMS or TPS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
     }
 }

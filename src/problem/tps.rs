@@ -950,6 +950,31 @@ gen-big 5
     }
 
     #[test]
+    fn validators_of_a_test_follow_tps_order_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        package(dir.path());
+        write(
+            dir.path(),
+            "subtasks.json",
+            r#"{"global_validators": ["global.cpp"],
+                "subtask_sensitive_validators": ["validator.cpp {subtask}", "global.cpp"],
+                "subtasks": {"samples": {"index": 0, "score": 0, "validators": ["extra.cpp 1"]},
+                             "full": {"index": 1, "score": 100}}}"#,
+        );
+        let pkg = TpsPackage::read(dir.path()).unwrap();
+        assert_eq!(
+            pkg.validator_commands(&["samples", "full"]),
+            [
+                "global.cpp",
+                "validator.cpp samples",
+                "extra.cpp 1",
+                "validator.cpp full"
+            ]
+        );
+        assert_eq!(pkg.validator_commands(&[]), ["global.cpp"]);
+    }
+
+    #[test]
     fn dangling_link_mentions_the_submodule() {
         let dir = tempfile::tempdir().unwrap();
         package(dir.path());
