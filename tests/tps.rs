@@ -399,3 +399,24 @@ fn an_input_the_validator_refuses_is_an_error_naming_test_and_validator() {
         "{err}"
     );
 }
+
+#[test]
+fn script_mode_refuses_a_communication_task_with_a_checker() {
+    if !can_run() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = tasks().join("guess");
+    let out = bin(work.path())
+        .args(["judge", "--runner", "scripts"])
+        .arg(&dir)
+        .arg(dir.join("solution/binary.cpp"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tpsguess") && err.contains("native runner only"),
+        "{err}"
+    );
+}

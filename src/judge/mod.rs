@@ -159,6 +159,17 @@ impl Judge {
                 }
             }
         }
+        // The script-mode contract (SPEC §2.6) reads the manager's verdict from its stdout;
+        // a checker judging the manager's output (TPS packages) exists only natively.
+        if matches!(self.runner, Runner::Scripts(_))
+            && matches!(problem.task, TaskType::Communication(_))
+            && problem.checker().is_some()
+        {
+            bail!(
+                "problem {}: a Communication task with a checker is judged by the native runner only (not --runner scripts)",
+                problem.id
+            );
+        }
         let mut tools = ProblemTools::default();
         if matches!(self.runner, Runner::Native) {
             if let Some(source) = problem.checker() {
