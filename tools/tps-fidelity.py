@@ -62,7 +62,7 @@ def task_folders(root, only):
         missing = [t for t in only if t not in names]
         if missing:
             sys.exit("no TPS task %s in %s (found: %s)" % (", ".join(missing), root, ", ".join(names)))
-        names = [n for n in names if n in only]
+        names = [n for n in only if n in names]  # in the order given
     return names
 
 
