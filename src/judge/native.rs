@@ -38,7 +38,7 @@ pub(crate) fn solution_limits(problem: &Problem) -> Limits {
 }
 
 /// Limits of trusted tools (checker, manager): generous, but bounded.
-pub(crate) fn tool_limits(problem: &Problem, processes: usize) -> Limits {
+fn tool_limits(problem: &Problem, processes: usize) -> Limits {
     let cpu = (problem.time_limit * 2.0 * processes as f64 + 10.0).max(20.0);
     Limits {
         cpu_time: Some(Duration::from_secs_f64(cpu)),
@@ -196,9 +196,7 @@ impl Fifos {
 }
 
 /// Communication: the manager and N user processes, each in its own sandbox, connected by
-/// FIFOs. A user process that fails decides the verdict; otherwise the manager does, or, when
-/// the task has a checker (TPS packages such as IOI 2022's), the checker judges the manager's
-/// standard output against the expected output as it would a Batch solution's output.
+/// FIFOs. A user process that fails decides the verdict; otherwise the manager does.
 pub fn run_communication(
     sandbox: &Sandbox,
     problem: &Problem,
@@ -210,76 +208,9 @@ pub fn run_communication(
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
-    let private = private_dir()?;
-    let (manager_run, user_runs) = communicate(
-        sandbox,
-        problem,
-        params,
-        manager,
-        program,
-        &test.input,
-        private.path(),
-        &solution_limits(problem),
-    )?;
-    let usage = combined_usage(&user_runs);
-    for run in &user_runs {
-        if let Some(feedback) = failure_feedback(run)? {
-            return Ok(verdict(0.0, feedback, &usage));
-        }
-    }
-    let stdout = read_capped(&private.path().join("manager.out"));
-    let stderr = read_capped(&private.path().join("manager.err"));
-    if let Some(checker) = &tools.checker {
-        if manager_run.status != Status::Ok {
-            bail!(
-                "the manager failed on test {}: {} (stderr: {})",
-                test.name,
-                manager_run.message,
-                stderr.trim()
-            );
-        }
-        fs::rename(
-            private.path().join("manager.out"),
-            private.path().join("output.txt"),
-        )?;
-        let (score, feedback) = run_checker(sandbox, problem, checker, test, private.path())?;
-        return Ok(verdict(score, feedback, &usage));
-    }
-    let parsed = check::parse_verdict(&stdout, &stderr, "manager");
-    match (manager_run.status, parsed) {
-        (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),
-        // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
-        (_, Ok((score, feedback))) => Ok(verdict(score, feedback, &usage)),
-        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(verdict(
-            0.0,
-            format!("{WRONG}: the solution stopped communicating"),
-            &usage,
-        )),
-        (_, Err(e)) => bail!(
-            "the manager failed on test {}: {} ({e:#}; stderr: {})",
-            test.name,
-            manager_run.message,
-            stderr.trim()
-        ),
-    }
-}
-
-/// Runs the manager (stdin `input`, stdout and stderr to `manager.out` / `manager.err` in the
-/// root-only folder `private`) and the N user processes, each with `user_limits`; returns
-/// their outcomes.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn communicate(
-    sandbox: &Sandbox,
-    problem: &Problem,
-    params: &Communication,
-    manager: &Path,
-    program: &Path,
-    input: &Path,
-    private: &Path,
-    user_limits: &Limits,
-) -> Result<(Outcome, Vec<Outcome>)> {
     let n = params.num_processes.max(1);
     let fifos = Fifos::new(n)?;
+    let private = private_dir()?;
     let mut manager_spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, ["/tools/manager".to_string()]);
     manager_spec
         .binds
@@ -295,9 +226,9 @@ pub(crate) fn communicate(
     manager_spec
         .argv
         .extend(params.manager_args.iter().cloned());
-    manager_spec.stdin = Stdio::Path(input.to_path_buf());
-    manager_spec.stdout = Stdio::Path(private.join("manager.out"));
-    manager_spec.stderr = Stdio::Path(private.join("manager.err"));
+    manager_spec.stdin = Stdio::Path(test.input.clone());
+    manager_spec.stdout = Stdio::Path(private.path().join("manager.out"));
+    manager_spec.stderr = Stdio::Path(private.path().join("manager.err"));
     manager_spec.limits = tool_limits(problem, n);
 
     let user_specs: Vec<RunSpec> = (0..n)
@@ -318,12 +249,12 @@ pub(crate) fn communicate(
             if n > 1 {
                 spec.argv.push(i.to_string());
             }
-            spec.limits = user_limits.clone();
+            spec.limits = solution_limits(problem);
             spec
         })
         .collect();
 
-    Ok(std::thread::scope(|s| {
+    let (manager_run, user_runs) = std::thread::scope(|s| {
         let users: Vec<_> = user_specs
             .iter()
             .map(|spec| s.spawn(move || sandbox.run(spec)))
@@ -337,7 +268,182 @@ pub(crate) fn communicate(
             })
             .collect();
         (manager_run, user_runs)
-    }))
+    });
+
+    let usage = combined_usage(&user_runs);
+    for run in &user_runs {
+        if let Some(feedback) = failure_feedback(run)? {
+            return Ok(verdict(0.0, feedback, &usage));
+        }
+    }
+    if let Some(checker) = &tools.checker {
+        let (score, feedback) =
+            check_manager_output(sandbox, problem, checker, test, &private, &manager_run)?;
+        return Ok(verdict(score, feedback, &usage));
+    }
+    let stdout = read_capped(&private.path().join("manager.out"));
+    let stderr = read_capped(&private.path().join("manager.err"));
+    let parsed = check::parse_verdict(&stdout, &stderr, "manager");
+    match (manager_run.status, parsed) {
+        (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),
+        // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
+        (_, Ok((score, feedback))) => Ok(verdict(score, feedback, &usage)),
+        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(verdict(
+            0.0,
+            format!("{WRONG}: the solution stopped communicating"),
+            &usage,
+        )),
+        (_, Err(e)) => bail!(
+            "the manager failed on test {}: {} ({e:#}; stderr: {})",
+            test.name,
+            manager_run.message,
+            stderr.trim()
+        ),
+    }
+}
+
+/// A Communication task with a checker (TPS's `has_checker`, e.g. IOI 2022's `circuit`): the
+/// manager's standard output is the output the checker judges against the expected one (the
+/// model solution's manager output), as TPS does. The manager itself must have ended normally.
+fn check_manager_output(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    checker: &Path,
+    test: &TestCase,
+    private: &tempfile::TempDir,
+    manager_run: &Outcome,
+) -> Result<(f64, String)> {
+    if manager_run.status != Status::Ok {
+        bail!(
+            "the manager failed on test {}: {} (stderr: {})",
+            test.name,
+            manager_run.message,
+            read_capped(&private.path().join("manager.err")).trim()
+        );
+    }
+    fs::rename(
+        private.path().join("manager.out"),
+        private.path().join("output.txt"),
+    )?;
+    run_checker(sandbox, problem, checker, test, private.path())
+}
+
+/// Runs the manager with `input` on stdin against N copies of `program`, every process with
+/// `limits` (generous: this makes expected outputs, nothing is judged), and writes the
+/// manager's standard output to `output`: how TPS makes the expected outputs of a
+/// Communication task. Fails when any process does not end normally.
+pub(crate) fn manager_output(
+    sandbox: &Sandbox,
+    params: &Communication,
+    manager: &Path,
+    program: &Path,
+    input: &Path,
+    output: &Path,
+    limits: &Limits,
+) -> Result<()> {
+    let n = params.num_processes.max(1);
+    let fifos = Fifos::new(n)?;
+    let private = private_dir()?;
+    let (mut manager_spec, user_specs) = communication_specs(
+        params,
+        manager,
+        program,
+        input,
+        private.path(),
+        &fifos,
+        limits,
+    );
+    manager_spec.limits = limits.clone();
+    manager_spec.limits.memory = Some(limits.memory.unwrap_or(0).max(4 << 30));
+    let (manager_run, user_runs) = std::thread::scope(|s| {
+        let users: Vec<_> = user_specs
+            .iter()
+            .map(|spec| s.spawn(move || sandbox.run(spec)))
+            .collect();
+        let manager_run = sandbox.run(&manager_spec);
+        let user_runs: Vec<Outcome> = users
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Outcome::internal_error("a user process thread panicked"))
+            })
+            .collect();
+        (manager_run, user_runs)
+    });
+    for (i, run) in user_runs.iter().enumerate() {
+        if run.status != Status::Ok {
+            bail!("user process {i}: {}", run.message);
+        }
+    }
+    if manager_run.status != Status::Ok {
+        bail!(
+            "the manager: {} (stderr: {})",
+            manager_run.message,
+            read_capped(&private.path().join("manager.err")).trim()
+        );
+    }
+    fs::copy(private.path().join("manager.out"), output)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    Ok(())
+}
+
+/// The manager's and the user processes' run specs of a Communication test (SPEC §2.3), users
+/// with `user_limits`; the manager's stdout and stderr go to `manager.out` / `manager.err` in
+/// the root-only folder `private`.
+// `run_communication` builds the same specs inline; it is left as it is to keep concurrent
+// changes to it easy to merge.
+fn communication_specs(
+    params: &Communication,
+    manager: &Path,
+    program: &Path,
+    input: &Path,
+    private: &Path,
+    fifos: &Fifos,
+    user_limits: &Limits,
+) -> (RunSpec, Vec<RunSpec>) {
+    let n = params.num_processes.max(1);
+    let mut manager_spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, ["/tools/manager".to_string()]);
+    manager_spec
+        .binds
+        .push(Bind::read_only(manager, "/tools/manager"));
+    for i in 0..n {
+        let inside = format!("/fifo{i}");
+        manager_spec
+            .binds
+            .push(Bind::writable(fifos.dir(i), &inside));
+        manager_spec.argv.push(format!("{inside}/u{i}_to_m"));
+        manager_spec.argv.push(format!("{inside}/m_to_u{i}"));
+    }
+    manager_spec
+        .argv
+        .extend(params.manager_args.iter().cloned());
+    manager_spec.stdin = Stdio::Path(input.to_path_buf());
+    manager_spec.stdout = Stdio::Path(private.join("manager.out"));
+    manager_spec.stderr = Stdio::Path(private.join("manager.err"));
+    let user_specs = (0..n)
+        .map(|i| {
+            let memory = user_limits.memory.unwrap_or(4 << 30);
+            let mut spec = RunSpec::in_tmpfs(memory, [PROGRAM.to_string()]);
+            spec.binds.push(Bind::read_only(program, PROGRAM));
+            match params.user_io {
+                UserIo::StdIo => {
+                    spec.stdin = Stdio::Existing(fifos.to_user(i));
+                    spec.stdout = Stdio::Existing(fifos.to_manager(i));
+                }
+                UserIo::FifoIo => {
+                    spec.binds.push(Bind::writable(fifos.dir(i), "/fifo"));
+                    spec.argv.push(format!("/fifo/m_to_u{i}"));
+                    spec.argv.push(format!("/fifo/u{i}_to_m"));
+                }
+            }
+            if n > 1 {
+                spec.argv.push(i.to_string());
+            }
+            spec.limits = user_limits.clone();
+            spec
+        })
+        .collect();
+    (manager_spec, user_specs)
 }
 
 /// The usage reported for a Communication test: the largest CPU time, wall time and memory

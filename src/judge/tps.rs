@@ -457,30 +457,15 @@ fn make_output(
         }
         TaskType::Communication(params) => {
             let manager = tools.manager.as_ref().context("no manager")?;
-            let private = native::private_dir()?;
-            let (manager_run, users) = native::communicate(
+            native::manager_output(
                 judge.sandbox(),
-                problem,
                 params,
                 manager,
                 &tools.model,
                 &input,
-                private.path(),
+                &output,
                 &limits,
             )?;
-            if let Some(bad) = users.iter().find(|u| u.status != Status::Ok) {
-                bail!("{}", bad.message);
-            }
-            if manager_run.status != Status::Ok {
-                let stderr = super::workdir::read_capped(&private.path().join("manager.err"));
-                bail!(
-                    "the manager: {} (stderr: {})",
-                    manager_run.message,
-                    stderr.trim()
-                );
-            }
-            fs::copy(private.path().join("manager.out"), &output)
-                .with_context(|| format!("cannot write {}", output.display()))?;
         }
     }
     Ok(())
