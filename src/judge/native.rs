@@ -302,6 +302,18 @@ pub fn run_communication(
     }
 }
 
+/// The usage reported for a Communication test: the largest CPU time, wall time and memory
+/// among the user processes (each is limited separately).
+fn combined_usage(runs: &[Outcome]) -> Outcome {
+    let mut usage = runs[0].clone();
+    for run in &runs[1..] {
+        usage.cpu_time = usage.cpu_time.max(run.cpu_time);
+        usage.wall_time = usage.wall_time.max(run.wall_time);
+        usage.memory = usage.memory.max(run.memory);
+    }
+    usage
+}
+
 /// A Communication task with a checker (TPS's `has_checker`, e.g. IOI 2022's `circuit`): the
 /// manager's standard output is the output the checker judges against the expected one (the
 /// model solution's manager output), as TPS does. The manager itself must have ended normally.
@@ -444,16 +456,4 @@ fn communication_specs(
         })
         .collect();
     (manager_spec, user_specs)
-}
-
-/// The usage reported for a Communication test: the largest CPU time, wall time and memory
-/// among the user processes (each is limited separately).
-fn combined_usage(runs: &[Outcome]) -> Outcome {
-    let mut usage = runs[0].clone();
-    for run in &runs[1..] {
-        usage.cpu_time = usage.cpu_time.max(run.cpu_time);
-        usage.wall_time = usage.wall_time.max(run.wall_time);
-        usage.memory = usage.memory.max(run.memory);
-    }
-    usage
 }
