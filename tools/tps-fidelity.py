@@ -18,6 +18,7 @@ Verdicts of solutions.json and the subtask statuses they accept:
   correct / model_solution -> AC     incorrect -> WA      time_limit -> TLE
   memory_limit -> MLE                runtime_error -> RE  time_limit_and_runtime_error -> TLE or RE
   partially_correct -> PA            failed -> anything but AC
+  protocol_violation (IOI 2022's TPS) -> WA
 """
 
 import argparse
@@ -37,6 +38,8 @@ ACCEPTED = {
     "runtime_error": {"RE"},
     "time_limit_and_runtime_error": {"TLE", "RE"},
     "partially_correct": {"PA"},
+    # IOI 2022's TPS: a manager that detects a protocol violation scores 0 (a wrong answer).
+    "protocol_violation": {"WA"},
     "failed": {"WA", "TLE", "MLE", "RE", "PA", "CE"},
 }
 
