@@ -490,7 +490,7 @@ fn run_data_py(judge: &Judge, dir: &Path, script: &[u8]) -> Result<String> {
     let origin = dir.join("gen/data.py");
     if run.status != Status::Ok {
         bail!(
-            "{}: python3 failed: {} (stderr: {})",
+            "{}: python3 failed (it must be installed in the host's /usr): {} (stderr: {})",
             origin.display(),
             run.message,
             super::workdir::read_capped(&stderr).trim()
