@@ -1,14 +1,14 @@
 //! Tests of TPS packages, made as TPS makes them: `gen/data.py` run to print `gen/data` (when
 //! the package keeps only the script), every generator compiled and run with its arguments
 //! (`manual` tests copied), `gen/input.header` / `input.footer` added and line ends made Unix
-//! (TPS runs `dos2unix`), every input checked by the validators of its subtasks (C++ ones), then
-//! the model solution of `solutions.json` run on every input, with
-//! the task's grader (or against its manager), to write the expected output.
+//! (TPS runs `dos2unix`), every input checked by the validators of its subtasks (C++ ones),
+//! then the model solution of `solutions.json` run on every input, with the task's grader (or
+//! against its manager), to write the expected output.
 //!
 //! Everything runs in the sandbox, and the result is cached by content in the compile cache
 //! folder (`tps-tests-<hash>/`): the hash covers `problem.json`, the text of `gen/data`, every
-//! file of `gen/` and the compiled generators, validators, model solution and manager, so a change to any
-//! of them makes new tests while an unchanged package is generated once.
+//! file of `gen/` and the compiled generators, validators, model solution and manager, so a
+//! change to any of them makes new tests while an unchanged package is generated once.
 
 use std::fs;
 use std::path::{Path, PathBuf};
