@@ -1,4 +1,5 @@
-//! `ioi-run convert`: CMS task folders to the open-r1/ioi parquet layout.
+//! `ioi-run convert`: CMS and TPS task folders to the open-r1/ioi parquet layout (a TPS
+//! package's tests are generated first, in the sandbox).
 
 use std::path::PathBuf;
 
@@ -7,7 +8,7 @@ use anyhow::Result;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// CMS task folders.
+    /// CMS or TPS task folders.
     #[arg(required = true)]
     tasks: Vec<PathBuf>,
     /// Where to write the problem rows (one row per subtask), e.g. problems.parquet.
@@ -16,7 +17,7 @@ pub struct Args {
     /// Where to write the test cases, e.g. tests.parquet.
     #[arg(long)]
     tests_out: PathBuf,
-    /// Year to record for the problems (CMS folders rarely say).
+    /// Year to record for the problems (CMS folders rarely say, TPS packages never do).
     #[arg(long)]
     year: Option<i64>,
     /// Day to record for the problems.
@@ -26,8 +27,24 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<i32> {
     let mut loaded = Vec::new();
+    // The sandbox is only needed to generate the tests of TPS packages.
+    let judge = if args.tasks.iter().any(|d| crate::problem::tps::is_tps(d)) {
+        Some(crate::judge::Judge::new(
+            crate::judge::JudgeOptions::default(),
+        )?)
+    } else {
+        None
+    };
     for dir in &args.tasks {
-        let (mut problem, tests) = crate::problem::cms::load_cms(dir)?;
+        let (mut problem, tests) = match &judge {
+            Some(judge) => {
+                if crate::problem::tps::is_tps(dir) {
+                    eprintln!("{}: generating the tests of the TPS package", dir.display());
+                }
+                crate::judge::tps::load_task_folder(judge, dir)?
+            }
+            None => crate::problem::cms::load_cms(dir)?,
+        };
         if let Some(year) = args.year {
             problem.year = year;
         }

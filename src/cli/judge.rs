@@ -15,7 +15,7 @@ use crate::score::{Status, SubtaskResult, TestResult};
 #[derive(Debug, clap::Args)]
 #[command(allow_missing_positional = true)]
 pub struct Args {
-    /// The CMS task folder; leave it out with --problems, --tests and --problem-id.
+    /// The CMS or TPS task folder; leave it out with --problems, --tests and --problem-id.
     #[arg(value_name = "PROBLEM")]
     problem: Option<PathBuf>,
     /// The solution to judge.
@@ -45,7 +45,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<i32> {
     check_paths(&args)?;
-    let (problem, tests) = load_problem(&args)?;
+    let judge = Judge::new(args.run.judge_options()?)?;
+    let (problem, tests) = load_problem(&args, &judge)?;
     for name in &args.subtasks {
         if problem.subtask(name).is_none() {
             let names: Vec<&str> = problem.subtasks.iter().map(|s| s.name.as_str()).collect();
@@ -60,7 +61,6 @@ pub fn run(args: Args) -> Result<i32> {
     // Bytes, compiled as they are: contest archives hold Latin-1 sources with CRLF.
     let code =
         std::fs::read(solution).with_context(|| format!("cannot read {}", solution.display()))?;
-    let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
     let name_width = problem
         .test_names()
@@ -134,7 +134,7 @@ fn check_paths(args: &Args) -> Result<()> {
             problem.display()
         ),
         (Some(problem), None) if !problem.is_dir() => bail!(
-            "{}: no such problem folder (PROBLEM is a CMS task folder holding problem.json)",
+            "{}: no such problem folder (PROBLEM is a CMS or TPS task folder holding problem.json)",
             problem.display()
         ),
         (Some(problem), Some(_)) => bail!(
@@ -142,7 +142,7 @@ fn check_paths(args: &Args) -> Result<()> {
             problem.display()
         ),
         (None, None) => bail!(
-            "give a CMS task folder and a solution (ioi-run judge TASK SOLUTION.cpp), or \
+            "give a CMS or TPS task folder and a solution (ioi-run judge TASK SOLUTION.cpp), or \
              --problems, --tests and --problem-id with a solution"
         ),
         _ if solution.is_dir() => bail!(
@@ -153,7 +153,7 @@ fn check_paths(args: &Args) -> Result<()> {
     }
 }
 
-fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
+fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
     if let Some(rows) = &args.problems {
         let id = args
             .problem_id
@@ -196,8 +196,16 @@ fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
         return Ok((problem, tests));
     }
     match &args.problem {
-        Some(dir) => crate::problem::cms::load_cms(dir),
-        None => bail!("give a CMS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
+        Some(dir) => {
+            if crate::problem::tps::is_tps(dir) {
+                eprintln!(
+                    "{}: a TPS package: its tests are generated on first use, then cached",
+                    dir.display()
+                );
+            }
+            crate::judge::tps::load_task_folder(judge, dir)
+        }
+        None => bail!("give a CMS or TPS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
     }
 }
 

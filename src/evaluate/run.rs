@@ -65,8 +65,8 @@ impl Catalog {
                 let mut problems = Vec::new();
                 let mut broken = Vec::new();
                 for dir in cms {
-                    match crate::problem::cms::load_cms(&dir) {
-                        Ok((problem, _)) => problems.push((problem, dir)),
+                    match folder_header(&dir) {
+                        Ok(problem) => problems.push((problem, dir)),
                         Err(e) => broken.push((dir, format!("{e:#}"))),
                     }
                 }
@@ -123,6 +123,17 @@ impl Catalog {
     }
 }
 
+/// What a task folder says about its problem before anything runs: a CMS folder is read
+/// whole; a TPS package gives its id, name and limits (its subtasks and tests are only known
+/// once `gen/data` is made, when the problem is first judged).
+fn folder_header(dir: &Path) -> Result<Problem> {
+    if crate::problem::tps::is_tps(dir) {
+        Ok(crate::problem::tps::TpsPackage::read(dir)?.header())
+    } else {
+        Ok(crate::problem::cms::load_cms(dir)?.0)
+    }
+}
+
 /// Whether a `--problems` source is a CMS task folder or a folder of them (no tests needed).
 pub fn is_cms_source(path: &Path) -> bool {
     path.join("problem.json").is_file() || (path.is_dir() && has_cms_children(path))
@@ -154,7 +165,7 @@ impl ProblemSource for CatalogSource<'_> {
                     .iter()
                     .find(|(p, _)| p.id == id && p.year == year)
                     .context("unknown problem")?;
-                let (problem, tests) = crate::problem::cms::load_cms(dir)?;
+                let (problem, tests) = crate::judge::tps::load_task_folder(self.judge, dir)?;
                 self.judge.prepare(problem, tests)
             }
             Catalog::OpenR1 { problems, tests } => {

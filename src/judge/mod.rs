@@ -14,6 +14,7 @@ pub mod plan;
 pub mod schedule;
 pub mod scripts;
 pub mod stop;
+pub mod tps;
 mod workdir;
 
 use std::path::PathBuf;
@@ -189,6 +190,17 @@ impl Judge {
                     );
                 }
             }
+        }
+        // The script-mode contract (SPEC §2.6) reads the manager's verdict from its stdout;
+        // a checker judging the manager's output (TPS packages) exists only natively.
+        if matches!(self.runner, Runner::Scripts(_))
+            && matches!(problem.task, TaskType::Communication(_))
+            && problem.checker().is_some()
+        {
+            bail!(
+                "problem {}: a Communication task with a checker is judged by the native runner only (not --runner scripts)",
+                problem.id
+            );
         }
         let mut tools = ProblemTools::default();
         if matches!(self.runner, Runner::Native) {

@@ -22,7 +22,7 @@ use crate::problem::{Communication, Problem, TestCase, UserIo};
 use crate::score::Status;
 
 /// Where the program binary appears inside its box.
-const PROGRAM: &str = "/sol/program";
+pub(crate) const PROGRAM: &str = "/sol/program";
 
 /// Limits of a user process: CPU and memory from the problem, a wall clock a few times the
 /// CPU limit (stops sleepers without penalising a loaded machine), unlimited stack.
@@ -208,7 +208,7 @@ fn run_checker(
 const TOOL_BOX_BYTES: u64 = 256 << 20;
 
 /// A root-only host folder (mode 0700) for outputs: no sandbox can reach it.
-fn private_dir() -> Result<tempfile::TempDir> {
+pub(crate) fn private_dir() -> Result<tempfile::TempDir> {
     crate::scratch::tempdir("out")
 }
 
@@ -332,6 +332,11 @@ pub fn run_communication(
             return Ok(verdict(0.0, feedback, status, &usage));
         }
     }
+    if let Some(checker) = &tools.checker {
+        let (score, feedback) =
+            check_manager_output(sandbox, problem, checker, test, &private, &manager_run)?;
+        return Ok(scored(score, feedback, &usage));
+    }
     let stdout = read_capped(&private.path().join("manager.out"));
     let stderr = read_capped(&private.path().join("manager.err"));
     let parsed = check::parse_verdict(&stdout, &stderr, "manager");
@@ -438,4 +443,148 @@ fn combined_usage(runs: &[Outcome]) -> Outcome {
         usage.memory = usage.memory.max(run.memory);
     }
     usage
+}
+
+/// A Communication task with a checker (TPS's `has_checker`, e.g. IOI 2022's `circuit`): the
+/// manager's standard output is the output the checker judges against the expected one (the
+/// model solution's manager output), as TPS does. The manager itself must have ended normally.
+fn check_manager_output(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    checker: &Path,
+    test: &TestCase,
+    private: &tempfile::TempDir,
+    manager_run: &Outcome,
+) -> Result<(f64, String)> {
+    if manager_run.status != Status::Ok {
+        bail!(
+            "the manager failed on test {}: {} (stderr: {})",
+            test.name,
+            manager_run.message,
+            read_capped(&private.path().join("manager.err")).trim()
+        );
+    }
+    fs::rename(
+        private.path().join("manager.out"),
+        private.path().join("output.txt"),
+    )?;
+    run_checker(sandbox, problem, checker, test, private.path())
+}
+
+/// Runs the manager with `input` on stdin against N copies of `program`, every process with
+/// `limits` (generous: this makes expected outputs, nothing is judged), and writes the
+/// manager's standard output to `output`: how TPS makes the expected outputs of a
+/// Communication task. Fails when any process does not end normally.
+pub(crate) fn manager_output(
+    sandbox: &Sandbox,
+    params: &Communication,
+    manager: &Path,
+    program: &Path,
+    input: &Path,
+    output: &Path,
+    limits: &Limits,
+) -> Result<()> {
+    let n = params.num_processes.max(1);
+    let fifos = Fifos::new(n)?;
+    let private = private_dir()?;
+    let (mut manager_spec, user_specs) = communication_specs(
+        params,
+        manager,
+        program,
+        input,
+        private.path(),
+        &fifos,
+        limits,
+    );
+    manager_spec.limits = limits.clone();
+    manager_spec.limits.memory = Some(limits.memory.unwrap_or(0).max(4 << 30));
+    let (manager_run, user_runs) = std::thread::scope(|s| {
+        let users: Vec<_> = user_specs
+            .iter()
+            .map(|spec| s.spawn(move || sandbox.run(spec)))
+            .collect();
+        let manager_run = sandbox.run(&manager_spec);
+        let user_runs: Vec<Outcome> = users
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Outcome::internal_error("a user process thread panicked"))
+            })
+            .collect();
+        (manager_run, user_runs)
+    });
+    for (i, run) in user_runs.iter().enumerate() {
+        if run.status != Status::Ok {
+            bail!("user process {i}: {}", run.message);
+        }
+    }
+    if manager_run.status != Status::Ok {
+        bail!(
+            "the manager: {} (stderr: {})",
+            manager_run.message,
+            read_capped(&private.path().join("manager.err")).trim()
+        );
+    }
+    fs::copy(private.path().join("manager.out"), output)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    Ok(())
+}
+
+/// The manager's and the user processes' run specs of a Communication test (SPEC §2.3), users
+/// with `user_limits`; the manager's stdout and stderr go to `manager.out` / `manager.err` in
+/// the root-only folder `private`.
+// `run_communication` builds the same specs inline; it is left as it is to keep concurrent
+// changes to it easy to merge.
+fn communication_specs(
+    params: &Communication,
+    manager: &Path,
+    program: &Path,
+    input: &Path,
+    private: &Path,
+    fifos: &Fifos,
+    user_limits: &Limits,
+) -> (RunSpec, Vec<RunSpec>) {
+    let n = params.num_processes.max(1);
+    let mut manager_spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, ["/tools/manager".to_string()]);
+    manager_spec
+        .binds
+        .push(Bind::read_only(manager, "/tools/manager"));
+    for i in 0..n {
+        let inside = format!("/fifo{i}");
+        manager_spec
+            .binds
+            .push(Bind::writable(fifos.dir(i), &inside));
+        manager_spec.argv.push(format!("{inside}/u{i}_to_m"));
+        manager_spec.argv.push(format!("{inside}/m_to_u{i}"));
+    }
+    manager_spec
+        .argv
+        .extend(params.manager_args.iter().cloned());
+    manager_spec.stdin = Stdio::Path(input.to_path_buf());
+    manager_spec.stdout = Stdio::Path(private.join("manager.out"));
+    manager_spec.stderr = Stdio::Path(private.join("manager.err"));
+    let user_specs = (0..n)
+        .map(|i| {
+            let memory = user_limits.memory.unwrap_or(4 << 30);
+            let mut spec = RunSpec::in_tmpfs(memory, [PROGRAM.to_string()]);
+            spec.binds.push(Bind::read_only(program, PROGRAM));
+            match params.user_io {
+                UserIo::StdIo => {
+                    spec.stdin = Stdio::Existing(fifos.to_user(i));
+                    spec.stdout = Stdio::Existing(fifos.to_manager(i));
+                }
+                UserIo::FifoIo => {
+                    spec.binds.push(Bind::writable(fifos.dir(i), "/fifo"));
+                    spec.argv.push(format!("/fifo/m_to_u{i}"));
+                    spec.argv.push(format!("/fifo/u{i}_to_m"));
+                }
+            }
+            if n > 1 {
+                spec.argv.push(i.to_string());
+            }
+            spec.limits = user_limits.clone();
+            spec
+        })
+        .collect();
+    (manager_spec, user_specs)
 }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod convert;
 pub mod openr1;
 pub mod testcases;
+pub mod tps;
 
 /// One IOI problem, ready to judge. Subtasks are in their sorted (judging) order.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,516 @@
+//! Tests of TPS packages, made as TPS makes them: `gen/data.py` run to print `gen/data` (when
+//! the package keeps only the script), every generator compiled and run with its arguments
+//! (`manual` tests copied), `gen/input.header` / `input.footer` added and line ends made Unix
+//! (TPS runs `dos2unix`), every input checked by the validators of its subtasks (C++ ones),
+//! then the model solution of `solutions.json` run on every input, with the task's grader (or
+//! against its manager), to write the expected output.
+//!
+//! Everything runs in the sandbox, and the result is cached by content in the compile cache
+//! folder (`tps-tests-<hash>/`): the hash covers `problem.json`, the text of `gen/data`, every
+//! file of `gen/` and the compiled generators, validators, model solution and manager, so a
+//! change to any of them makes new tests while an unchanged package is generated once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use ioi_sandbox::{Bind, Limits, RunSpec, Status, Stdio};
+use rayon::prelude::*;
+
+use super::compile::Compiled;
+use super::native::{self, PROGRAM};
+use super::Judge;
+use crate::problem::tps::{GenCommand, GenData, GenPlan, GenTest, TpsPackage};
+use crate::problem::{GraderFile, Problem, TaskType, TestCase, TestSet};
+
+/// Marks a finished entry (a folder without it is ignored and made again).
+const COMPLETE: &str = "complete";
+
+/// Loads a task folder, TPS or CMS, with its tests (a TPS task's are generated, or found in
+/// the cache).
+pub fn load_task_folder(judge: &Judge, dir: &Path) -> Result<(Problem, TestSet)> {
+    if crate::problem::tps::is_tps(dir) {
+        load(judge, dir)
+    } else {
+        crate::problem::cms::load_cms(dir)
+    }
+}
+
+/// Loads a TPS task folder: the problem and its tests (generated, or found in the cache).
+pub fn load(judge: &Judge, dir: &Path) -> Result<(Problem, TestSet)> {
+    let package = TpsPackage::read(dir)?;
+    let gen_data = match &package.gen_data {
+        GenData::Text(text) => text.clone(),
+        GenData::Script(script) => run_data_py(judge, dir, script)?,
+    };
+    let (problem, plan) = package.plan(&gen_data)?;
+    let tests = generate(judge, &package, &problem, &plan, &gen_data)
+        .with_context(|| format!("cannot make the tests of the TPS task {}", dir.display()))?;
+    Ok((problem, tests))
+}
+
+/// Compiled programs that make the tests.
+struct Tools {
+    /// Generator name → binary.
+    generators: Vec<(String, PathBuf)>,
+    /// Validator source file name (`validator.cpp`) → binary.
+    validators: Vec<(String, PathBuf)>,
+    model: PathBuf,
+    manager: Option<PathBuf>,
+}
+
+fn generate(
+    judge: &Judge,
+    package: &TpsPackage,
+    problem: &Problem,
+    plan: &GenPlan,
+    gen_data: &str,
+) -> Result<TestSet> {
+    let tools = compile_tools(judge, package, problem, plan)?;
+    let key = cache_key(package, plan, gen_data, &tools)?;
+    let entry = judge.cache().dir().join(format!("tps-tests-{key}"));
+    if !entry.join(COMPLETE).is_file() {
+        let staging = tempfile::Builder::new()
+            .prefix(".staging-tps-")
+            .tempdir_in(judge.cache().dir())
+            .with_context(|| format!("cannot write to {}", judge.cache().dir().display()))?;
+        make_tests(judge, package, problem, plan, &tools, staging.path())?;
+        fs::write(staging.path().join(COMPLETE), b"")?;
+        // Another process may have made the same entry meanwhile: either copy is right.
+        if fs::rename(staging.path(), &entry).is_err() && !entry.join(COMPLETE).is_file() {
+            bail!("cannot store {}", entry.display());
+        }
+        let _ = staging.keep();
+    }
+    // The cache keeps recently used entries.
+    let _ = fs::File::open(&entry).and_then(|f| f.set_modified(SystemTime::now()));
+    let cases = plan
+        .tests
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                TestCase {
+                    name: t.name.clone(),
+                    input: entry.join(format!("{}.in", t.name)),
+                    output: entry.join(format!("{}.out", t.name)),
+                },
+            )
+        })
+        .collect();
+    Ok(TestSet {
+        cases,
+        _storage: None,
+    })
+}
+
+fn compile_tools(
+    judge: &Judge,
+    package: &TpsPackage,
+    problem: &Problem,
+    plan: &GenPlan,
+) -> Result<Tools> {
+    let sandbox = judge.sandbox();
+    let gen_files: Vec<(&str, &[u8])> = package
+        .gen_files
+        .iter()
+        .map(|f| (f.path.as_str(), f.content.as_slice()))
+        .collect();
+    let mut names: Vec<&str> = plan
+        .tests
+        .iter()
+        .filter_map(|t| match &t.command {
+            GenCommand::Generator { program, .. } => Some(program.as_str()),
+            GenCommand::Manual(_) => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut generators = Vec::new();
+    for name in names {
+        let source = format!("{name}.cpp");
+        match judge.cache().program(sandbox, &gen_files, &source)? {
+            Compiled::Binary(path) => generators.push((name.to_string(), path)),
+            Compiled::Error { exit_code, stderr } => bail!(
+                "{}: the generator does not compile (exit code {exit_code}):\n{stderr}",
+                package.dir.join("gen").join(&source).display()
+            ),
+        }
+    }
+    let mut validators = Vec::new();
+    let validator_files: Vec<(&str, &[u8])> = package
+        .validator_files
+        .iter()
+        .map(|f| (f.path.as_str(), f.content.as_slice()))
+        .collect();
+    for source in validator_sources(package) {
+        match judge.cache().program(sandbox, &validator_files, &source)? {
+            Compiled::Binary(path) => validators.push((source, path)),
+            Compiled::Error { exit_code, stderr } => bail!(
+                "{}: the validator does not compile (exit code {exit_code}):\n{stderr}",
+                package.dir.join("validator").join(&source).display()
+            ),
+        }
+    }
+    let model_path = package.solution_path(&package.model_solution);
+    let code = fs::read(&model_path)
+        .with_context(|| format!("cannot read the model solution {}", model_path.display()))?;
+    // The expected outputs come from the model solution built as submissions are.
+    let model = match judge
+        .cache()
+        .submission(sandbox, problem, &code, judge.compile_profile())?
+    {
+        Compiled::Binary(path) => path,
+        Compiled::Error { exit_code, stderr } => bail!(
+            "{}: the model solution does not compile (exit code {exit_code}):\n{stderr}",
+            model_path.display()
+        ),
+    };
+    let manager = match (&problem.task, problem.manager()) {
+        (TaskType::Communication(_), Some(source)) => {
+            match judge.cache().tool(sandbox, problem, source)? {
+                Compiled::Binary(path) => Some(path),
+                Compiled::Error { exit_code, stderr } => bail!(
+                    "{}: the manager does not compile (exit code {exit_code}):\n{stderr}",
+                    package.dir.join("grader/manager.cpp").display()
+                ),
+            }
+        }
+        _ => None,
+    };
+    Ok(Tools {
+        generators,
+        validators,
+        model,
+        manager,
+    })
+}
+
+/// The content hash naming the cache entry.
+fn cache_key(
+    package: &TpsPackage,
+    plan: &GenPlan,
+    gen_data: &str,
+    tools: &Tools,
+) -> Result<String> {
+    let mut h = blake3::Hasher::new();
+    let mut part = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    part(b"ioi-run tps tests v1");
+    part(&package.problem_json);
+    part(gen_data.as_bytes());
+    for f in &package.gen_files {
+        part(f.path.as_bytes());
+        part(&f.content);
+    }
+    for test in &plan.tests {
+        part(test.name.as_bytes());
+        if let GenCommand::Manual(file) = &test.command {
+            let path = package.dir.join("gen/manual").join(file);
+            part(&fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?);
+        }
+    }
+    for (name, path) in tools.generators.iter().chain(&tools.validators) {
+        part(name.as_bytes());
+        part(&fs::read(path)?);
+    }
+    part(&fs::read(&tools.model)?);
+    if let Some(manager) = &tools.manager {
+        part(&fs::read(manager)?);
+    }
+    Ok(h.finalize().to_hex()[..32].to_string())
+}
+
+/// Limits of generators, `data.py` and the model solution while making tests: generous (TPS
+/// sets none), since nothing is being judged, but a runaway program is still stopped.
+fn maker_limits(memory: u64) -> Limits {
+    Limits {
+        cpu_time: Some(Duration::from_secs(300)),
+        wall_time: Some(Duration::from_secs(900)),
+        memory: Some(memory),
+        processes: Some(64),
+        output_size: Some(4 << 30),
+        open_files: Some(64),
+        stack: None,
+    }
+}
+
+/// Scratch space of a generator's box.
+const MAKER_BOX_BYTES: u64 = 256 << 20;
+
+fn make_tests(
+    judge: &Judge,
+    package: &TpsPackage,
+    problem: &Problem,
+    plan: &GenPlan,
+    tools: &Tools,
+    out: &Path,
+) -> Result<()> {
+    let header = gen_file(package, "input.header");
+    let footer = gen_file(package, "input.footer");
+    plan.tests.par_iter().try_for_each(|test| {
+        make_input(judge, package, tools, test, out, header, footer).with_context(|| {
+            format!(
+                "test {} ({}: line {})",
+                test.name,
+                package.dir.join("gen/data").display(),
+                test.line
+            )
+        })
+    })?;
+    plan.tests.par_iter().try_for_each(|test| {
+        validate(judge, package, plan, tools, test, out).with_context(|| {
+            format!(
+                "test {} ({}: line {})",
+                test.name,
+                package.dir.join("gen/data").display(),
+                test.line
+            )
+        })
+    })?;
+    plan.tests.par_iter().try_for_each(|test| {
+        make_output(judge, problem, tools, test, out).with_context(|| {
+            format!(
+                "test {}: the model solution {} failed",
+                test.name, package.model_solution
+            )
+        })
+    })
+}
+
+fn gen_file<'a>(package: &'a TpsPackage, name: &str) -> Option<&'a GraderFile> {
+    package.gen_files.iter().find(|f| f.path == name)
+}
+
+fn make_input(
+    judge: &Judge,
+    package: &TpsPackage,
+    tools: &Tools,
+    test: &GenTest,
+    out: &Path,
+    header: Option<&GraderFile>,
+    footer: Option<&GraderFile>,
+) -> Result<()> {
+    let raw = out.join(format!("{}.raw", test.name));
+    match &test.command {
+        GenCommand::Manual(file) => {
+            let from = package.dir.join("gen/manual").join(file);
+            fs::copy(&from, &raw).with_context(|| format!("cannot copy {}", from.display()))?;
+        }
+        GenCommand::Generator { program, args } => {
+            let (_, binary) = tools
+                .generators
+                .iter()
+                .find(|(name, _)| name == program)
+                .context("generator not compiled")?;
+            let mut argv = vec!["/gen/program".to_string()];
+            argv.extend(args.iter().cloned());
+            let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, argv);
+            spec.binds.push(Bind::read_only(binary, "/gen/program"));
+            spec.stdout = Stdio::Path(raw.clone());
+            let stderr = out.join(format!("{}.gen-err", test.name));
+            spec.stderr = Stdio::Path(stderr.clone());
+            spec.limits = maker_limits(4 << 30);
+            let run = judge.sandbox().run(&spec);
+            let message = super::workdir::read_capped(&stderr);
+            let _ = fs::remove_file(&stderr);
+            if run.status != Status::Ok {
+                bail!(
+                    "generator {program} {}: {} (stderr: {})",
+                    args.join(" "),
+                    run.message,
+                    message.trim()
+                );
+            }
+        }
+    }
+    let mut input = Vec::new();
+    if let Some(h) = header {
+        input.extend_from_slice(&h.content);
+    }
+    input.extend_from_slice(&fs::read(&raw)?);
+    if let Some(f) = footer {
+        input.extend_from_slice(&f.content);
+    }
+    fs::remove_file(&raw)?;
+    let input = dos2unix(input);
+    let path = out.join(format!("{}.in", test.name));
+    fs::write(&path, input).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The C++ validators named by `subtasks.json` (file names in `validator/`). Validators in
+/// other languages are left out, with a warning.
+fn validator_sources(package: &TpsPackage) -> Vec<String> {
+    let names: Vec<&str> = package.subtasks.iter().map(|s| s.name.as_str()).collect();
+    let mut sources = Vec::new();
+    for command in package.validator_commands(&names) {
+        let Some(file) = shlex::split(&command).and_then(|w| w.into_iter().next()) else {
+            continue;
+        };
+        if file.ends_with(".cpp") {
+            if !sources.contains(&file) {
+                sources.push(file);
+            }
+        } else {
+            tracing::warn!(
+                "{}: validator {command:?} is not run (only C++ validators are)",
+                package.dir.display()
+            );
+        }
+    }
+    sources
+}
+
+/// Runs the validators of every subtask the test belongs to, as TPS's `gen` does: each must
+/// accept the input (exit 0).
+fn validate(
+    judge: &Judge,
+    package: &TpsPackage,
+    plan: &GenPlan,
+    tools: &Tools,
+    test: &GenTest,
+    out: &Path,
+) -> Result<()> {
+    let subtasks: Vec<&str> = plan
+        .subtask_tests
+        .iter()
+        .filter(|(_, tests)| tests.contains(&test.name))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let input = out.join(format!("{}.in", test.name));
+    for command in package.validator_commands(&subtasks) {
+        let words = shlex::split(&command).unwrap_or_default();
+        let Some((file, args)) = words.split_first() else {
+            continue;
+        };
+        let Some((_, binary)) = tools.validators.iter().find(|(name, _)| name == file) else {
+            continue;
+        };
+        let mut argv = vec!["/validator/program".to_string()];
+        argv.extend(args.iter().cloned());
+        let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, argv);
+        spec.binds
+            .push(Bind::read_only(binary, "/validator/program"));
+        spec.stdin = Stdio::Path(input.clone());
+        let stderr = out.join(format!("{}.val-err", test.name));
+        spec.stderr = Stdio::Path(stderr.clone());
+        spec.limits = maker_limits(4 << 30);
+        let run = judge.sandbox().run(&spec);
+        let message = super::workdir::read_capped(&stderr);
+        let _ = fs::remove_file(&stderr);
+        if run.status != Status::Ok {
+            bail!(
+                "the input is refused by the validator `{command}` (subtasks {}): {} (stderr: {})",
+                subtasks.join(", "),
+                run.message,
+                message.trim()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What `dos2unix` does to a file by default: CRLF becomes LF and a UTF-8 byte order mark
+/// goes.
+fn dos2unix(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+    }
+    if !bytes.windows(2).any(|w| w == b"\r\n") {
+        return bytes;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            i += 1;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Runs the model solution on a test (with the grader, or against the manager) and keeps what
+/// it printed (the manager's output for Communication) as the expected output.
+fn make_output(
+    judge: &Judge,
+    problem: &Problem,
+    tools: &Tools,
+    test: &GenTest,
+    out: &Path,
+) -> Result<()> {
+    let input = out.join(format!("{}.in", test.name));
+    let output = out.join(format!("{}.out", test.name));
+    let limits = maker_limits(problem.memory_limit);
+    match &problem.task {
+        TaskType::Batch => {
+            let mut spec = RunSpec::in_tmpfs(problem.memory_limit, [PROGRAM]);
+            spec.binds.push(Bind::read_only(&tools.model, PROGRAM));
+            spec.stdin = Stdio::Path(input);
+            spec.stdout = Stdio::Path(output);
+            spec.limits = limits;
+            let run = judge.sandbox().run(&spec);
+            if run.status != Status::Ok {
+                bail!("{}", run.message);
+            }
+        }
+        TaskType::Communication(params) => {
+            let manager = tools.manager.as_ref().context("no manager")?;
+            native::manager_output(
+                judge.sandbox(),
+                params,
+                manager,
+                &tools.model,
+                &input,
+                &output,
+                &limits,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `gen/data.py` with the host's `python3` in the sandbox; its output is `gen/data`.
+fn run_data_py(judge: &Judge, dir: &Path, script: &[u8]) -> Result<String> {
+    let scratch = crate::scratch::tempdir("out")?;
+    let script_path = scratch.path().join("data.py");
+    fs::write(&script_path, script)?;
+    let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, ["python3", "/gen/data.py"]);
+    spec.binds
+        .push(Bind::read_only(&script_path, "/gen/data.py"));
+    let stdout = scratch.path().join("data");
+    let stderr = scratch.path().join("data.err");
+    spec.stdout = Stdio::Path(stdout.clone());
+    spec.stderr = Stdio::Path(stderr.clone());
+    spec.limits = maker_limits(1 << 30);
+    spec.limits.cpu_time = Some(Duration::from_secs(60));
+    spec.limits.wall_time = Some(Duration::from_secs(300));
+    let run = judge.sandbox().run(&spec);
+    let origin = dir.join("gen/data.py");
+    if run.status != Status::Ok {
+        bail!(
+            "{}: python3 failed (it must be installed in the host's /usr): {} (stderr: {})",
+            origin.display(),
+            run.message,
+            super::workdir::read_capped(&stderr).trim()
+        );
+    }
+    String::from_utf8(fs::read(&stdout)?)
+        .with_context(|| format!("{}: printed text that is not UTF-8", origin.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dos2unix;
+
+    #[test]
+    fn dos2unix_like_the_tool() {
+        assert_eq!(dos2unix(b"\xEF\xBB\xBF1 2\r\n3\r\n".to_vec()), b"1 2\n3\n");
+        assert_eq!(dos2unix(b"a\rb\n".to_vec()), b"a\rb\n");
+    }
+}

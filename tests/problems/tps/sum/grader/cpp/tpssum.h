@@ -1,0 +1,2 @@
+#include <vector>
+long long sum(const std::vector<int> &a);
