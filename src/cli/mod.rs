@@ -100,9 +100,14 @@ fn install_interrupt_handler() {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             crate::interrupt::record(sig);
-            eprintln!(
+            // Never `eprintln!` here: with stderr a closed pipe it panics, and the handler
+            // would never reach the exit below.
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!(
                 "ioi-run: interrupted: stopping the sandboxed runs. Results already written are \
-                 kept; `evaluate` resumes where it stopped when run again."
+                 kept; `evaluate` resumes where it stopped when run again.\n"
+                ),
             );
             crate::judge::stop::request();
             ioi_sandbox::abort_all();

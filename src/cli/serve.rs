@@ -113,7 +113,10 @@ fn describe(endpoints: &[String]) -> String {
 /// The executor that judges requests: the native judge with the compile cache in
 /// `cache_dir/compile` (default `$IOI_RUN_CACHE`), as `judge` and `evaluate` use it, and the
 /// given compile profile. The server bounds the executions at once, not the executor.
-pub fn make_executor(cache_dir: Option<&Path>, profile: CompileProfile) -> Result<Arc<dyn Executor>> {
+pub fn make_executor(
+    cache_dir: Option<&Path>,
+    profile: CompileProfile,
+) -> Result<Arc<dyn Executor>> {
     let mut options = JudgeOptions {
         compile_profile: profile,
         ..JudgeOptions::default()
