@@ -142,9 +142,9 @@ impl Sandbox {
         self.range
     }
 
-    /// Makes a host file or directory usable by boxes: owned by [`Sandbox::box_owner`], and a
-    /// directory group-writable with the set-group-id bit (what a box creates there stays in
-    /// the box group, writable by the next box to use the directory).
+    /// Makes a host file or directory usable by boxes: owned by [`Sandbox::box_owner`] and
+    /// group-writable, a directory also with the set-group-id bit (what a box creates there
+    /// stays in the box group, writable by the next box to use the directory).
     pub fn give_to_box(&self, path: &Path) -> Result<()> {
         use std::os::unix::fs::PermissionsExt;
         let (uid, gid) = self.box_owner();
@@ -152,10 +152,15 @@ impl Sandbox {
             .with_context(|| format!("cannot give {} to the sandbox user {uid}", path.display()))?;
         let meta = std::fs::symlink_metadata(path)
             .with_context(|| format!("cannot inspect {}", path.display()))?;
-        if meta.is_dir() {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o2775))
-                .with_context(|| format!("cannot open {} to the box group", path.display()))?;
-        }
+        // Every box runs as a uid of its own but in the box group: what a box may write must be
+        // group-writable (a file reaches no box but through a bind the caller chose).
+        let mode = if meta.is_dir() {
+            0o2775
+        } else {
+            meta.permissions().mode() & 0o7777 | 0o660
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("cannot open {} to the box group", path.display()))?;
         Ok(())
     }
 

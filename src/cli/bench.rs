@@ -155,8 +155,7 @@ fn bench_sandbox(runs: usize, caller_mib: usize, stdio_files: bool) -> Result<i3
     let held = std::hint::black_box(vec![1u8; caller_mib << 20]);
     let sandbox = Sandbox::new(SandboxOptions::default())?;
     let dir = tempfile::tempdir()?;
-    let (uid, gid) = sandbox.box_owner();
-    std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
+    sandbox.give_to_box(dir.path())?;
     let mut spec = RunSpec::new(dir.path(), ["/bin/true"]);
     spec.limits = Limits {
         cpu_time: Some(Duration::from_secs(1)),

@@ -102,8 +102,7 @@ fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {
             "cannot create a temporary directory".into(),
         )];
     };
-    let (uid, gid) = sandbox.box_owner();
-    let _ = std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid));
+    let _ = sandbox.give_to_box(dir.path());
     let limits = Limits {
         cpu_time: Some(Duration::from_millis(500)),
         wall_time: Some(Duration::from_secs(3)),

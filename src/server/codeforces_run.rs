@@ -137,8 +137,8 @@ impl JudgeExecutor {
             InputMode::File => {
                 // The program owns output.txt; bound over a box path, it can neither be
                 // replaced by a link nor grow past the output limit.
-                let (uid, gid) = sandbox.box_owner();
-                std::os::unix::fs::chown(&output, Some(uid), Some(gid))
+                sandbox
+                    .give_to_box(&output)
                     .context("cannot give output.txt to the sandbox user")?;
                 spec.binds.push(Bind::read_only(&input, "/box/input.txt"));
                 spec.binds.push(Bind::writable(&output, "/box/output.txt"));
