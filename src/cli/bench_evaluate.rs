@@ -62,6 +62,7 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
             timeout: None,
         },
         override_existing: false,
+        shard: None,
     })
 }
 

@@ -8,7 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::evaluate::run::{self, Catalog, EvaluateOptions};
+use serde_json::{json, Map, Value};
+
+use super::RunnerKind;
+use crate::evaluate::run::{self, Catalog, EvaluateOptions, ShardRun};
+use crate::evaluate::shard::Shard;
 use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::Judge;
@@ -60,6 +64,40 @@ pub struct Args {
     /// Take the code from the last ```cpp block of `generation` even when `code` is filled.
     #[arg(long, alias = "always_extract_code")]
     always_extract_code: bool,
+    /// Judge only shard K of N (K from 0 to N-1, e.g. `$SLURM_ARRAY_TASK_ID/4`): the
+    /// submissions whose hash of dataset and id falls in it. Results go to
+    /// `<dataset>.shard-K-of-N.jsonl`; no parquet or reports (`ioi-run merge` writes them).
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
+}
+
+/// The options of a shard that change its results, recorded with it and compared by `merge`.
+fn shard_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> {
+    let runner = match (&args.run.compile_script, &args.run.run_script, args.run.runner) {
+        (Some(c), Some(r), _) => {
+            let mut h = blake3::Hasher::new();
+            for path in [c, r] {
+                h.update(
+                    &std::fs::read(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                );
+            }
+            format!("scripts {}", &h.finalize().to_hex()[..16])
+        }
+        (_, _, RunnerKind::Scripts) => "scripts (built in)".to_string(),
+        (_, _, RunnerKind::Native) => "native".to_string(),
+    };
+    let settings = json!({
+        "ioi_run_version": env!("CARGO_PKG_VERSION"),
+        "id_column": args.id_column,
+        "test_batch_size": args.run.test_batch_size,
+        "runner": runner,
+        "add_includes": args.add_includes,
+        "always_extract_code": args.always_extract_code,
+        "add_messages_column": args.add_messages_column,
+        "problems": catalog.fingerprint(),
+    });
+    Ok(settings.as_object().cloned().unwrap_or_default())
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -117,8 +155,19 @@ pub fn run(args: Args) -> Result<i32> {
             timeout: args.timeout,
         },
         override_existing: args.override_existing,
+        shard: None,
     };
     let catalog = Catalog::load(&problems, &tests)?;
+    let options = EvaluateOptions {
+        shard: match args.shard {
+            Some(shard) => Some(ShardRun {
+                shard,
+                settings: shard_settings(&args, &catalog)?,
+            }),
+            None => None,
+        },
+        ..options
+    };
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
         println!("dry run: nothing judged\n{}", run::describe(&plan));

@@ -7,6 +7,7 @@ mod convert;
 mod doctor;
 mod evaluate;
 mod judge;
+mod merge;
 mod sandbox;
 mod serve;
 
@@ -30,6 +31,8 @@ enum Command {
     Judge(judge::Args),
     /// Evaluate whole datasets of submissions (resumable), writing results and reports.
     Evaluate(evaluate::Args),
+    /// Merge the shards of `evaluate --shard K/N` into one evaluation's results and reports.
+    Merge(merge::Args),
     /// Regenerate the markdown reports from results JSONL files.
     Report(evaluate::ReportArgs),
     /// Convert CMS task folders to the open-r1/ioi parquet layout.
@@ -56,6 +59,7 @@ pub fn main() -> i32 {
         Command::Convert(args) => convert::run(args),
         Command::Evaluate(args) => evaluate::run(args),
         Command::Report(args) => evaluate::report(args),
+        Command::Merge(args) => merge::run(args),
         Command::Serve(args) => serve::run(args),
     };
     wait_if_interrupted();

@@ -10,10 +10,12 @@
 pub mod demo;
 pub mod export;
 mod hub;
+pub mod merge;
 pub mod reports;
 pub mod results;
 pub mod roundrobin;
 pub mod run;
+pub mod shard;
 pub mod submissions;
 
 pub use export::{export_results_file, write_parquet_dataset};
