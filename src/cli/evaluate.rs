@@ -22,15 +22,15 @@ pub struct Args {
     /// Datasets to evaluate, comma-separated: parquet/jsonl files, folders, globs, or Hugging
     /// Face ids (`org/name`, `org/prefix-*`).
     #[arg(required_unless_present = "demo")]
-    datasets: Option<String>,
+    pub(super) datasets: Option<String>,
     /// Output dataset: a local folder receiving the parquet results and reports/ (for a hub
     /// id, a local folder of that name and the command to upload it).
     #[arg(required_unless_present = "demo")]
-    results_name: Option<String>,
+    pub(super) results_name: Option<String>,
     /// Evaluate the embedded demo (three problems, 26 submissions; no download needed):
     /// `ioi-run evaluate --demo [RESULTS_NAME]`.
     #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
-    demo: bool,
+    pub(super) demo: bool,
     /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.
     #[arg(long, default_value = "open-r1/ioi")]
     problems: Vec<String>,
@@ -39,18 +39,18 @@ pub struct Args {
     tests: Vec<String>,
     /// Where the results JSONL (the resume cache) are kept [default: RESULTS_NAME].
     #[arg(long, alias = "local_results_path")]
-    local_results_path: Option<PathBuf>,
+    pub(super) local_results_path: Option<PathBuf>,
     /// Column holding each submission's unique id.
     #[arg(long, default_value = "uuid", alias = "id_column")]
     id_column: String,
     #[command(flatten)]
-    run: super::RunArgs,
+    pub(super) run: super::RunArgs,
     /// Judge nothing: say what would run.
     #[arg(long, alias = "dry_run")]
-    dry_run: bool,
+    pub(super) dry_run: bool,
     /// Start over: move existing results to .bak first.
     #[arg(long = "override")]
-    override_existing: bool,
+    pub(super) override_existing: bool,
     /// Seconds one submission's whole evaluation may take; past it the submission is left
     /// out of the results (and retried by the next run).
     #[arg(long, value_parser = super::parse_seconds)]
@@ -68,7 +68,7 @@ pub struct Args {
     /// submissions whose hash of dataset and id falls in it. Results go to
     /// `<dataset>.shard-K-of-N.jsonl`; no parquet or reports (`ioi-run merge` writes them).
     #[arg(long, value_name = "K/N")]
-    shard: Option<Shard>,
+    pub(super) shard: Option<Shard>,
 }
 
 /// The options of a shard that change its results, recorded with it and compared by `merge`.

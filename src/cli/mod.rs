@@ -10,6 +10,7 @@ mod judge;
 mod merge;
 mod sandbox;
 mod serve;
+mod slurm;
 
 use clap::{Parser, Subcommand};
 
@@ -39,6 +40,8 @@ enum Command {
     Convert(convert::Args),
     /// Benchmarks that print figures.
     Bench(bench::Args),
+    /// Run on a Slurm cluster: evaluate as a job array of shards, or serve a fleet of workers.
+    Slurm(slurm::Args),
     /// Serve the Piston HTTP API (drop-in for Piston workers running the IOI package).
     Serve(serve::Args),
 }
@@ -61,6 +64,7 @@ pub fn main() -> i32 {
         Command::Report(args) => evaluate::report(args),
         Command::Merge(args) => merge::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Slurm(args) => slurm::run(args),
     };
     wait_if_interrupted();
     match result {
