@@ -73,7 +73,11 @@ pub struct Args {
 
 /// The options of a shard that change its results, recorded with it and compared by `merge`.
 fn shard_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> {
-    let runner = match (&args.run.compile_script, &args.run.run_script, args.run.runner) {
+    let runner = match (
+        &args.run.compile_script,
+        &args.run.run_script,
+        args.run.runner,
+    ) {
         (Some(c), Some(r), _) => {
             let mut h = blake3::Hasher::new();
             for path in [c, r] {

@@ -58,7 +58,13 @@ struct JobOptions {
 }
 
 /// Options of this command (not passed on to the jobs): with a value, and flags.
-const JOB_VALUE_OPTIONS: &[&str] = &["--cpus-per-task", "--mem", "--partition", "--time", "--sbatch-arg"];
+const JOB_VALUE_OPTIONS: &[&str] = &[
+    "--cpus-per-task",
+    "--mem",
+    "--partition",
+    "--time",
+    "--sbatch-arg",
+];
 const JOB_FLAGS: &[&str] = &["--print"];
 
 #[derive(Debug, clap::Args)]
@@ -114,7 +120,12 @@ fn passed_on(raw: &[String], command: &str, extra: &[&str]) -> Vec<String> {
     let start = raw
         .iter()
         .position(|a| a == "slurm")
-        .and_then(|i| raw[i..].iter().position(|a| a == command).map(|j| i + j + 1))
+        .and_then(|i| {
+            raw[i..]
+                .iter()
+                .position(|a| a == command)
+                .map(|j| i + j + 1)
+        })
         .unwrap_or(raw.len());
     let with_value = |name: &str| JOB_VALUE_OPTIONS.contains(&name) || extra.contains(&name);
     let mut out = Vec::new();
@@ -233,7 +244,12 @@ fn submit(script: &str, options: &[String]) -> Result<String> {
     }
     let text = String::from_utf8_lossy(&out.stdout);
     // `--parsable` prints `id` or `id;cluster`.
-    let id = text.trim().split(';').next().unwrap_or_default().to_string();
+    let id = text
+        .trim()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
         bail!("sbatch printed no job id: {text:?}");
     }
@@ -277,7 +293,10 @@ fn evaluate(args: EvaluateArgs, passed: Vec<String>) -> Result<i32> {
     let e = &args.evaluate;
     let refuse = |what: &str, why: &str| bail!("slurm evaluate: {what} cannot be used here: {why}");
     if e.demo {
-        return refuse("--demo", "give the demo's files (`evaluate --demo --dry-run` writes them)");
+        return refuse(
+            "--demo",
+            "give the demo's files (`evaluate --demo --dry-run` writes them)",
+        );
     }
     if e.shard.is_some() {
         return refuse("--shard", "each array task gets its own");
@@ -328,7 +347,11 @@ fn evaluate(args: EvaluateArgs, passed: Vec<String>) -> Result<i32> {
         cpus_per_task: 1,
         ..args.job.clone()
     };
-    let mut merge = sbatch_header(&format!("{job_name}-merge"), &merge_job, &logs.join("merge.log"))?;
+    let mut merge = sbatch_header(
+        &format!("{job_name}-merge"),
+        &merge_job,
+        &logs.join("merge.log"),
+    )?;
     merge.push_str(&format!(
         "set -eu\nexec {} merge {} {} --local-results-path {}\n",
         quote(&binary),
@@ -371,7 +394,9 @@ fn evaluate(args: EvaluateArgs, passed: Vec<String>) -> Result<i32> {
         "merge:  job {merge_id}, log {}",
         logs.join("merge.log").display()
     );
-    println!("follow: squeue -j {merge_id} --me; results in {results_name} once job {merge_id} ends");
+    println!(
+        "follow: squeue -j {merge_id} --me; results in {results_name} once job {merge_id} ends"
+    );
     println!("after a failure, run the same command again: finished shards are left out, the others resume");
     Ok(0)
 }
@@ -395,11 +420,7 @@ fn serve(args: ServeArgs, base: u16, passed: Vec<String>) -> Result<i32> {
             .checked_add(i)
             .with_context(|| format!("port {base}+{i} is beyond 65535"))?;
         let name = format!("piston-worker-{port}");
-        let mut script = sbatch_header(
-            &name,
-            &args.job,
-            &log_dir.join(format!("{name}-%j.log")),
-        )?;
+        let mut script = sbatch_header(&name, &args.job, &log_dir.join(format!("{name}-%j.log")))?;
         let jobs = if has("--jobs") {
             String::new()
         } else {
@@ -442,13 +463,34 @@ mod tests {
     #[test]
     fn own_options_are_not_passed_on() {
         let raw = strings(&[
-            "/bin/ioi-run", "slurm", "evaluate", "data.jsonl", "out", "--shards", "3",
-            "--cpus-per-task=2", "--sbatch-arg", "--qos=high", "--print", "--problems", "p",
-            "--test-batch-size", "2", "--mem", "4G",
+            "/bin/ioi-run",
+            "slurm",
+            "evaluate",
+            "data.jsonl",
+            "out",
+            "--shards",
+            "3",
+            "--cpus-per-task=2",
+            "--sbatch-arg",
+            "--qos=high",
+            "--print",
+            "--problems",
+            "p",
+            "--test-batch-size",
+            "2",
+            "--mem",
+            "4G",
         ]);
         assert_eq!(
             passed_on(&raw, "evaluate", &["--shards"]),
-            strings(&["data.jsonl", "out", "--problems", "p", "--test-batch-size", "2"])
+            strings(&[
+                "data.jsonl",
+                "out",
+                "--problems",
+                "p",
+                "--test-batch-size",
+                "2"
+            ])
         );
     }
 

@@ -85,10 +85,7 @@ fn find_records(dir: &Path, dataset: &str) -> Result<Vec<(Shard, PathBuf)>> {
 
 /// Checks the shards of one dataset and returns its merged rows in dataset order, with the
 /// id column the shards used.
-fn merge_dataset(
-    dataset: &DatasetSource,
-    dir: &Path,
-) -> Result<(Vec<Map<String, Value>>, String)> {
+fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String, Value>>, String)> {
     let name = &dataset.config_name;
     let records = find_records(dir, name)?;
     let Some((first, first_path)) = records.first().cloned() else {
@@ -136,7 +133,10 @@ fn merge_dataset(
     }
     let id_column = match reference.settings.get("id_column") {
         Some(Value::String(column)) => column.clone(),
-        _ => bail!("{}: field `settings.id_column` is missing", first_path.display()),
+        _ => bail!(
+            "{}: field `settings.id_column` is missing",
+            first_path.display()
+        ),
     };
     let options = SubmissionOptions {
         id_column: id_column.clone(),
@@ -158,7 +158,10 @@ fn merge_dataset(
             let key = SubmissionKey::of_row(&row, &id_column)
                 .with_context(|| format!("{here}: cannot tell which submission this row is"))?;
             let Some(&at) = position.get(&key) else {
-                bail!("{here}: submission {key} is not in dataset `{name}` ({})", dataset.origin);
+                bail!(
+                    "{here}: submission {key} is not in dataset `{name}` ({})",
+                    dataset.origin
+                );
             };
             let belongs = shard_of(name, &key, count);
             if belongs != index {
@@ -208,9 +211,8 @@ fn write_results(path: &Path, rows: &[Map<String, Value>]) -> Result<()> {
             return Ok(());
         }
         let backup = path.with_extension("jsonl.bak");
-        std::fs::rename(path, &backup).with_context(|| {
-            format!("cannot move {} to {}", path.display(), backup.display())
-        })?;
+        std::fs::rename(path, &backup)
+            .with_context(|| format!("cannot move {} to {}", path.display(), backup.display()))?;
         eprintln!(
             "merge: the previous {} is kept as {}",
             path.display(),
@@ -301,15 +303,24 @@ mod tests {
     fn a_missing_or_incomplete_shard_is_refused_by_name() {
         let (dir, source) = setup(20, 3, &["s7"]);
         let local = dir.path().join("local");
-        let err = format!("{:#}", merge(&[source.clone()], &local, dir.path()).unwrap_err());
-        assert!(err.contains("is incomplete") && err.contains("`s7`"), "{err}");
+        let err = format!(
+            "{:#}",
+            merge(&[source.clone()], &local, dir.path()).unwrap_err()
+        );
+        assert!(
+            err.contains("is incomplete") && err.contains("`s7`"),
+            "{err}"
+        );
         assert!(!local.join("model.jsonl").exists(), "nothing written");
 
         let (dir, source) = setup(20, 3, &[]);
         let local = dir.path().join("local");
         std::fs::remove_file(local.join("model.shard-1-of-3.jsonl")).unwrap();
         let err = format!("{:#}", merge(&[source], &local, dir.path()).unwrap_err());
-        assert!(err.contains("shard 1/3 of dataset `model` is missing"), "{err}");
+        assert!(
+            err.contains("shard 1/3 of dataset `model` is missing"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -321,7 +332,10 @@ mod tests {
         let first = zero.lines().next().unwrap().to_string();
         let zero_path = local.join("model.shard-0-of-2.jsonl");
         std::fs::write(&zero_path, format!("{zero}{first}\n")).unwrap();
-        let err = format!("{:#}", merge(&[source.clone()], &local, dir.path()).unwrap_err());
+        let err = format!(
+            "{:#}",
+            merge(&[source.clone()], &local, dir.path()).unwrap_err()
+        );
         assert!(err.contains("appears twice"), "{err}");
         std::fs::write(&zero_path, &zero).unwrap();
         let one = local.join("model.shard-1-of-2.jsonl");
@@ -339,6 +353,9 @@ mod tests {
         record.settings.insert("test_batch_size".into(), json!(4));
         record.write(&path).unwrap();
         let err = format!("{:#}", merge(&[source], &local, dir.path()).unwrap_err());
-        assert!(err.contains("different options (test_batch_size: 1 vs 4)"), "{err}");
+        assert!(
+            err.contains("different options (test_batch_size: 1 vs 4)"),
+            "{err}"
+        );
     }
 }

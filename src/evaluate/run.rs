@@ -360,7 +360,10 @@ pub fn evaluate(
     if !write_errors.is_empty() {
         bail!("cannot write results:\n{}", write_errors.join("\n"));
     }
-    let files: Vec<ResultsFile> = files.into_iter().filter_map(|f| f.into_inner().ok()).collect();
+    let files: Vec<ResultsFile> = files
+        .into_iter()
+        .filter_map(|f| f.into_inner().ok())
+        .collect();
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
     if let Some(run) = &options.shard {
@@ -418,7 +421,10 @@ fn mark_complete_shards(
                 settings: run.settings.clone(),
                 complete: true,
             };
-            record.write(&run.shard.sidecar_path(&options.local_results_path, &dataset.config_name))?;
+            record.write(
+                &run.shard
+                    .sidecar_path(&options.local_results_path, &dataset.config_name),
+            )?;
         }
     }
     Ok(())

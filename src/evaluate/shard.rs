@@ -223,13 +223,7 @@ mod tests {
 
     #[test]
     fn shard_syntax() {
-        assert_eq!(
-            "3/8".parse::<Shard>(),
-            Ok(Shard {
-                index: 3,
-                count: 8
-            })
-        );
+        assert_eq!("3/8".parse::<Shard>(), Ok(Shard { index: 3, count: 8 }));
         for bad in ["8/8", "0/0", "3", "-1/4", "a/b", "1/"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
@@ -242,8 +236,15 @@ mod tests {
         let pinned: Vec<u32> = (0..8)
             .map(|i| shard_of("model", &key(&format!("id-{i}")), 5))
             .collect();
-        assert_eq!(pinned, [1, 4, 2, 1, 4, 4, 1, 1], "the shard function changed");
-        assert_eq!(shard_of("model", &key("x"), 7), shard_of("model", &key("x"), 7));
+        assert_eq!(
+            pinned,
+            [1, 4, 2, 1, 4, 4, 1, 1],
+            "the shard function changed"
+        );
+        assert_eq!(
+            shard_of("model", &key("x"), 7),
+            shard_of("model", &key("x"), 7)
+        );
         // Another dataset, year or problem spreads the same ids differently.
         let moved = (0..100)
             .filter(|i| {
@@ -280,7 +281,10 @@ mod tests {
         let b: Map<String, Value> = json!({"test_batch_size": 2}).as_object().unwrap().clone();
         begin(dir.path(), "m", shard, &a, false).unwrap();
         begin(dir.path(), "m", shard, &a, false).unwrap();
-        let err = format!("{:#}", begin(dir.path(), "m", shard, &b, false).unwrap_err());
+        let err = format!(
+            "{:#}",
+            begin(dir.path(), "m", shard, &b, false).unwrap_err()
+        );
         assert!(err.contains("test_batch_size: 1 vs 2"), "{err}");
         begin(dir.path(), "m", shard, &b, true).unwrap();
         let record = ShardRecord::read(&shard.sidecar_path(dir.path(), "m")).unwrap();
