@@ -8,10 +8,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Status, Stdio};
+
+use super::cache::CacheStore;
 
 use crate::problem::{GraderFile, Problem};
 
@@ -92,15 +94,12 @@ type SharedCompile = Arc<OnceLock<Result<Compiled, String>>>;
 
 /// The compile cache: a directory of `<hash>/` entries holding `program` or `error.json`.
 pub struct CompileCache {
-    dir: PathBuf,
-    max_bytes: u64,
+    /// Where finished compiles are kept (shared between processes and hosts).
+    store: CacheStore,
     /// Compiles in progress, by key: identical code submitted many times at once compiles
     /// once. Finished compiles leave the map (memory stays bounded over a long run or a
     /// server's life) and are found on disk afterwards.
     in_memory: Mutex<HashMap<String, SharedCompile>>,
-    /// Bytes in the cache directory, once known (scanned on first use, then kept up to date),
-    /// so that the directory is only walked again when the size bound is crossed.
-    size: Mutex<Option<u64>>,
     /// Compiler runs so far (entries found on disk or in memory do not count).
     builds: AtomicUsize,
 }
@@ -117,19 +116,15 @@ pub fn default_cache_dir() -> PathBuf {
 impl CompileCache {
     /// A cache in `dir`, trimmed to about `max_bytes` (least recently used entries go first).
     pub fn new(dir: PathBuf, max_bytes: u64) -> Result<CompileCache> {
-        fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create the compile cache {}", dir.display()))?;
         Ok(CompileCache {
-            dir,
-            max_bytes,
+            store: CacheStore::new(dir, max_bytes)?,
             in_memory: Mutex::new(HashMap::new()),
-            size: Mutex::new(None),
             builds: AtomicUsize::new(0),
         })
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.store.dir()
     }
 
     /// How many times this cache ran the compiler: what "compile once" is measured by.
@@ -217,104 +212,17 @@ impl CompileCache {
     }
 
     fn load_or_build(&self, sandbox: &Sandbox, key: &str, job: &CompileJob) -> Result<Compiled> {
-        let entry = self.dir.join(key);
-        if let Some(found) = read_entry(&entry) {
-            touch(&entry);
+        if let Some(found) = self.store.lookup(key) {
             return Ok(found);
         }
         self.builds.fetch_add(1, Ordering::Relaxed);
-        let built = build(sandbox, job)?;
-        let staging = tempfile::Builder::new()
-            .prefix(".staging-")
-            .tempdir_in(&self.dir)
-            .with_context(|| format!("cannot write to the compile cache {}", self.dir.display()))?;
-        let result = match &built {
-            BuildResult::Binary(bytes) => {
-                let path = staging.path().join("program");
-                fs::write(&path, bytes)?;
-                set_executable(&path)?;
-                Compiled::Binary(entry.join("program"))
-            }
+        match build(sandbox, job)? {
+            BuildResult::Binary(bytes) => self.store.publish_program(key, &bytes),
             BuildResult::Error { exit_code, stderr } => {
-                let json = serde_json::json!({ "exit_code": exit_code, "stderr": stderr });
-                fs::write(staging.path().join("error.json"), json.to_string())?;
-                Compiled::Error {
-                    exit_code: *exit_code,
-                    stderr: stderr.clone(),
-                }
-            }
-        };
-        // Another process may have stored the same entry meanwhile: either copy is right.
-        if fs::rename(staging.path(), &entry).is_err() && read_entry(&entry).is_none() {
-            bail!("cannot store {} in the compile cache", entry.display());
-        }
-        let _ = staging.keep();
-        self.account(dir_size(&entry));
-        Ok(result)
-    }
-
-    /// Adds a new entry's size to the running total, and trims when over the bound.
-    fn account(&self, added: u64) {
-        let Ok(mut size) = self.size.lock() else {
-            return;
-        };
-        let total = match *size {
-            Some(total) => total + added,
-            None => self.scan().iter().map(|(_, bytes, _)| bytes).sum(),
-        };
-        *size = Some(if total > self.max_bytes {
-            self.trim()
-        } else {
-            total
-        });
-    }
-
-    /// Every entry with its last use and size.
-    fn scan(&self) -> Vec<(SystemTime, u64, PathBuf)> {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| {
-                let used = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                (used, dir_size(&e.path()), e.path())
-            })
-            .collect()
-    }
-
-    /// Removes the least recently used entries until the cache fits its bound; returns the
-    /// size left. Entries used within the last hour are kept even over the bound: a submission
-    /// being judged keeps using its binary's path for all its tests.
-    fn trim(&self) -> u64 {
-        let mut all = self.scan();
-        let mut total: u64 = all.iter().map(|(_, s, _)| s).sum();
-        all.sort();
-        let recent = SystemTime::now() - Duration::from_secs(3600);
-        for (used, size, path) in all {
-            if total <= self.max_bytes || used > recent {
-                break;
-            }
-            if fs::remove_dir_all(&path).is_ok() {
-                total -= size;
+                self.store.publish_error(key, exit_code, &stderr)
             }
         }
-        total
     }
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .flatten()
-        .filter(|f| f.file_type().is_file())
-        .filter_map(|f| f.metadata().ok())
-        .map(|m| m.len())
-        .sum()
 }
 
 /// Files of the judge that never go next to a submission.
@@ -328,29 +236,6 @@ fn grader_files(problem: &Problem) -> Vec<(&str, &[u8])> {
         .iter()
         .map(|f| (f.path.as_str(), f.content.as_slice()))
         .collect()
-}
-
-fn read_entry(entry: &Path) -> Option<Compiled> {
-    let program = entry.join("program");
-    if program.is_file() {
-        return Some(Compiled::Binary(program));
-    }
-    let error: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(entry.join("error.json")).ok()?).ok()?;
-    Some(Compiled::Error {
-        exit_code: error["exit_code"].as_i64()? as i32,
-        stderr: error["stderr"].as_str()?.to_string(),
-    })
-}
-
-fn touch(entry: &Path) {
-    let _ = fs::File::open(entry).and_then(|f| f.set_modified(SystemTime::now()));
-}
-
-fn set_executable(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("cannot chmod {}", path.display()))
 }
 
 enum BuildResult {
@@ -417,38 +302,5 @@ fn build(sandbox: &Sandbox, job: &CompileJob) -> Result<BuildResult> {
             exit_code: -1,
             stderr: format!("{stderr}\ncompiler stopped: {}", outcome.message),
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(cache: &Path, name: &str, bytes: usize, age: Duration) {
-        let dir = cache.join(name);
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join("program"), vec![0u8; bytes]).unwrap();
-        fs::File::open(&dir)
-            .unwrap()
-            .set_modified(SystemTime::now() - age)
-            .unwrap();
-    }
-
-    #[test]
-    fn trimming_removes_least_recently_used_entries_but_not_recent_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = CompileCache::new(dir.path().to_path_buf(), 1000).unwrap();
-        entry(dir.path(), "old", 600, Duration::from_secs(3 * 3600));
-        entry(dir.path(), "older", 600, Duration::from_secs(4 * 3600));
-        entry(dir.path(), "fresh", 600, Duration::ZERO);
-        cache.account(0);
-        // Both old entries go (1800 → 1200 → 600 bytes); the fresh one stays.
-        assert!(!dir.path().join("older").exists() && !dir.path().join("old").exists());
-        assert!(dir.path().join("fresh").exists());
-        assert_eq!(*cache.size.lock().unwrap(), Some(600));
-        // Over the bound with only recent entries: nothing is removed.
-        entry(dir.path(), "fresh2", 600, Duration::ZERO);
-        cache.account(600);
-        assert!(dir.path().join("fresh").exists() && dir.path().join("fresh2").exists());
     }
 }
