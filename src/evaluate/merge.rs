@@ -305,7 +305,7 @@ mod tests {
         let local = dir.path().join("local");
         let err = format!(
             "{:#}",
-            merge(&[source.clone()], &local, dir.path()).unwrap_err()
+            merge(std::slice::from_ref(&source), &local, dir.path()).unwrap_err()
         );
         assert!(
             err.contains("is incomplete") && err.contains("`s7`"),
@@ -334,7 +334,7 @@ mod tests {
         std::fs::write(&zero_path, format!("{zero}{first}\n")).unwrap();
         let err = format!(
             "{:#}",
-            merge(&[source.clone()], &local, dir.path()).unwrap_err()
+            merge(std::slice::from_ref(&source), &local, dir.path()).unwrap_err()
         );
         assert!(err.contains("appears twice"), "{err}");
         std::fs::write(&zero_path, &zero).unwrap();
