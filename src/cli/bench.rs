@@ -46,6 +46,17 @@ enum What {
         #[arg(long, default_value_t = 1.0)]
         tests_gb: f64,
     },
+    /// The cost of sharding: one process against N shard processes on the same cores, and of
+    /// the merge.
+    Shards {
+        #[arg(long, default_value_t = 52)]
+        submissions: usize,
+        #[arg(long, default_value_t = 2)]
+        shards: u32,
+        /// Workers in all [default: the number of cores].
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
     /// Requests per second of `ioi-run serve` with the real judge, by number of concurrent
     /// clients, and the gain of compiling a submission once over compiling it per request.
     Serve {
@@ -75,6 +86,11 @@ pub fn run(args: Args) -> Result<i32> {
             jobs,
             tests_gb,
         } => super::bench_evaluate::run(submissions, jobs.unwrap_or_else(cores), tests_gb),
+        What::Shards {
+            submissions,
+            shards,
+            jobs,
+        } => super::bench_shards::run(submissions, shards.max(1), jobs.unwrap_or_else(cores)),
         What::Serve {
             jobs,
             requests,

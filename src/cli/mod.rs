@@ -3,6 +3,7 @@
 mod bench;
 mod bench_evaluate;
 mod bench_judge;
+mod bench_shards;
 mod convert;
 mod doctor;
 mod evaluate;
