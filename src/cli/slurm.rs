@@ -191,6 +191,21 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 
 /// The `#SBATCH` lines every job gets.
 fn sbatch_header(job_name: &str, job: &JobOptions, output: &Path) -> Result<String> {
+    // A line break in a value would end the `#SBATCH` line and start a line of the script.
+    let values = [
+        job.mem.as_deref(),
+        job.partition.as_deref(),
+        job.time.as_deref(),
+    ];
+    for value in values
+        .into_iter()
+        .flatten()
+        .chain(job.sbatch_arg.iter().map(String::as_str))
+    {
+        if value.contains(['\n', '\r']) {
+            bail!("slurm options cannot contain a line break: {value:?}");
+        }
+    }
     let mut lines = vec![
         "#!/bin/bash".to_string(),
         format!("#SBATCH --job-name={}", quote(job_name)),
@@ -501,6 +516,29 @@ mod tests {
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote("$(rm -rf /)"), "'$(rm -rf /)'");
         assert_eq!(quote(""), "''");
+    }
+
+    #[test]
+    fn a_line_break_cannot_smuggle_a_command_into_the_script() {
+        let job = JobOptions {
+            cpus_per_task: 1,
+            mem: None,
+            partition: None,
+            time: None,
+            sbatch_arg: vec!["--qos=high\nrm -rf ~".into()],
+            print: true,
+        };
+        let err = sbatch_header("x", &job, Path::new("log")).unwrap_err();
+        assert!(err.to_string().contains("line break"), "{err}");
+        let job = JobOptions {
+            sbatch_arg: vec!["--qos=high".into()],
+            ..job
+        };
+        let header = sbatch_header("x", &job, Path::new("log")).unwrap();
+        assert!(
+            header.lines().any(|l| l == "#SBATCH --qos=high"),
+            "{header}"
+        );
     }
 
     #[test]
