@@ -18,15 +18,16 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone)]
 pub struct Row {
     pub file: Arc<PathBuf>,
-    /// 0-based row number within the file.
+    /// 0-based row number within the file (messages count from 1, as people and JSON parsers do).
     pub index: usize,
     pub fields: Map<String, Value>,
 }
 
 impl Row {
-    /// Where this row is, for error messages: `file row N`.
+    /// Where this row is, for error messages: `file row N`, N counted from 1 (for JSON Lines,
+    /// the line number).
     pub fn location(&self) -> String {
-        format!("{} row {}", self.file.display(), self.index)
+        format!("{} row {}", self.file.display(), self.index + 1)
     }
 
     /// A field that may be absent or null.
@@ -146,8 +147,9 @@ fn read_jsonl(file: Arc<PathBuf>) -> Result<Box<dyn Iterator<Item = Result<Row>>
         .enumerate()
         .filter(|(_, line)| line.as_ref().map(|l| !l.trim().is_empty()).unwrap_or(true))
         .map(move |(index, line)| {
+            let number = index + 1;
             let line =
-                line.with_context(|| format!("{} row {index}: cannot read", file.display()))?;
+                line.with_context(|| format!("{} row {number}: cannot read", file.display()))?;
             match serde_json::from_str::<Value>(&line) {
                 Ok(Value::Object(fields)) => Ok(Row {
                     file: file.clone(),
@@ -155,11 +157,11 @@ fn read_jsonl(file: Arc<PathBuf>) -> Result<Box<dyn Iterator<Item = Result<Row>>
                     fields,
                 }),
                 Ok(other) => bail!(
-                    "{} row {index}: expected a JSON object, found {}",
+                    "{} row {number}: expected a JSON object, found {}",
                     file.display(),
                     kind(&other)
                 ),
-                Err(e) => bail!("{} row {index}: malformed JSON: {e}", file.display()),
+                Err(e) => bail!("{} row {number}: malformed JSON: {e}", file.display()),
             }
         });
     Ok(Box::new(rows))
@@ -194,8 +196,13 @@ fn read_parquet(
             .with_context(|| format!("{}: corrupt parquet data after row {start}", file.display()))
             .and_then(|batch| {
                 next_index += batch.num_rows();
-                batch_to_objects(&batch)
-                    .with_context(|| format!("{}: cannot decode rows from {start}", file.display()))
+                batch_to_objects(&batch).with_context(|| {
+                    format!(
+                        "{}: cannot decode rows from row {}",
+                        file.display(),
+                        start + 1
+                    )
+                })
             });
         let file = file.clone();
         let out: Vec<Result<Row>> = match decoded {
@@ -268,14 +275,14 @@ mod tests {
         assert_eq!(first.int("n").unwrap(), 3);
         let err = first.str("missing").unwrap_err().to_string();
         assert!(
-            err.contains("subs.jsonl row 0") && err.contains("`missing`"),
+            err.contains("subs.jsonl row 1") && err.contains("`missing`"),
             "{err}"
         );
         let err = first.str("n").unwrap_err().to_string();
         assert!(err.contains("must be a string"), "{err}");
         let err = rows[1].as_ref().unwrap_err().to_string();
         assert!(
-            err.contains("row 2") && err.contains("expected a JSON object"),
+            err.contains("row 3") && err.contains("expected a JSON object"),
             "{err}"
         );
     }

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod dataset;
 pub mod evaluate;
+pub mod interrupt;
 pub mod judge;
 pub mod problem;
 pub mod score;

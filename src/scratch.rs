@@ -28,11 +28,51 @@ pub fn sweep_stale() {
     sweep_in(&std::env::temp_dir());
 }
 
-/// Removes this process's own temporary folders (before exiting on an interrupt, which skips
-/// destructors).
+/// Removes this process's own temporary folders, and the files it was writing before a rename
+/// (before exiting on an interrupt, which skips destructors).
 pub fn remove_own() {
     let me = std::process::id() as i32;
     remove_where(&std::env::temp_dir(), |pid| pid == me);
+    if let Ok(files) = writing().lock() {
+        for file in files.iter() {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+/// Files being written under a temporary name before a rename (e.g. `.train-….parquet.tmp`
+/// next to the results): an interrupt removes them instead of leaving them in the user's folder.
+fn writing() -> &'static std::sync::Mutex<Vec<std::path::PathBuf>> {
+    static WRITING: std::sync::OnceLock<std::sync::Mutex<Vec<std::path::PathBuf>>> =
+        std::sync::OnceLock::new();
+    WRITING.get_or_init(Default::default)
+}
+
+/// A file being written under a temporary name; [`remove_own`] deletes it until this guard is
+/// dropped (after the rename, or on error, when the file is removed too).
+pub struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    pub fn new(path: std::path::PathBuf) -> TempFile {
+        if let Ok(mut files) = writing().lock() {
+            files.push(path.clone());
+        }
+        TempFile(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Ok(mut files) = writing().lock() {
+            files.retain(|f| f != &self.0);
+        }
+        // Gone already after a successful rename; a failed write leaves nothing behind either.
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Removes the folders in `dir` whose creating process passes `select`.

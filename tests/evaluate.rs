@@ -117,6 +117,23 @@ fn demo_evaluates_to_the_expected_results_and_reports() {
         .output()
         .unwrap());
     assert!(stdout.contains("judged 26 submission(s)"), "{stdout}");
+    // The summary table: one line per problem with its count, mean score and verdicts.
+    assert!(
+        stdout.contains("submissions  mean score  verdicts"),
+        "{stdout}"
+    );
+    let orchard_line = stdout
+        .lines()
+        .find(|l| l.starts_with("2025/orchard "))
+        .unwrap_or_else(|| panic!("no summary line for orchard: {stdout}"));
+    let fields: Vec<&str> = orchard_line.split_whitespace().collect();
+    assert_eq!(fields[1], "9", "{orchard_line}");
+    // The mean of the expected totals of demo/expected.json (200 / 9).
+    assert_eq!(fields[2], "22.22", "{orchard_line}");
+    assert!(
+        orchard_line.contains("CE 1") && orchard_line.contains("no code 1"),
+        "{orchard_line}"
+    );
     let rows = read_rows(&out_dir.join("submissions.jsonl"));
     assert_eq!(rows.len(), 26);
     assert_matches_expected(&rows);
@@ -142,6 +159,11 @@ fn demo_evaluates_to_the_expected_results_and_reports() {
     assert!(
         orchard.contains("Number of submissions: **9**")
             && orchard.contains("Submissions compiling: **7**"),
+        "{orchard}"
+    );
+    // Submissions are told apart by their labels, next to the uuid.
+    assert!(
+        orchard.contains("(orchard/mle)") && orchard.contains("(orchard/bsearch_tle)"),
         "{orchard}"
     );
     assert!(out_dir
@@ -371,7 +393,7 @@ fn unknown_problem_is_an_error_naming_file_row_and_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("subs.jsonl")
-            && err.contains("row 1")
+            && err.contains("row 2")
             && err.contains("problem_id")
             && err.contains("nosuch"),
         "{err}"

@@ -261,6 +261,8 @@ def main():
         generation = "\n\n".join(text) + "\n"
         rows.append({
             "uuid": str(uuid.uuid5(ns, f"{problem}/{key}")),
+            # A readable name shown next to the uuid in reports and the summary.
+            "label": f"{problem}/{key}",
             "problem_id": problem,
             "year": 2025,
             "subtask": target,

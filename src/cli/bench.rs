@@ -79,18 +79,18 @@ pub fn run(args: Args) -> Result<i32> {
     match args.what {
         What::Sandbox { runs, caller_mib } => bench_sandbox(runs, caller_mib),
         What::Judge { tests, work, jobs } => {
-            super::bench_judge::run(tests, work, jobs.unwrap_or_else(cores))
+            super::bench_judge::run(tests, work, super::jobs_or_default(jobs))
         }
         What::Evaluate {
             submissions,
             jobs,
             tests_gb,
-        } => super::bench_evaluate::run(submissions, jobs.unwrap_or_else(cores), tests_gb),
+        } => super::bench_evaluate::run(submissions, super::jobs_or_default(jobs), tests_gb),
         What::Shards {
             submissions,
             shards,
             jobs,
-        } => super::bench_shards::run(submissions, shards.max(1), jobs.unwrap_or_else(cores)),
+        } => super::bench_shards::run(submissions, shards.max(1), super::jobs_or_default(jobs)),
         What::Serve {
             jobs,
             requests,
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<i32> {
             compile_requests,
         } => {
             crate::server::bench::bench_serve(&BenchServeOptions {
-                jobs: jobs.unwrap_or_else(cores).max(1),
+                jobs: super::jobs_or_default(jobs),
                 requests,
                 clients,
                 compile_requests,
@@ -106,12 +106,6 @@ pub fn run(args: Args) -> Result<i32> {
             Ok(0)
         }
     }
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 /// Median and 90th percentile of a sample, in milliseconds.

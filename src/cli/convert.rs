@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::output::outln;
 use anyhow::Result;
 
 #[derive(Debug, clap::Args)]
@@ -36,7 +37,7 @@ pub fn run(args: Args) -> Result<i32> {
         loaded.push((problem, tests));
     }
     crate::problem::convert::write_openr1(&loaded, &args.problems_out, &args.tests_out)?;
-    println!(
+    outln!(
         "wrote {} problem(s): {} and {}",
         loaded.len(),
         args.problems_out.display(),

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::output::outln;
 use anyhow::Result;
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Status, Stdio};
 
@@ -10,14 +11,15 @@ pub struct Args {}
 
 pub fn run(_args: Args) -> Result<i32> {
     let mut failures = 0;
-    let mut report = |name: &str, ok: bool, detail: &str| {
-        println!("[{}] {name:<18} {detail}", if ok { " ok " } else { "FAIL" });
+    let mut report = |name: &str, ok: bool, detail: &str| -> Result<()> {
+        outln!("[{}] {name:<18} {detail}", if ok { " ok " } else { "FAIL" });
         if !ok {
             failures += 1;
         }
+        Ok(())
     };
     for check in ioi_sandbox::host::checks() {
-        report(check.name, check.ok, &check.detail);
+        report(check.name, check.ok, &check.detail)?;
     }
     let gxx = std::process::Command::new("g++").arg("--version").output();
     match gxx {
@@ -27,29 +29,29 @@ pub fn run(_args: Args) -> Result<i32> {
                 .next()
                 .unwrap_or("")
                 .to_string();
-            report("g++", true, &first)
+            report("g++", true, &first)?
         }
         _ => report(
             "g++",
             false,
             "g++ not found: install it (apt-get install g++)",
-        ),
+        )?,
     }
     let sandbox = match Sandbox::new(SandboxOptions::default()) {
         Ok(s) => s,
         Err(e) => {
-            report("sandbox", false, &format!("{e:#}"));
+            report("sandbox", false, &format!("{e:#}"))?;
             return Ok(1);
         }
     };
     for (name, ok, detail) in self_tests(&sandbox) {
-        report(name, ok, &detail);
+        report(name, ok, &detail)?;
     }
     if failures == 0 {
-        println!("\nThis host can judge.");
+        outln!("\nThis host can judge.");
         Ok(0)
     } else {
-        println!("\n{failures} check(s) failed: fix them before judging.");
+        outln!("\n{failures} check(s) failed: fix them before judging.");
         Ok(1)
     }
 }
@@ -81,25 +83,43 @@ fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {
     out.push((
         "run /bin/true",
         o.status == Status::Ok,
-        format!("{:?}: {}", o.status, o.message),
+        described(o.status, &o.message),
     ));
     let o = run(&["bash", "-c", "while :; do :; done"]);
     out.push((
         "CPU time limit",
         o.status == Status::TimeLimit,
-        format!("{:?} after {:.2} s CPU", o.status, o.cpu_time),
+        format!("{} after {:.2} s CPU", word(o.status), o.cpu_time),
     ));
     let o = run(&["bash", "-c", "a=x; while :; do a=$a$a; done"]);
     out.push((
         "memory limit",
         o.status == Status::MemoryLimit,
-        format!("{:?}, peak {} MiB", o.status, o.memory >> 20),
+        format!("{}, peak {} MiB", word(o.status), o.memory >> 20),
     ));
     let o = run(&["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22"]);
     out.push((
         "no network",
         o.status != Status::Ok,
-        format!("{:?}: {}", o.status, o.message),
+        described(o.status, &o.message),
     ));
     out
+}
+
+/// The word `ioi-run sandbox` prints for a status (`ok`, `time_limit`, ...), not its Rust name.
+fn word(status: Status) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{status:?}"))
+}
+
+/// `word: message`, or only the word when the message says nothing more.
+fn described(status: Status, message: &str) -> String {
+    let word = word(status);
+    if message.is_empty() || message == word {
+        word
+    } else {
+        format!("{word}: {message}")
+    }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::output::outln;
 use anyhow::{bail, Context, Result};
 
 use serde_json::{json, Map, Value};
@@ -16,6 +17,9 @@ use crate::evaluate::shard::Shard;
 use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::Judge;
+
+/// Where `evaluate --demo` writes when given no folder.
+const DEMO_RESULTS: &str = "ioi-run-demo";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,7 +32,7 @@ pub struct Args {
     #[arg(required_unless_present = "demo")]
     pub(super) results_name: Option<String>,
     /// Evaluate the embedded demo (three problems, 26 submissions; no download needed):
-    /// `ioi-run evaluate --demo [RESULTS_NAME]`.
+    /// `ioi-run evaluate --demo [RESULTS_NAME]` (default: `ioi-run-demo` in the current folder).
     #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
     pub(super) demo: bool,
     /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.
@@ -108,10 +112,9 @@ pub fn run(args: Args) -> Result<i32> {
     let demo_dir;
     let (datasets, results_name, problems, tests) = if args.demo {
         // With --demo the only positional, if any, is the results folder.
-        let results = args
-            .datasets
-            .clone()
-            .unwrap_or_else(|| "ioi-run-demo".into());
+        // `ioi-run-demo` is in the repository's .gitignore: running the demo from a clone
+        // leaves nothing untracked.
+        let results = args.datasets.clone().unwrap_or_else(|| DEMO_RESULTS.into());
         demo_dir = PathBuf::from(&results).join("demo-input");
         crate::evaluate::demo::extract(&demo_dir)?;
         eprintln!(
@@ -174,8 +177,8 @@ pub fn run(args: Args) -> Result<i32> {
     };
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
-        println!("dry run: nothing judged\n{}", run::describe(&plan));
-        return Ok(0);
+        outln!("dry run: nothing judged\n{}", run::describe(&plan));
+        return Ok(if plan.bad_rows.is_empty() { 0 } else { 1 });
     }
     let judge = Judge::new(args.run.judge_options()?)?;
     let progress = Progress::default();
@@ -193,23 +196,28 @@ pub fn run(args: Args) -> Result<i32> {
     })?;
     let secs = summary.elapsed.as_secs_f64().max(1e-9);
     let tests = progress.tests_run.load(Ordering::Relaxed);
-    println!(
-        "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed, {} compiles)",
+    outln!(
+        "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed; {} compiled, {} from the compile cache)",
         summary.judged,
         secs,
         tests as f64 / secs,
         tests,
         progress.tests_discarded.load(Ordering::Relaxed),
-        progress.compiles.load(Ordering::Relaxed)
+        judge.cache().builds(),
+        judge.cache().hits()
     );
+    let table = crate::evaluate::summary::summarize(&summary.results_files, &args.id_column)?;
+    if !table.is_empty() {
+        outln!("\n{}", crate::evaluate::summary::render(&table));
+    }
     for path in &summary.results_files {
-        println!("results:  {}", path.display());
+        outln!("results:  {}", path.display());
     }
     for path in &summary.parquet_files {
-        println!("parquet:  {}", path.display());
+        outln!("parquet:  {}", path.display());
     }
     if let Some(first) = summary.reports.iter().find(|p| p.ends_with("README.md")) {
-        println!(
+        outln!(
             "reports:  {} (and {} more)",
             first.display(),
             summary.reports.len().saturating_sub(1)
@@ -217,9 +225,15 @@ pub fn run(args: Args) -> Result<i32> {
     }
     // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
     if looks_like_hub_id(&results_name) && !args.demo {
-        println!(
+        outln!(
             "to upload to the Hugging Face hub: huggingface-cli upload {results_name} {} --repo-type dataset",
             results_dir.display()
+        );
+    }
+    if summary.bad_rows > 0 {
+        eprintln!(
+            "{} row(s) were not judged because of bad input (listed above; written nowhere)",
+            summary.bad_rows
         );
     }
     if !summary.failed.is_empty() {
@@ -232,7 +246,7 @@ pub fn run(args: Args) -> Result<i32> {
         }
         return Ok(1);
     }
-    Ok(0)
+    Ok(if summary.bad_rows > 0 { 1 } else { 0 })
 }
 
 fn looks_like_hub_id(name: &str) -> bool {
@@ -321,7 +335,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
     }
     let written = crate::evaluate::write_reports(&args.results, &out, &args.id_column)?;
     for path in written {
-        println!("{}", path.display());
+        outln!("{}", path.display());
     }
     Ok(0)
 }

@@ -1,22 +1,26 @@
 //! `ioi-run judge`: judge one solution on one problem and show every test.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
-use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions};
+use super::output::outln;
+use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions, TestObserver};
 use crate::judge::Judge;
 use crate::problem::{Problem, TestSet};
-use crate::score::{Status, SubtaskResult};
+use crate::score::{Status, SubtaskResult, TestResult};
 
 #[derive(Debug, clap::Args)]
+#[command(allow_missing_positional = true)]
 pub struct Args {
-    /// `PROBLEM SOLUTION.cpp`, where PROBLEM is a CMS task folder; or only `SOLUTION.cpp`
-    /// with --problems, --tests and --problem-id.
-    #[arg(required = true, num_args = 1..=2, value_name = "PROBLEM] [SOLUTION.cpp")]
-    paths: Vec<PathBuf>,
+    /// The CMS task folder; leave it out with --problems, --tests and --problem-id.
+    #[arg(value_name = "PROBLEM")]
+    problem: Option<PathBuf>,
+    /// The solution to judge.
+    #[arg(value_name = "SOLUTION.cpp")]
+    solution: PathBuf,
     /// open-r1/ioi problem rows (parquet or jsonl, file or folder).
     #[arg(long, requires = "problem_id")]
     problems: Option<PathBuf>,
@@ -40,6 +44,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    check_paths(&args)?;
     let (problem, tests) = load_problem(&args)?;
     for name in &args.subtasks {
         if problem.subtask(name).is_none() {
@@ -51,11 +56,17 @@ pub fn run(args: Args) -> Result<i32> {
             );
         }
     }
-    let solution = args.paths.last().context("missing SOLUTION.cpp")?;
+    let solution = &args.solution;
     let code = std::fs::read_to_string(solution)
         .with_context(|| format!("cannot read {}", solution.display()))?;
     let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
+    let name_width = problem
+        .test_names()
+        .iter()
+        .map(|t| t.len())
+        .max()
+        .unwrap_or(4);
     let source = Preloaded::new(judge.prepare(problem, tests)?);
     let options = ScheduleOptions {
         jobs: args.run.jobs(),
@@ -63,7 +74,15 @@ pub fn run(args: Args) -> Result<i32> {
         subtasks: (!args.subtasks.is_empty()).then(|| args.subtasks.clone()),
         timeout: None,
     };
-    let progress = Progress::default();
+    // Tests are shown on stderr as they finish (the table on stdout is the final word: early
+    // stop may still turn a test run ahead into SKIPPED).
+    let progress = Progress {
+        on_test: match args.json {
+            true => TestObserver::default(),
+            false => TestObserver::new(move |_, t| show_finished_test(t, name_width)),
+        },
+        ..Progress::default()
+    };
     let outcome: Mutex<Option<schedule::Finished>> = Mutex::new(None);
     schedule::run(
         &judge,
@@ -91,14 +110,46 @@ pub fn run(args: Args) -> Result<i32> {
         .context("the judge produced no problem")?
         .problem;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&json_report(problem, &results))?
         );
     } else {
-        print_human(problem, &results);
+        print_human(problem, &results)?;
     }
     Ok(0)
+}
+
+/// Paths in the wrong place get a hint, not a bare "Not a directory".
+fn check_paths(args: &Args) -> Result<()> {
+    let solution = &args.solution;
+    match (&args.problem, &args.problems) {
+        (Some(problem), None) if problem.is_file() && solution.is_dir() => bail!(
+            "{} is a file and {} a folder: the problem comes first \
+             (ioi-run judge {} {})",
+            problem.display(),
+            solution.display(),
+            solution.display(),
+            problem.display()
+        ),
+        (Some(problem), None) if !problem.is_dir() => bail!(
+            "{}: no such problem folder (PROBLEM is a CMS task folder holding problem.json)",
+            problem.display()
+        ),
+        (Some(problem), Some(_)) => bail!(
+            "with --problems give only SOLUTION.cpp (got {} too)",
+            problem.display()
+        ),
+        (None, None) => bail!(
+            "give a CMS task folder and a solution (ioi-run judge TASK SOLUTION.cpp), or \
+             --problems, --tests and --problem-id with a solution"
+        ),
+        _ if solution.is_dir() => bail!(
+            "{} is a folder: SOLUTION.cpp must be a file",
+            solution.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
@@ -109,11 +160,27 @@ fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
             .unwrap_or_default()
             .to_lowercase();
         let problems = crate::problem::openr1::load_problems(std::slice::from_ref(rows))?;
+        let mut years: Vec<i64> = problems
+            .iter()
+            .filter(|p| p.id == id)
+            .map(|p| p.year)
+            .collect();
+        years.sort();
         let found: Vec<Problem> = problems
             .into_iter()
             .filter(|p| p.id == id && args.year.is_none_or(|y| p.year == y))
             .collect();
         let problem = match found.len() {
+            0 if !years.is_empty() => bail!(
+                "no problem {id:?} of year {} in {}; it exists for {}",
+                args.year.unwrap_or_default(),
+                rows.display(),
+                years
+                    .iter()
+                    .map(|y| y.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             0 => bail!("no problem {id:?} in {}", rows.display()),
             1 => found.into_iter().next().context("unreachable")?,
             _ => bail!(
@@ -127,10 +194,34 @@ fn load_problem(args: &Args) -> Result<(Problem, TestSet)> {
         let tests = crate::problem::openr1::load_tests(&args.tests, &problem)?;
         return Ok((problem, tests));
     }
-    match args.paths.as_slice() {
-        [dir, _solution] => crate::problem::cms::load_cms(dir),
-        _ => bail!("give a CMS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
+    match &args.problem {
+        Some(dir) => crate::problem::cms::load_cms(dir),
+        None => bail!("give a CMS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
     }
+}
+
+/// One line on stderr per test as soon as its result is known.
+fn show_finished_test(t: &TestResult, name_width: usize) {
+    let time = t.time.map(|v| format!("{v:.3} s")).unwrap_or_default();
+    let mem = t
+        .memory
+        .map(|v| format!("{:.1} MiB", v as f64 / (1 << 20) as f64))
+        .unwrap_or_default();
+    let feedback = t
+        .feedback
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("");
+    // A closed stderr must not stop judging: the final table still goes to stdout.
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "  done {:<name_width$} {:<7} {:>5.2} {time:>9} {mem:>11}  {feedback}",
+        t.test_name,
+        t.status.as_str(),
+        t.score,
+    );
 }
 
 /// The `--json` document.
@@ -150,7 +241,7 @@ pub fn json_report(problem: &Problem, results: &[SubtaskResult]) -> serde_json::
     })
 }
 
-fn print_human(problem: &Problem, results: &[SubtaskResult]) {
+fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
     let color = std::io::stdout().is_terminal();
     let paint = |text: String, code: &str| {
         if color {
@@ -159,8 +250,67 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) {
             text
         }
     };
-    // Each test once, with every subtask it belongs to.
-    let mut rows: Vec<(&crate::score::TestResult, Vec<&str>)> = Vec::new();
+    outln!(
+        "{} ({}), time limit {} s, memory limit {} MiB",
+        problem.name,
+        problem.id,
+        problem.time_limit,
+        problem.memory_limit >> 20
+    );
+    outln!();
+    let compile_error = results
+        .iter()
+        .flat_map(|s| &s.test_results)
+        .find(|t| t.status == Status::CompilationError);
+    match compile_error {
+        // Every test has the same feedback: show the compiler's messages once instead.
+        Some(t) => {
+            let feedback = t.feedback.as_deref().unwrap_or("");
+            let (first, messages) = feedback.split_once('\n').unwrap_or((feedback, ""));
+            let exit = first.trim_start_matches("Compilation error ");
+            outln!(
+                "{} ({exit}); the compiler says:",
+                paint("compilation failed".into(), "31")
+            );
+            outln!("{}", messages.trim_end());
+        }
+        None => print_tests(problem, results, &paint)?,
+    }
+    outln!();
+    outln!("{:<22} {:>10} {:>8}", "subtask", "points", "status");
+    let mut total = 0.0;
+    for s in results {
+        total += s.weighted_score();
+        let status = paint(
+            format!("{:>8}", s.status().as_str()),
+            status_color(s.status()),
+        );
+        outln!(
+            "{:<22} {:>10} {status}",
+            s.subtask,
+            format!("{}/{}", s.weighted_score(), s.points)
+        );
+    }
+    let max: f64 = results.iter().map(|s| s.points).sum();
+    outln!();
+    outln!(
+        "total {}/{}",
+        crate::score::round_like_python(total, 2),
+        max
+    );
+    Ok(())
+}
+
+/// Columns of the test table besides the test name, the subtasks and the feedback.
+const FIXED_COLUMNS: usize = 1 + 1 + 7 + 1 + 6 + 1 + 8 + 1 + 8 + 1 + 9 + 2;
+
+/// The table of tests, each once with every subtask it belongs to, fitted to the terminal.
+fn print_tests(
+    problem: &Problem,
+    results: &[SubtaskResult],
+    paint: &dyn Fn(String, &str) -> String,
+) -> Result<()> {
+    let mut rows: Vec<(&TestResult, Vec<&str>)> = Vec::new();
     for s in results {
         for t in &s.test_results {
             match rows.iter_mut().find(|(r, _)| r.test_name == t.test_name) {
@@ -174,32 +324,45 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) {
             }
         }
     }
-    println!(
-        "{} ({}), time limit {} s, memory limit {} MiB",
-        problem.name,
-        problem.id,
-        problem.time_limit,
-        problem.memory_limit >> 20
-    );
-    println!();
-    // Column widths from the content (test names and subtask lists vary a lot).
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|(_, subtasks)| subtask_label(subtasks, results.len()))
+        .collect();
+    let width = terminal_width();
+    // Column widths from the content (test names and subtask lists vary a lot), the subtask
+    // column shrunk when the terminal is narrow.
     let name_width = rows
         .iter()
-        .map(|(t, _)| t.test_name.len())
+        .map(|(t, _)| t.test_name.chars().count())
         .max()
         .unwrap_or(0)
         .max(4);
-    let subtasks_width = rows
+    let mut subtasks_width = labels
         .iter()
-        .map(|(_, s)| s.join(",").len())
+        .map(|l| l.chars().count())
         .max()
         .unwrap_or(0)
         .max(8);
-    println!(
-        "{:<name_width$} {:<subtasks_width$} {:<7} {:>6} {:>8} {:>8} {:>9}  feedback",
-        "test", "subtasks", "verdict", "score", "cpu s", "wall s", "mem MiB"
+    if let Some(width) = width {
+        // Leave the feedback at least a few columns.
+        let room = width.saturating_sub(name_width + FIXED_COLUMNS + 8).max(8);
+        subtasks_width = subtasks_width.min(room);
+    }
+    let feedback_width = width
+        .map(|w| w.saturating_sub(name_width + subtasks_width + FIXED_COLUMNS))
+        .unwrap_or(usize::MAX);
+    outln!(
+        "{:<name_width$} {:<subtasks_width$} {:<7} {:>6} {:>8} {:>8} {:>9}  {}",
+        "test",
+        "subtasks",
+        "verdict",
+        "score",
+        "cpu s",
+        "wall s",
+        "mem MiB",
+        truncate("feedback", feedback_width)
     );
-    for (t, subtasks) in rows {
+    for ((t, _), label) in rows.iter().zip(&labels) {
         let near = t.time.is_some_and(|time| time >= problem.time_limit * 0.8);
         let time = t
             .time
@@ -226,35 +389,54 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) {
             .next()
             .unwrap_or("");
         let status = paint(format!("{:<7}", t.status.as_str()), status_color(t.status));
-        println!(
-            "{:<name_width$} {:<subtasks_width$} {status} {:>6} {time} {wall:>8} {mem:>9}  {feedback}",
+        outln!(
+            "{:<name_width$} {:<subtasks_width$} {status} {:>6} {time} {wall:>8} {mem:>9}  {}",
             t.test_name,
-            subtasks.join(","),
-            format!("{:.2}", t.score)
+            truncate(label, subtasks_width),
+            format!("{:.2}", t.score),
+            truncate(feedback, feedback_width)
         );
     }
-    println!();
-    println!("{:<22} {:>10} {:>8}", "subtask", "points", "status");
-    let mut total = 0.0;
-    for s in results {
-        total += s.weighted_score();
-        let status = paint(
-            format!("{:>8}", s.status().as_str()),
-            status_color(s.status()),
-        );
-        println!(
-            "{:<22} {:>10} {status}",
-            s.subtask,
-            format!("{}/{}", s.weighted_score(), s.points)
-        );
+    Ok(())
+}
+
+/// The subtasks of a test, short: `all` when it belongs to every subtask, else their numbers
+/// (`01,02` for `01-small,02-medium`) or names.
+fn subtask_label(subtasks: &[&str], total: usize) -> String {
+    if total > 1 && subtasks.len() == total {
+        return "all".into();
     }
-    let max: f64 = results.iter().map(|s| s.points).sum();
-    println!();
-    println!(
-        "total {}/{}",
-        crate::score::round_like_python(total, 2),
-        max
-    );
+    subtasks
+        .iter()
+        .map(|name| match name.split_once('-') {
+            Some((number, _)) if number.chars().all(|c| c.is_ascii_digit()) => number,
+            _ => name,
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `text` cut to `width` characters, with `…` marking the cut.
+fn truncate(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+/// Columns available: the terminal's width, else `$COLUMNS`, else no limit (output to a file
+/// keeps everything).
+fn terminal_width() -> Option<usize> {
+    if std::io::stdout().is_terminal() {
+        if let Some((_, cols)) = console::Term::stdout().size_checked() {
+            return Some(cols as usize);
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&c: &usize| c > 0)
 }
 
 fn status_color(status: Status) -> &'static str {

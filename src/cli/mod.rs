@@ -9,6 +9,7 @@ mod doctor;
 mod evaluate;
 mod judge;
 mod merge;
+mod output;
 mod sandbox;
 mod serve;
 mod slurm;
@@ -70,6 +71,8 @@ pub fn main() -> i32 {
     wait_if_interrupted();
     match result {
         Ok(code) => code,
+        // The reader of our output went away (`| head`): it has what it wanted.
+        Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
             2
@@ -80,9 +83,13 @@ pub fn main() -> i32 {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IOI_RUN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colour codes only for a person at a terminal, never into a log file or a pipe.
+    use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .try_init();
 }
 
@@ -96,8 +103,11 @@ fn install_interrupt_handler() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
-            eprintln!("ioi-run: interrupted, stopping sandboxed runs");
+            crate::interrupt::record(sig);
+            eprintln!(
+                "ioi-run: interrupted: stopping the sandboxed runs. Results already written are \
+                 kept; `evaluate` resumes where it stopped when run again."
+            );
             ioi_sandbox::abort_all();
             crate::scratch::remove_own();
             std::process::exit(128 + sig);
@@ -105,12 +115,10 @@ fn install_interrupt_handler() {
     });
 }
 
-/// The signal that interrupted ioi-run (0: none). Once set, the interrupt handler owns the
-/// exit: the main thread, whose runs were just killed, must not exit first with their failure.
-static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
+/// Once interrupted, the interrupt handler owns the exit: the main thread, whose runs were just
+/// killed, must not exit first with their failure.
 fn wait_if_interrupted() {
-    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+    if crate::interrupt::signal().is_some() {
         loop {
             std::thread::park();
         }
@@ -155,13 +163,7 @@ pub enum RunnerKind {
 
 impl RunArgs {
     pub fn jobs(&self) -> usize {
-        self.jobs
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
-            .max(1)
+        jobs_or_default(self.jobs)
     }
 
     pub fn judge_options(&self) -> anyhow::Result<crate::judge::JudgeOptions> {
@@ -184,6 +186,17 @@ impl RunArgs {
         };
         Ok(options)
     }
+}
+
+/// The number of parallel workers: `--jobs` when given (0 counts as 1), else one per core.
+/// Every command that runs things in parallel takes its default from here.
+pub fn jobs_or_default(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+    .max(1)
 }
 
 fn at_least_one(text: &str) -> Result<usize, String> {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::output::outln;
 use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Bind, Limits, RunSpec, Sandbox, SandboxOptions, Stdio};
 
@@ -103,7 +104,7 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let outcome = sandbox.run(&spec);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
         eprintln!(
             "status     {}",

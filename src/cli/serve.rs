@@ -32,10 +32,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs = super::jobs_or_default(args.jobs);
     let addr = resolve(&args.host, args.port)?;
     let mut options = ServeOptions::new(addr, jobs);
     options.max_queue = args.max_queue.unwrap_or(4 * jobs);

@@ -38,9 +38,10 @@ pub fn write_parquet_dataset(
     std::fs::create_dir_all(&folder)
         .with_context(|| format!("cannot create {}", folder.display()))?;
     let path = folder.join(SHARD_NAME);
-    let tmp = folder.join(format!(".{SHARD_NAME}.tmp"));
-    write_parquet(rows, &tmp).with_context(|| format!("cannot write {}", path.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot replace {}", path.display()))?;
+    let tmp = crate::scratch::TempFile::new(folder.join(format!(".{SHARD_NAME}.tmp")));
+    write_parquet(rows, tmp.path()).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::rename(tmp.path(), &path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
     write_readme(out_dir)?;
     Ok(Some(path))
 }

@@ -11,10 +11,21 @@ use super::submissions::DatasetSource;
 const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
 /// Whether a string looks like a hub dataset id: `org/name`, wildcards allowed in the name.
+/// A name that looks like a file (`results/model.jsonl`) is never one: a missing local file must
+/// say "no such file", not fail on the network.
 pub(super) fn is_hub_id(s: &str) -> bool {
     let Some((org, name)) = s.split_once('/') else {
         return false;
     };
+    if [".jsonl", ".json", ".parquet", ".csv"]
+        .iter()
+        .any(|ext| name.to_ascii_lowercase().ends_with(ext))
+        || org == "."
+        || org == ".."
+        || org.starts_with('~')
+    {
+        return false;
+    }
     let ok = |part: &str, extra: &str| {
         !part.is_empty()
             && part
@@ -33,15 +44,24 @@ pub(super) fn resolve(id: &str, endpoint: Option<&str>) -> Result<Vec<DatasetSou
         .map(str::to_string)
         .or_else(|| std::env::var("HF_ENDPOINT").ok())
         .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string());
-    let offline_hint = || {
-        format!(
+    if offline() {
+        bail!(
+            "`{id}`: no such local file or folder, and HF_HUB_OFFLINE is set so the Hugging Face \
+             hub was not asked; download the dataset and pass its local folder"
+        );
+    }
+    // One clear sentence with the root cause: the HTTP client's own chain repeats the URL and
+    // the DNS failure several times.
+    let offline_hint = |e: anyhow::Error| {
+        anyhow::anyhow!(
             "`{id}` is not a local path, so it was looked up on the Hugging Face hub ({endpoint}), \
-             which failed; check the name and the network, or download the dataset and pass its \
-             local folder"
+             which failed ({}); check the name and the network, or download the dataset and pass \
+             its local folder",
+            e.root_cause()
         )
     };
     let names = if name.contains(['*', '?']) {
-        let names = list_datasets(&endpoint, org, name).with_context(offline_hint)?;
+        let names = list_datasets(&endpoint, org, name).map_err(offline_hint)?;
         if names.is_empty() {
             bail!("no dataset of `{org}` on the hub matches `{name}`");
         }
@@ -49,11 +69,21 @@ pub(super) fn resolve(id: &str, endpoint: Option<&str>) -> Result<Vec<DatasetSou
     } else {
         vec![name.to_string()]
     };
-    let api = api(&endpoint).with_context(offline_hint)?;
+    let api = api(&endpoint).map_err(offline_hint)?;
     names
         .iter()
-        .map(|name| download(&api, &format!("{org}/{name}")).with_context(offline_hint))
+        .map(|name| download(&api, &format!("{org}/{name}")).map_err(offline_hint))
         .collect()
+}
+
+/// `HF_HUB_OFFLINE=1`, as `huggingface_hub` understands it: never touch the network.
+fn offline() -> bool {
+    std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
 }
 
 /// A blocking client (token and cache from the environment, like `huggingface_hub`).
@@ -147,6 +177,8 @@ mod tests {
         assert!(!is_hub_id("results/x.jsonl/y"));
         assert!(!is_hub_id("org*/name"));
         assert!(!is_hub_id("model.jsonl"));
+        assert!(!is_hub_id("results/model.jsonl"));
+        assert!(!is_hub_id("./model"));
     }
 
     #[test]

@@ -108,8 +108,10 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String,
     let count = first.count;
     let reference = ShardRecord::read(&first_path)?;
     let mut present = vec![false; count as usize];
+    let mut left_out = std::collections::HashSet::new();
     for (shard, path) in &records {
         let record = ShardRecord::read(path)?;
+        left_out.extend(record.left_out.iter().cloned());
         if let Some(diff) = settings_difference(&reference.settings, &record.settings) {
             bail!(
                 "shards of dataset `{name}` were made with different options ({diff}): {} and {}; \
@@ -175,7 +177,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String,
     }
     let mut missing = vec![Vec::new(); count as usize];
     for (submission, row) in submissions.iter().zip(&rows) {
-        if row.is_none() {
+        if row.is_none() && !left_out.contains(&submission.key()) {
             missing[shard_of(name, &submission.key(), count) as usize].push(submission.key());
         }
     }
@@ -312,6 +314,24 @@ mod tests {
             "{err}"
         );
         assert!(!local.join("model.jsonl").exists(), "nothing written");
+
+        // A submission its shard left out (no such problem) is not waited for, as in a one-box
+        // run, which leaves it out of the results.
+        let key = SubmissionKey {
+            year: 2024,
+            problem_id: "p".into(),
+            id: "s7".into(),
+        };
+        let shard = Shard {
+            index: shard_of("model", &key, 3),
+            count: 3,
+        };
+        let record_path = shard.sidecar_path(&local, "model");
+        let mut record = ShardRecord::read(&record_path).unwrap();
+        record.left_out.push(key);
+        record.write(&record_path).unwrap();
+        let out = merge(std::slice::from_ref(&source), &local, dir.path()).unwrap();
+        assert_eq!(out.rows, 19);
 
         let (dir, source) = setup(20, 3, &[]);
         let local = dir.path().join("local");

@@ -10,6 +10,7 @@
 pub mod demo;
 pub mod export;
 mod hub;
+mod lock;
 pub mod merge;
 pub mod reports;
 pub mod results;
@@ -17,6 +18,7 @@ pub mod roundrobin;
 pub mod run;
 pub mod shard;
 pub mod submissions;
+pub mod summary;
 
 pub use export::{export_results_file, write_parquet_dataset};
 pub use reports::write_reports;

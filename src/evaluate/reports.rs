@@ -35,6 +35,9 @@ pub struct SubtaskCell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgedSubmission {
     pub id: String,
+    /// A readable name for the submission (a `label` or `description` field), shown next to
+    /// the id in reports.
+    pub label: Option<String>,
     pub year: i64,
     /// Lowercase problem id.
     pub problem_id: String,
@@ -70,10 +73,12 @@ impl JudgedSubmission {
                 Some(_) => Ok(Some(row.str(field)?.to_string())),
             }
         };
+        // A task folder that does not say its day has an empty one: shown as unknown.
         let day = match text("problem_day")? {
             Some(day) => Some(day),
             None => text("day")?,
-        };
+        }
+        .filter(|day| !day.trim().is_empty());
         let code_compiles = match row.get("code_compiles") {
             Some(Value::Bool(b)) => *b,
             _ => bail!(
@@ -93,9 +98,20 @@ impl JudgedSubmission {
             ),
         };
         let first_subtask_status = subtasks.first().map_or(Status::Skipped, |c| c.status);
+        let label = match text("label")? {
+            Some(label) => Some(label),
+            None => text("description")?,
+        };
+        // A problem without a year (a task folder that does not say) is reported without one,
+        // not under the year a submission defaulted to.
+        let year = match row.get("problem_year").and_then(Value::as_i64) {
+            Some(0) => 0,
+            _ => key.year,
+        };
         Ok(JudgedSubmission {
             id: key.id,
-            year: key.year,
+            label,
+            year,
             problem_id: key.problem_id,
             day,
             target_subtask: text("target_subtask")?,
@@ -244,7 +260,10 @@ impl ProblemOverview {
     }
 
     fn report_name(&self) -> String {
-        format!("{}_{}.md", self.year, self.problem_id)
+        match self.year {
+            0 => format!("{}.md", self.problem_id),
+            year => format!("{year}_{}.md", self.problem_id),
+        }
     }
 
     fn is_practice(&self) -> bool {
@@ -317,7 +336,10 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
         .iter()
         .map(|s| {
             let mut row = vec![
-                s.id.clone(),
+                match &s.label {
+                    Some(label) => format!("{} ({label})", s.id),
+                    None => s.id.clone(),
+                },
                 s.target_subtask.clone().unwrap_or_else(|| "-".into()),
                 points(s.total),
             ];
@@ -388,8 +410,12 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
                 ]
             })
             .collect();
+        let title = match year {
+            0 => "Problems without a year".to_string(),
+            year => year.to_string(),
+        };
         out.push_str(&format!(
-            "\n# {year}\n\n\
+            "\n# {title}\n\n\
              - Score (no submission limit): **{:.2}/600**\n\
              - Score (limited to 50 submissions, round robin selection): **{:.2}/600**\n\n{}",
             counted().map(|o| o.no_limit_score).sum::<f64>(),
@@ -651,7 +677,7 @@ mod tests {
             write_reports(&[results], dir.path(), "uuid").unwrap_err()
         );
         assert!(
-            err.contains("model-a.jsonl row 1")
+            err.contains("model-a.jsonl row 2")
                 && err.contains("all_subtasks_results[1]")
                 && err.contains("`status`"),
             "{err}"

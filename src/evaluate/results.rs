@@ -25,7 +25,8 @@ use crate::score::{Status, SubtaskResult};
 /// every subtask's results.
 ///
 /// Extra fields beyond the reference: `submission_id` (the id, so reports need no `--id-column`),
-/// `problem_name` and `problem_day` (reports group by day and leave out practice problems).
+/// `problem_name`, `problem_day` and `problem_year` (reports group by day and year, and leave
+/// out practice problems).
 pub fn result_row(
     submission: &Submission,
     problem: &Problem,
@@ -37,6 +38,9 @@ pub fn result_row(
     row.entry("submission_id").or_insert(json!(submission.id));
     row.entry("problem_name").or_insert(json!(problem.name));
     row.entry("problem_day").or_insert(json!(problem.day));
+    // 0 for a task folder that does not say its year: reports then show no year rather than
+    // the submission's default one.
+    row.entry("problem_year").or_insert(json!(problem.year));
     let target = submission
         .target_subtask
         .as_deref()
@@ -93,6 +97,8 @@ pub struct ResultsFile {
     file: File,
     id_column: String,
     done: HashSet<SubmissionKey>,
+    /// Held while this file is open: one writer per results file.
+    _lock: super::lock::ResultsLock,
 }
 
 impl ResultsFile {
@@ -107,6 +113,8 @@ impl ResultsFile {
         override_existing: bool,
     ) -> Result<ResultsFile> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        // Before anything is read or moved: another run may be writing this file.
+        let lock = super::lock::ResultsLock::acquire(dir, config_name)?;
         let path = dir.join(format!("{config_name}.jsonl"));
         if override_existing && path.exists() {
             let backup = dir.join(format!("{config_name}.jsonl.bak"));
@@ -136,6 +144,7 @@ impl ResultsFile {
             file,
             id_column: id_column.to_string(),
             done,
+            _lock: lock,
         })
     }
 
@@ -464,7 +473,7 @@ mod tests {
         std::fs::write(&path, "{\"label\": \"a\", \"problem_id\": \"p\"}\n").unwrap();
         let err = ResultsFile::open(dir.path(), "model", "uuid", false).unwrap_err();
         let msg = format!("{err:#}");
-        assert!(msg.contains("row 0") && msg.contains("`uuid`"), "{msg}");
+        assert!(msg.contains("row 1") && msg.contains("`uuid`"), "{msg}");
         assert!(ResultsFile::open(dir.path(), "model", "label", false).is_ok());
     }
 

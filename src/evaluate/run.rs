@@ -54,7 +54,9 @@ impl EvaluateOptions {
 
 /// Where problems come from: CMS task folders, or open-r1/ioi rows with test-case sources.
 pub enum Catalog {
-    Cms(Vec<(Problem, PathBuf)>),
+    /// Task folders that loaded, and those that did not with why (a broken folder only matters
+    /// to the submissions that name it).
+    Cms(Vec<(Problem, PathBuf)>, Vec<(PathBuf, String)>),
     OpenR1 {
         problems: Vec<Problem>,
         tests: Vec<PathBuf>,
@@ -84,11 +86,23 @@ impl Catalog {
         }
         match (cms.is_empty(), rows.is_empty()) {
             (false, true) => {
-                let problems = cms
-                    .into_iter()
-                    .map(|dir| Ok((crate::problem::cms::load_cms(&dir)?.0, dir)))
-                    .collect::<Result<_>>()?;
-                Ok(Catalog::Cms(problems))
+                let mut problems = Vec::new();
+                let mut broken = Vec::new();
+                for dir in cms {
+                    match crate::problem::cms::load_cms(&dir) {
+                        Ok((problem, _)) => problems.push((problem, dir)),
+                        Err(e) => broken.push((dir, format!("{e:#}"))),
+                    }
+                }
+                if problems.is_empty() && !broken.is_empty() {
+                    let (dir, why) = &broken[0];
+                    bail!(
+                        "no problem folder could be loaded ({} tried); {}: {why}",
+                        broken.len(),
+                        dir.display()
+                    );
+                }
+                Ok(Catalog::Cms(problems, broken))
             }
             (true, false) => {
                 if tests.is_empty() {
@@ -117,9 +131,20 @@ impl Catalog {
         h.finalize().to_hex()[..16].to_string()
     }
 
+    /// Problem folders that could not be loaded, with why, for messages.
+    pub fn broken(&self) -> Vec<String> {
+        match self {
+            Catalog::Cms(_, broken) => broken
+                .iter()
+                .map(|(dir, why)| format!("{}: {why}", dir.display()))
+                .collect(),
+            Catalog::OpenR1 { .. } => Vec::new(),
+        }
+    }
+
     fn problems(&self) -> Vec<&Problem> {
         match self {
-            Catalog::Cms(list) => list.iter().map(|(p, _)| p).collect(),
+            Catalog::Cms(list, _) => list.iter().map(|(p, _)| p).collect(),
             Catalog::OpenR1 { problems, .. } => problems.iter().collect(),
         }
     }
@@ -159,7 +184,7 @@ impl ProblemSource for CatalogSource<'_> {
         let (year, id) = key.split_once('/').context("malformed problem key")?;
         let year: i64 = year.parse()?;
         match self.catalog {
-            Catalog::Cms(list) => {
+            Catalog::Cms(list, _) => {
                 let (_, dir) = list
                     .iter()
                     .find(|(p, _)| p.id == id && p.year == year)
@@ -193,12 +218,23 @@ pub struct Plan {
     pub datasets: Vec<(String, usize, usize, usize)>,
     /// Submissions to run per problem key.
     pub per_problem: BTreeMap<String, usize>,
+    /// Rows that cannot be judged (e.g. an unknown problem), each named: written nowhere.
+    pub bad_rows: Vec<String>,
+    /// Problem folders that could not be loaded, each named.
+    pub broken_problems: Vec<String>,
+    /// What looks wrong but is judged anyway (an empty dataset, generations without code).
+    pub warnings: Vec<String>,
+    /// The submissions of `bad_rows`, by dataset index (a shard records them, so that `merge`
+    /// does not wait for them).
+    pub left_out: Vec<(usize, SubmissionKey)>,
 }
 
 /// The end-of-run summary.
 #[derive(Debug, Default)]
 pub struct Summary {
     pub judged: usize,
+    /// Rows left out as bad input (named in the plan).
+    pub bad_rows: usize,
     pub failed: Vec<String>,
     pub elapsed: Duration,
     pub results_files: Vec<PathBuf>,
@@ -215,7 +251,10 @@ fn prepare(
     catalog: &Catalog,
     dry: bool,
 ) -> Result<(Plan, Vec<ResultsFile>, Vec<Pending>)> {
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        broken_problems: catalog.broken(),
+        ..Plan::default()
+    };
     let mut files = Vec::new();
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
@@ -244,24 +283,30 @@ fn prepare(
             (file.done().clone(), Some(file))
         };
         let total = submissions.len();
+        warn_about_content(&mut plan, &dataset.origin, &submissions);
         let mut to_run = 0;
+        let mut bad = 0;
         for submission in submissions {
             if done.contains(&submission.key()) {
                 continue;
             }
             let Some(problem_key) = catalog.key_for(submission.year, &submission.problem_id) else {
+                // One bad row must not refuse the whole dataset: it is named and left out.
                 let known: Vec<String> = catalog
                     .problems()
                     .iter()
-                    .map(|p| format!("{} ({})", p.id, p.year))
+                    .map(|p| problem_label(p.year, &p.id))
                     .collect();
-                bail!(
+                plan.bad_rows.push(format!(
                     "{}: field `problem_id`: no problem {:?} of year {} among the problems ({})",
                     submission.origin,
                     submission.problem_id,
                     submission.year,
                     known.join(", ")
-                );
+                ));
+                bad += 1;
+                plan.left_out.push((index, submission.key()));
+                continue;
             };
             *plan.per_problem.entry(problem_key.clone()).or_default() += 1;
             to_run += 1;
@@ -271,13 +316,56 @@ fn prepare(
                 problem_key,
             });
         }
-        plan.datasets
-            .push((dataset.config_name.clone(), total, total - to_run, to_run));
+        plan.datasets.push((
+            dataset.config_name.clone(),
+            total,
+            total - to_run - bad,
+            to_run,
+        ));
         files.extend(results);
     }
     // Grouped by problem so each problem's tests are loaded once and dropped after use.
     pending.sort_by(|a, b| a.problem_key.cmp(&b.problem_key));
     Ok((plan, files, pending))
+}
+
+/// Warnings about a dataset that loads but looks wrong: judged anyway, never silently.
+fn warn_about_content(plan: &mut Plan, origin: &str, submissions: &[Submission]) {
+    if submissions.is_empty() {
+        plan.warnings
+            .push(format!("dataset `{origin}` holds no submission"));
+        return;
+    }
+    let without_code: Vec<&Submission> = submissions.iter().filter(|s| s.code.is_none()).collect();
+    let no_block = without_code
+        .iter()
+        .filter(|s| s.fields.get("generation").is_some_and(|g| g.is_string()))
+        .count();
+    if no_block > 0 {
+        plan.warnings.push(format!(
+            "dataset `{origin}`: {no_block} of {} submission(s) have no code and no ```cpp block \
+             in `generation` (scored 0, every test SKIPPED){}",
+            submissions.len(),
+            match without_code.first() {
+                Some(s) => format!("; the first is {}", s.origin),
+                None => String::new(),
+            }
+        ));
+    } else if !without_code.is_empty() {
+        plan.warnings.push(format!(
+            "dataset `{origin}`: {} of {} submission(s) have no code (scored 0)",
+            without_code.len(),
+            submissions.len()
+        ));
+    }
+}
+
+/// How a problem is named in messages: `2024/nile`, or `nile` for a task folder with no year.
+fn problem_label(year: i64, id: &str) -> String {
+    match year {
+        0 => id.to_string(),
+        _ => format!("{year}/{id}"),
+    }
 }
 
 /// What would run, without judging anything.
@@ -347,6 +435,9 @@ pub fn evaluate(
                     }
                 }
                 (Ok(_), None) => unreachable!("results without a problem"),
+                // Runs killed by an interrupt are not failures to report: the interrupt
+                // handler says what happened, once.
+                (Err(_), _) if crate::interrupt::signal().is_some() => {}
                 (Err(e), _) => {
                     tracing::warn!("{who}: not judged: {e:#}");
                     if let Ok(mut list) = failures.lock() {
@@ -360,6 +451,8 @@ pub fn evaluate(
     if !write_errors.is_empty() {
         bail!("cannot write results:\n{}", write_errors.join("\n"));
     }
+    // The files (and their locks) stay open until the parquet and reports are written, so
+    // that no other run appends meanwhile.
     let files: Vec<ResultsFile> = files
         .into_iter()
         .filter_map(|f| f.into_inner().ok())
@@ -367,9 +460,10 @@ pub fn evaluate(
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
     if let Some(run) = &options.shard {
-        mark_complete_shards(options, run, &files, &pending)?;
+        mark_complete_shards(options, run, &files, &pending, &plan.left_out)?;
         // A shard writes neither parquet nor reports: `merge` does, from all the shards.
         return Ok(Summary {
+            bad_rows: plan.bad_rows.len(),
             judged: jobs.len() - failed.len(),
             failed,
             elapsed: started.elapsed(),
@@ -389,6 +483,7 @@ pub fn evaluate(
         &options.submissions.id_column,
     )?;
     Ok(Summary {
+        bad_rows: plan.bad_rows.len(),
         judged: jobs.len() - failed.len(),
         failed,
         elapsed: started.elapsed(),
@@ -405,6 +500,7 @@ fn mark_complete_shards(
     run: &ShardRun,
     files: &[ResultsFile],
     pending: &[Pending],
+    left_out: &[(usize, SubmissionKey)],
 ) -> Result<()> {
     for (index, dataset) in options.datasets.iter().enumerate() {
         let Some(file) = files.get(index) else {
@@ -420,6 +516,11 @@ fn mark_complete_shards(
                 shard: run.shard,
                 settings: run.settings.clone(),
                 complete: true,
+                left_out: left_out
+                    .iter()
+                    .filter(|(d, _)| *d == index)
+                    .map(|(_, key)| key.clone())
+                    .collect(),
             };
             record.write(
                 &run.shard
@@ -458,7 +559,32 @@ pub fn describe(plan: &Plan) -> String {
     }
     // A BTreeMap: already in problem order.
     for (key, count) in &plan.per_problem {
-        out.push_str(&format!("    {key}: {count}\n"));
+        let label = match key.split_once('/') {
+            Some((year, id)) => problem_label(year.parse().unwrap_or_default(), id),
+            None => key.clone(),
+        };
+        out.push_str(&format!("    {label}: {count}\n"));
+    }
+    for warning in &plan.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    if !plan.broken_problems.is_empty() {
+        out.push_str(&format!(
+            "{} problem folder(s) could not be loaded (their submissions are not judged):\n",
+            plan.broken_problems.len()
+        ));
+        for broken in &plan.broken_problems {
+            out.push_str(&format!("  {broken}\n"));
+        }
+    }
+    if !plan.bad_rows.is_empty() {
+        out.push_str(&format!(
+            "{} row(s) cannot be judged (left out, written nowhere):\n",
+            plan.bad_rows.len()
+        ));
+        for row in &plan.bad_rows {
+            out.push_str(&format!("  {row}\n"));
+        }
     }
     out
 }

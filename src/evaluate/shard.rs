@@ -94,6 +94,9 @@ pub struct ShardRecord {
     pub settings: Map<String, Value>,
     /// Every submission of the shard was judged by the last run.
     pub complete: bool,
+    /// Submissions of the shard that cannot be judged (no such problem), left out of the
+    /// results as a one-box run leaves them out.
+    pub left_out: Vec<SubmissionKey>,
 }
 
 impl ShardRecord {
@@ -103,6 +106,9 @@ impl ShardRecord {
             "shard": self.shard.to_string(),
             "complete": self.complete,
             "settings": self.settings,
+            "left_out": self.left_out.iter()
+                .map(|k| json!({"year": k.year, "problem_id": k.problem_id, "id": k.id}))
+                .collect::<Vec<_>>(),
         })
     }
 
@@ -122,7 +128,24 @@ impl ShardRecord {
             .with_context(|| format!("{}: field `shard` must be a string", path.display()))?
             .parse::<Shard>()
             .map_err(|e| anyhow::anyhow!("{}: field `shard`: {e}", path.display()))?;
+        let mut left_out = Vec::new();
+        if let Some(list) = value.get("left_out") {
+            let bad = || {
+                format!(
+                    "{}: field `left_out` must be a list of keys",
+                    path.display()
+                )
+            };
+            for item in list.as_array().with_context(bad)? {
+                left_out.push(SubmissionKey {
+                    year: item["year"].as_i64().with_context(bad)?,
+                    problem_id: item["problem_id"].as_str().with_context(bad)?.to_string(),
+                    id: item["id"].as_str().with_context(bad)?.to_string(),
+                });
+            }
+        }
         Ok(ShardRecord {
+            left_out,
             dataset: field("dataset")?
                 .as_str()
                 .with_context(|| format!("{}: field `dataset` must be a string", path.display()))?
@@ -204,6 +227,7 @@ pub fn begin(
         shard,
         settings: settings.clone(),
         complete: false,
+        left_out: Vec::new(),
     };
     record.write(&path)?;
     Ok(record)

@@ -462,7 +462,7 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(
-            err.contains("subs.jsonl row 3")
+            err.contains("subs.jsonl row 4")
                 && err.contains("`uuid`")
                 && err.contains("--id-column"),
             "{err}"
@@ -471,7 +471,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("subs.jsonl row 3") && err.contains("`problem_id`"),
+            err.contains("subs.jsonl row 4") && err.contains("`problem_id`"),
             "{err}"
         );
         let err = Submission::from_row(&row(json!({"uuid": "a", "problem_id": "p"})), &options())
@@ -598,8 +598,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("subs.jsonl row 2")
-                && err.contains("subs.jsonl row 0")
+            err.contains("subs.jsonl row 3")
+                && err.contains("subs.jsonl row 1")
                 && err.contains("`same`"),
             "{err}"
         );

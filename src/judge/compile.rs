@@ -102,6 +102,9 @@ pub struct CompileCache {
     in_memory: Mutex<HashMap<String, SharedCompile>>,
     /// Compiler runs so far (entries found on disk or in memory do not count).
     builds: AtomicUsize,
+    /// Compiles answered without the compiler: found on disk, or shared with an identical
+    /// compile in progress.
+    hits: AtomicUsize,
 }
 
 /// Default location: `$IOI_RUN_CACHE` or the user's cache directory.
@@ -120,6 +123,7 @@ impl CompileCache {
             store: CacheStore::new(dir, max_bytes)?,
             in_memory: Mutex::new(HashMap::new()),
             builds: AtomicUsize::new(0),
+            hits: AtomicUsize::new(0),
         })
     }
 
@@ -130,6 +134,12 @@ impl CompileCache {
     /// How many times this cache ran the compiler: what "compile once" is measured by.
     pub fn builds(&self) -> usize {
         self.builds.load(Ordering::Relaxed)
+    }
+
+    /// How many compiles were answered from the cache (disk, or an identical compile in
+    /// progress) instead of by the compiler.
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::Relaxed)
     }
 
     /// Compiles a submission for `problem`: `graders/<id>.cpp` with the grader/stub.
@@ -197,12 +207,17 @@ impl CompileCache {
                 .map_err(|_| anyhow::anyhow!("compile cache lock poisoned"))?;
             map.entry(key.clone()).or_default().clone()
         };
+        let mut initialised_here = false;
         let result = cell
             .get_or_init(|| {
+                initialised_here = true;
                 self.load_or_build(sandbox, &key, &job)
                     .map_err(|e| format!("{e:#}"))
             })
             .clone();
+        if !initialised_here {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
         if let Ok(mut map) = self.in_memory.lock() {
             if map.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
                 map.remove(&key);
@@ -213,6 +228,7 @@ impl CompileCache {
 
     fn load_or_build(&self, sandbox: &Sandbox, key: &str, job: &CompileJob) -> Result<Compiled> {
         if let Some(found) = self.store.lookup(key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(found);
         }
         self.builds.fetch_add(1, Ordering::Relaxed);

@@ -81,6 +81,38 @@ pub struct Progress {
     pub tests_discarded: AtomicUsize,
     pub active: AtomicUsize,
     pub compiles: AtomicUsize,
+    /// Told of every test result as soon as it is known (`judge` prints tests as they finish).
+    pub on_test: TestObserver,
+}
+
+/// A callback given `(job, result)` for each test result kept for a submission (results run
+/// ahead and discarded are not reported). The final results remain the authority: a test
+/// reported here may still end up SKIPPED by early stop.
+#[derive(Default)]
+pub struct TestObserver(Option<TestCallback>);
+
+type TestCallback = Box<dyn Fn(usize, &TestResult) + Send + Sync>;
+
+impl TestObserver {
+    pub fn new(f: impl Fn(usize, &TestResult) + Send + Sync + 'static) -> TestObserver {
+        TestObserver(Some(Box::new(f)))
+    }
+
+    fn notify(&self, job: usize, result: &TestResult) {
+        if let Some(f) = &self.0 {
+            f(job, result);
+        }
+    }
+}
+
+impl std::fmt::Debug for TestObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "TestObserver(set)"
+        } else {
+            "TestObserver(none)"
+        })
+    }
 }
 
 enum Slot {
@@ -480,7 +512,9 @@ impl Shared<'_> {
                     a.in_flight.remove(&test);
                     match outcome {
                         Ok(verdict) => {
-                            a.known.insert(test.clone(), verdict.into_result(&test));
+                            let result = verdict.into_result(&test);
+                            self.progress.on_test.notify(job, &result);
+                            a.known.insert(test.clone(), result);
                         }
                         Err(e) => a.failure = Some(e.context(format!("test {test}"))),
                     }

@@ -428,7 +428,7 @@ mod tests {
             second,
         ]);
         assert!(
-            err.contains("p.jsonl row 1") && err.contains("`time_limit`") && err.contains("row 0"),
+            err.contains("p.jsonl row 2") && err.contains("`time_limit`") && err.contains("row 1"),
             "{err}"
         );
     }
@@ -460,7 +460,7 @@ mod tests {
         r["task_type"] = json!("Communication");
         let err = load_err(&[r]);
         assert!(
-            err.contains("p.jsonl row 0") && err.contains("graders/manager.cpp"),
+            err.contains("p.jsonl row 1") && err.contains("graders/manager.cpp"),
             "{err}"
         );
     }
@@ -471,7 +471,7 @@ mod tests {
         r["task_type"] = json!("OutputOnly");
         let err = load_err(&[r]);
         assert!(
-            err.contains("p.jsonl row 0")
+            err.contains("p.jsonl row 1")
                 && err.contains("`task_type`")
                 && err.contains("OutputOnly"),
             "{err}"
@@ -486,7 +486,7 @@ mod tests {
         ]);
         let err = load_err(&[row("nile", "00", &["a"], graders)]);
         assert!(
-            err.contains("p.jsonl row 0") && err.contains("grader_config.json"),
+            err.contains("p.jsonl row 1") && err.contains("grader_config.json"),
             "{err}"
         );
     }
