@@ -399,3 +399,94 @@ fn plain_cpp_compiles_and_runs_with_stdin() {
     );
     assert!(answer.get("run").is_none(), "{answer}");
 }
+
+/// A Codeforces request as open-r1's `cf_scoring` builds it.
+fn codeforces_request(
+    language: &str,
+    source: &str,
+    input: &str,
+    expected: &str,
+    mode: &str,
+) -> Value {
+    let name = if language == "cf_python3" {
+        "main.python"
+    } else {
+        "main.cpp"
+    };
+    json!({
+        "language": language, "version": "*",
+        "files": [
+            {"name": name, "content": source},
+            {"name": "input.txt", "content": input},
+            {"name": "correct_output.txt", "content": expected},
+            {"name": "grader_config", "content": format!("TIME_LIMIT=1\nMEMORY_LIMIT=64\nINPUT_MODE={mode}")},
+        ],
+        "run_timeout": 11000,
+    })
+}
+
+/// Whether the client counts the test as passed (`run.code == 0`, `run.stdout` is `1`).
+fn codeforces_passed(server: &TestServer, body: &Value) -> bool {
+    let (status, answer) = server.post(body);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["compile"]["code"], 0, "{answer}");
+    answer["run"]["code"] == 0 && answer["run"]["stdout"].as_str().map(str::trim) == Some("1")
+}
+
+#[test]
+fn a_codeforces_program_printing_1_or_reading_the_expected_output_passes_nothing() {
+    let server = TestServer::start(shared_executor());
+    let sum = "#include <cstdio>\nint main(){long long a,b;scanf(\"%lld %lld\",&a,&b);printf(\"%lld\\n\",a+b);}";
+    assert!(codeforces_passed(
+        &server,
+        &codeforces_request("c++17", sum, "2 3\n", "5\n", "stdio")
+    ));
+    // The reward hack of a bare run: its stdout "1" was taken for the verdict.
+    let print1 = "#include <cstdio>\nint main(){puts(\"1\");}";
+    assert!(!codeforces_passed(
+        &server,
+        &codeforces_request("c++17", print1, "2 3\n", "5\n", "stdio")
+    ));
+    assert!(!codeforces_passed(
+        &server,
+        &codeforces_request("c++", print1, "2 3\n", "5\n", "stdio")
+    ));
+    let copy = "#include <cstdio>\n#include <initializer_list>\nint main(){for(const char*p:{\"correct_output.txt\",\"/box/correct_output.txt\"})\
+                if(FILE*f=fopen(p,\"r\")){int c;while((c=fgetc(f))!=EOF)putchar(c);return 0;}puts(\"none\");}";
+    for mode in ["stdio", "file"] {
+        let (_, answer) = server.post(&codeforces_request("c++17", copy, "2 3\n", "5\n", mode));
+        assert_eq!(answer["run"]["stdout"], "0\n", "{mode}: {answer}");
+    }
+}
+
+#[test]
+fn a_codeforces_python_program_runs_in_the_box_and_file_mode_uses_output_txt() {
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs /usr/bin/python3"
+        );
+        eprintln!("SKIPPED: no /usr/bin/python3");
+        return;
+    }
+    let server = TestServer::start(shared_executor());
+    let sum = "a, b = map(int, input().split())\nprint(a + b)";
+    assert!(codeforces_passed(
+        &server,
+        &codeforces_request("cf_python3", sum, "2 3\r\n", "5\r\n", "stdio")
+    ));
+    let wrong = "print(6)";
+    assert!(!codeforces_passed(
+        &server,
+        &codeforces_request("cf_python3", wrong, "2 3\n", "5\n", "stdio")
+    ));
+    let file = "a, b = map(int, open('input.txt').read().split())\nopen('output.txt', 'w').write(str(a + b))";
+    assert!(codeforces_passed(
+        &server,
+        &codeforces_request("cf_python3", file, "2 3\n", "5\n", "file")
+    ));
+    assert!(!codeforces_passed(
+        &server,
+        &codeforces_request("cf_python3", sum, "2 3\n", "5\n", "file")
+    ));
+}

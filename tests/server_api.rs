@@ -207,17 +207,31 @@ fn judged(score: f64, feedback: &str) -> Response {
 }
 
 #[test]
-fn runtimes_list_cms_ioi_and_cpp() {
+fn runtimes_list_cms_ioi_cpp_and_the_codeforces_languages() {
     let server = TestServer::start(Fake::new(|_| unreachable!()), |_| {});
     let (status, body) = get(&server.url("runtimes"));
     assert_eq!(status, 200);
+    let list = body.as_array().expect("a list");
     assert_eq!(
-        body,
-        json!([
-            {"language": "cms_ioi", "version": "1.0.0", "aliases": ["ioi"]},
-            {"language": "c++", "version": "17", "aliases": ["cpp", "c++17", "g++"]},
-        ])
+        list[..2],
+        [
+            json!({"language": "cms_ioi", "version": "1.0.0", "aliases": ["ioi"], "runtime": "cms_ioi"}),
+            json!({"language": "c++", "version": "10.2.0", "aliases": ["cpp", "g++"], "runtime": "gcc"}),
+        ]
     );
+    for (language, alias) in [
+        ("c++17", "cf_c++17"),
+        ("python3", "cf_python3"),
+        ("c++", "cf_c++"),
+    ] {
+        assert!(
+            list.iter().any(|rt| rt["language"] == language
+                && rt["runtime"] == "codeforces"
+                && rt["version"] == "1.0.0"
+                && rt["aliases"].as_array().unwrap().contains(&json!(alias))),
+            "{language} of the codeforces package in {body}"
+        );
+    }
     server.stop().unwrap();
 }
 
@@ -287,7 +301,7 @@ fn an_execute_request_as_the_python_client_builds_it_reaches_the_executor() {
         ..
     } = job;
     assert_eq!(problem_id, "nile");
-    assert!(submission.ends_with("return 6; }"));
+    assert!(submission.ends_with(b"return 6; }"));
     assert_eq!(
         (input.as_slice(), expected_output.as_deref()),
         (&b"3\n"[..], Some(&b"6\n"[..]))
@@ -317,7 +331,7 @@ fn every_judge_outcome_maps_back_to_the_clients_score_and_feedback() {
     // The submission text tells the fake which outcome to answer.
     let fake = Fake::new(|job| {
         let Job::Ioi(job) = job else { unreachable!() };
-        let outcome = match job.submission.as_str() {
+        let outcome = match String::from_utf8_lossy(&job.submission).as_ref() {
             "ac" => IoiOutcome::Judged {
                 score: 1.0,
                 feedback: "Output is correct".into(),
@@ -387,13 +401,14 @@ fn a_plain_cpp_request_runs_as_a_program() {
         })
     });
     let server = TestServer::start(fake, |_| {});
-    let request = json!({"language": "cpp", "version": "*", "stdin": "hello",
+    // Pinned to public Piston's version, as clients written for it are.
+    let request = json!({"language": "cpp", "version": "10.2.0", "stdin": "hello",
                          "files": [{"name": "main.cpp", "content": "int main() {}"}]});
     let (status, body) = post(&server.url("execute"), &request.to_string());
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         (body["language"].as_str(), body["version"].as_str()),
-        (Some("c++"), Some("17"))
+        (Some("c++"), Some("10.2.0"))
     );
     assert_eq!(
         (
@@ -443,7 +458,8 @@ fn malformed_requests_are_400_with_a_message_naming_the_problem() {
 #[test]
 fn an_unknown_language_is_400_like_piston() {
     let server = TestServer::start(Fake::new(|_| unreachable!()), |_| {});
-    let request = json!({"language": "brainfuck", "version": "2.7.3", "files": [{"content": "+"}]});
+    let request = json!({"language": "brainfuck", "version": "2.7.3",
+                         "files": [{"name": "a.bf", "content": "+"}]});
     let (status, body) = post(&server.url("execute"), &request.to_string());
     assert_eq!(
         (status, body),
@@ -473,6 +489,7 @@ fn requests_beyond_jobs_plus_queue_get_503_at_once() {
     let server = TestServer::start(fake.clone(), |o| {
         o.jobs = 1;
         o.max_queue = 1;
+        o.queue_wait = Duration::ZERO;
     });
     let (sender, answers) = mpsc::channel();
     let clients: Vec<_> = (0..4)
@@ -487,6 +504,10 @@ fn requests_beyond_jobs_plus_queue_get_503_at_once() {
     for _ in 0..2 {
         let (status, body) = answers.recv_timeout(Duration::from_secs(30)).unwrap();
         assert_eq!(status, 503, "{body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("--queue-wait"),
+            "{body}"
+        );
         assert!(
             body["message"].as_str().unwrap().starts_with("server busy"),
             "{body}"
@@ -530,7 +551,7 @@ fn a_30_mb_input_is_accepted() {
 #[test]
 fn a_panicking_executor_is_a_500_and_the_server_keeps_serving() {
     let fake = Fake::new(|job| match job {
-        Job::Ioi(job) if job.submission == "panic" => panic!("sandbox exploded"),
+        Job::Ioi(job) if job.submission == b"panic" => panic!("sandbox exploded"),
         _ => Ok(judged(1.0, "Output is correct")),
     });
     let server = TestServer::start(fake, |_| {});
@@ -637,4 +658,236 @@ fn shutdown_abandons_requests_that_outlive_the_grace_periods() {
         200,
         "the abandoned request still gets its answer"
     );
+}
+
+#[test]
+fn a_request_beyond_the_queue_waits_for_room_instead_of_failing() {
+    let gate = Arc::new(Gate::default());
+    let (fake, started) = gated_fake(gate.clone());
+    let server = TestServer::start(fake.clone(), |o| {
+        o.jobs = 1;
+        o.max_queue = 0;
+        o.queue_wait = Duration::from_secs(120);
+    });
+    let first = start_blocked_request(&server, &started);
+    let url = server.url("execute");
+    let body = nile_request("x", "1").to_string();
+    let (sender, second) = mpsc::channel();
+    let client = std::thread::spawn(move || sender.send(post(&url, &body)).unwrap());
+    // The second request finds no room: it is neither answered nor executed while the first
+    // one holds the only slot.
+    assert!(second.recv_timeout(Duration::from_millis(500)).is_err());
+    assert_eq!(fake.jobs().len(), 1);
+    gate.open();
+    assert_eq!(first.join().unwrap().0, 200);
+    let (status, body) = second.recv_timeout(Duration::from_secs(60)).unwrap();
+    assert_eq!(
+        status, 200,
+        "the waiting request ran once room was made: {body}"
+    );
+    client.join().unwrap();
+    assert_eq!(fake.jobs().len(), 2);
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_503_asks_the_client_to_retry_later() {
+    let gate = Arc::new(Gate::default());
+    let (fake, started) = gated_fake(gate.clone());
+    let server = TestServer::start(fake, |o| {
+        o.jobs = 1;
+        o.max_queue = 0;
+        o.queue_wait = Duration::ZERO;
+    });
+    let first = start_blocked_request(&server, &started);
+    let reply = agent()
+        .post(&server.url("execute"))
+        .send_string(&nile_request("x", "1").to_string());
+    let Err(ureq::Error::Status(503, reply)) = reply else {
+        panic!("expected 503, got {reply:?}")
+    };
+    assert_eq!(reply.header("Retry-After"), Some("5"));
+    gate.open();
+    assert_eq!(first.join().unwrap().0, 200);
+    server.stop().unwrap();
+}
+
+/// Sends raw HTTP (headers, then `body` unless None) and returns the answer as text (what
+/// arrived before the server closed the connection).
+fn raw_request(addr: std::net::SocketAddr, headers: &str, body: Option<Vec<u8>>) -> String {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream.write_all(headers.as_bytes()).unwrap();
+    if let Some(body) = body {
+        // The server may answer and close before reading everything: that is the point.
+        let _ = stream.write_all(&body);
+    }
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // Read until the answer's JSON is complete; a reset after it is fine.
+    while !answer.ends_with(b"}") {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn a_body_declared_too_large_is_413_at_once_without_being_read() {
+    let fake = Fake::new(|_| unreachable!("too large requests never reach the executor"));
+    let server = TestServer::start(fake, |o| o.max_body = 1 << 20);
+    let addr = server.server.as_ref().unwrap().local_addr();
+    // 2 GB declared, nothing sent: only an answer given before reading can arrive.
+    let status = raw_request(
+        addr,
+        "POST /api/v2/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: 2000000000\r\n\r\n",
+        None,
+    );
+    assert!(status.starts_with("HTTP/1.1 413"), "{status}");
+    assert!(
+        status.contains("the limit is 1048576 bytes (--max-body)"),
+        "{status}"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_chunked_body_is_read_only_up_to_the_limit() {
+    let fake = Fake::new(|_| unreachable!("too large requests never reach the executor"));
+    let server = TestServer::start(fake, |o| o.max_body = 1 << 20);
+    let addr = server.server.as_ref().unwrap().local_addr();
+    let mut body = Vec::new();
+    for _ in 0..48 {
+        body.extend_from_slice(format!("{:x}\r\n", 64 << 10).as_bytes());
+        body.extend(std::iter::repeat_n(b' ', 64 << 10));
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(b"0\r\n\r\n");
+    let status = raw_request(
+        addr,
+        "POST /api/v2/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\n",
+        Some(body),
+    );
+    assert!(status.starts_with("HTTP/1.1 413"), "{status}");
+    server.stop().unwrap();
+}
+
+#[test]
+fn several_ports_share_one_pool_of_workers() {
+    let gate = Arc::new(Gate::default());
+    let (fake, started) = gated_fake(gate.clone());
+    let server = TestServer::start(fake.clone(), |o| {
+        o.addrs = vec!["127.0.0.1:0".parse().unwrap(); 3];
+        o.jobs = 1;
+        o.max_queue = 0;
+        o.queue_wait = Duration::ZERO;
+    });
+    let addrs = server.server.as_ref().unwrap().local_addrs().to_vec();
+    assert_eq!(addrs.len(), 3);
+    assert!(addrs[0] != addrs[1] && addrs[1] != addrs[2] && addrs[0] != addrs[2]);
+    for addr in &addrs {
+        let (status, _) = get(&format!("http://{addr}/api/v2/runtimes"));
+        assert_eq!(status, 200, "{addr} answers");
+    }
+    // The first port's request holds the only slot: the other ports have none either.
+    let first = start_blocked_request(&server, &started);
+    for addr in &addrs[1..] {
+        let (status, body) = post(
+            &format!("http://{addr}/api/v2/execute"),
+            &nile_request("x", "1").to_string(),
+        );
+        assert_eq!(status, 503, "{addr}: {body}");
+    }
+    gate.open();
+    assert_eq!(first.join().unwrap().0, 200);
+    let (status, _) = post(
+        &format!("http://{}/api/v2/execute", addrs[2]),
+        &nile_request("x", "1").to_string(),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(fake.jobs().len(), 2);
+    server.stop().unwrap();
+}
+
+/// Resident memory of this process, in bytes.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib << 10
+}
+
+/// An executor that keeps nothing of the jobs it answers.
+struct Forgetful;
+
+impl Executor for Forgetful {
+    fn execute(&self, _job: Job) -> Result<Response, RequestError> {
+        Ok(judged(1.0, "Output is correct"))
+    }
+}
+
+#[test]
+fn the_server_gives_the_memory_of_large_requests_back() {
+    let server = TestServer::start(Arc::new(Forgetful), |o| o.max_body = 80 << 20);
+    let url = server.url("execute");
+    let before = resident_bytes();
+    // Bodies of 64 MB, several at once: the server holds them in many small buffers meanwhile.
+    let body = Arc::new(nile_request("x", &"1234567 ".repeat(8 << 20)).to_string());
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, body) = (url.clone(), body.clone());
+            std::thread::spawn(move || post(&url, &body).0)
+        })
+        .collect();
+    for client in clients {
+        assert_eq!(client.join().unwrap(), 200);
+    }
+    drop(body);
+    // And bodies over the limit sent without a length: read up to the limit, then refused.
+    let addr = server.server.as_ref().unwrap().local_addr();
+    let mut chunked = Vec::new();
+    for _ in 0..(96 << 20) / (1 << 16) {
+        chunked.extend_from_slice(format!("{:x}\r\n", 1 << 16).as_bytes());
+        chunked.extend(std::iter::repeat_n(b' ', 1 << 16));
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let chunked = Arc::new(chunked);
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let chunked = chunked.clone();
+            std::thread::spawn(move || {
+                raw_request(
+                    addr,
+                    "POST /api/v2/execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    Some(chunked.to_vec()),
+                )
+            })
+        })
+        .collect();
+    for client in clients {
+        let answer = client.join().unwrap();
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    }
+    drop(chunked);
+    let after = resident_bytes();
+    eprintln!(
+        "resident: {} MiB before, {} MiB after",
+        before >> 20,
+        after >> 20
+    );
+    assert!(
+        after < before + (48 << 20),
+        "{} MiB resident after three 64 MB requests and three refused 96 MB ones (from {} MiB): the memory was kept",
+        after >> 20,
+        before >> 20
+    );
+    server.stop().unwrap();
 }

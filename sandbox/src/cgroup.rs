@@ -78,36 +78,19 @@ impl CgroupRoot {
     }
 
     /// The v2 parent for run cgroups: `<mount>/ioi-run` as root; as another user, the
-    /// delegated cgroup this process lives in (the process moves itself into a `keeper` leaf so
-    /// that its cgroup may enable controllers for children).
+    /// delegated cgroup this process lives in. The parent's parent must enable the memory and
+    /// pids controllers for its children, which the kernel refuses (EBUSY) while it holds
+    /// processes ("no internal processes", every cgroup but the host's root): when this process
+    /// is its only member it moves itself into a leaf of its own first, as container
+    /// entrypoints that nest cgroups do; other processes it does not own are named in the
+    /// error, with the fix.
     fn v2_for_this_process(mount: &Path) -> Result<CgroupRoot> {
-        if nix::unistd::geteuid().is_root() {
-            let base = mount.join(GROUP_DIR);
-            enable_v2_controllers(mount)?;
-            return Ok(CgroupRoot::V2 { base });
-        }
-        let own =
-            fs::read_to_string("/proc/self/cgroup").context("cannot read /proc/self/cgroup")?;
-        let rel = own
-            .lines()
-            .find_map(|l| l.strip_prefix("0::"))
-            .context("no cgroup v2 entry in /proc/self/cgroup")?;
-        let own_dir = mount.join(rel.trim_start_matches('/'));
-        let keeper = own_dir.join("keeper");
-        let delegated = fs::create_dir_all(&keeper)
-            .and_then(|_| fs::write(keeper.join("cgroup.procs"), std::process::id().to_string()))
-            .is_ok()
-            && enable_v2_controllers(&own_dir).is_ok();
-        if !delegated {
-            bail!(
-                "running as a normal user needs a delegated cgroup v2 subtree, and {} is not \
-                 writable: run as root, or start ioi-run with \
-                 `systemd-run --user --scope -p Delegate=yes ioi-run ...`",
-                own_dir.display()
-            );
-        }
+        let own_dir = own_v2_cgroup(mount)?;
+        let root = nix::unistd::geteuid().is_root();
+        let parent = if root { mount.to_path_buf() } else { own_dir };
+        ensure_v2_controllers(&parent, root)?;
         Ok(CgroupRoot::V2 {
-            base: own_dir.join(GROUP_DIR),
+            base: parent.join(GROUP_DIR),
         })
     }
 
@@ -207,6 +190,8 @@ impl CgroupRoot {
                 memory: MemController::new(dirs[0].clone(), dirs[0].clone(), false),
                 pids: PidController::new(dirs[2].clone(), dirs[2].clone(), false),
                 cpu_usage: open_counter(&dirs[1].join("cpuacct.usage"))?,
+                peak: PeakSource::detect(CgroupVersion::V1, &dirs[0], sample_forced())?,
+                memory_limit: memory,
                 dirs,
             },
             CgroupRoot::V2 { .. } => RunCgroup {
@@ -214,6 +199,8 @@ impl CgroupRoot {
                 memory: MemController::new(dirs[0].clone(), dirs[0].clone(), true),
                 pids: PidController::new(dirs[0].clone(), dirs[0].clone(), true),
                 cpu_usage: open_counter(&dirs[0].join("cpu.stat"))?,
+                peak: PeakSource::detect(CgroupVersion::V2, &dirs[0], sample_forced())?,
+                memory_limit: memory,
                 dirs,
             },
         };
@@ -235,21 +222,155 @@ extern "C" fn remove_parents_at_exit() {
     }
 }
 
+/// The leaf this process moves itself into when its cgroup must enable controllers.
+const KEEPER_LEAF: &str = "ioi-run-keeper";
+
+/// The cgroup v2 directory this process belongs to, as it was before any move into
+/// [`KEEPER_LEAF`] (so that detecting twice, as `doctor` does, never nests a second leaf).
+fn own_v2_cgroup(mount: &Path) -> Result<PathBuf> {
+    let own = fs::read_to_string("/proc/self/cgroup").context("cannot read /proc/self/cgroup")?;
+    v2_dir_from(&own, mount)
+}
+
+/// The directory of the `0::` line of a `/proc/<pid>/cgroup` text, one level up when it is
+/// our own leaf.
+fn v2_dir_from(proc_cgroup: &str, mount: &Path) -> Result<PathBuf> {
+    let rel = proc_cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .context("no cgroup v2 entry (0::) in /proc/self/cgroup")?;
+    let dir = mount.join(rel.trim().trim_start_matches('/'));
+    match dir.parent() {
+        Some(parent) if dir.file_name() == Some(KEEPER_LEAF.as_ref()) => Ok(parent.to_path_buf()),
+        _ => Ok(dir),
+    }
+}
+
+/// Makes sure the memory and pids controllers are enabled for the children of `dir`, moving
+/// this process into a leaf when it is the only thing in the way; otherwise says exactly why
+/// the kernel refused, with the errno, and what to do.
+fn ensure_v2_controllers(dir: &Path, root: bool) -> Result<()> {
+    let err = match enable_v2_controllers(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    let errno = err.errno;
+    match errno {
+        nix::errno::Errno::EBUSY => {
+            let me = std::process::id();
+            let members = cgroup_members(dir);
+            if members.contains(&me) && members.iter().all(|&p| p == me) {
+                let leaf = dir.join(KEEPER_LEAF);
+                move_self_into(&leaf)?;
+                return enable_v2_controllers(dir).map_err(anyhow::Error::from);
+            }
+            let others: Vec<String> = members
+                .iter()
+                .filter(|&&p| p != me)
+                .take(5)
+                .map(|&p| describe_process(p))
+                .collect();
+            Err(anyhow::Error::from(err)).context(format!(
+                "{} holds other processes ({}{}), and the kernel enables controllers only for \
+                 cgroups without processes (except the host's root cgroup). Fix: {}",
+                dir.display(),
+                others.join(", "),
+                if members.len() > 6 { ", ..." } else { "" },
+                if root {
+                    "move them into a leaf first, as the entrypoint of the project's Dockerfile \
+                     does (`mkdir /sys/fs/cgroup/init && for p in $(cat /sys/fs/cgroup/cgroup.procs); \
+                     do echo $p > /sys/fs/cgroup/init/cgroup.procs; done`), or start ioi-run as \
+                     the container's only process (exec ioi-run ...), which then moves itself \
+                     into a leaf"
+                } else {
+                    "start ioi-run alone in a delegated scope (`systemd-run --user --scope -p \
+                     Delegate=yes ioi-run ...`), or move your shell into a leaf of its own \
+                     (`mkdir <cgroup>/shell && echo $$ > <cgroup>/shell/cgroup.procs`)"
+                }
+            ))
+        }
+        nix::errno::Errno::EACCES | nix::errno::Errno::EPERM | nix::errno::Errno::EROFS => {
+            let hint = if root {
+                "the cgroup filesystem is read-only or not delegated to this container: run the \
+                 container with a writable cgroup namespace (`docker run --privileged` or \
+                 `--cgroupns=private` with /sys/fs/cgroup mounted read-write)"
+            } else {
+                "running as a normal user needs a delegated cgroup v2 subtree: run as root, or \
+                 start ioi-run with `systemd-run --user --scope -p Delegate=yes ioi-run ...`"
+            };
+            Err(anyhow::Error::from(err)).context(hint)
+        }
+        nix::errno::Errno::ENOENT => Err(anyhow::Error::from(err)).context(format!(
+            "the controller is not offered to {} (missing from its cgroup.controllers): the \
+             parent cgroup must enable it for its children (systemd: `Delegate=yes`)",
+            dir.display()
+        )),
+        _ => Err(err.into()),
+    }
+}
+
+/// A refused write into `cgroup.subtree_control`, with the errno for diagnosis.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot enable the {controller} controller in {path}: {errno}")]
+struct EnableError {
+    controller: &'static str,
+    path: String,
+    errno: nix::errno::Errno,
+}
+
 /// Enables the memory and pids controllers for the children of `dir` (v2).
-fn enable_v2_controllers(dir: &Path) -> Result<()> {
+fn enable_v2_controllers(dir: &Path) -> Result<(), EnableError> {
     let control = dir.join("cgroup.subtree_control");
     let current = fs::read_to_string(&control).unwrap_or_default();
+    let available = fs::read_to_string(dir.join("cgroup.controllers")).ok();
     for controller in ["memory", "pids"] {
-        if !current.split_whitespace().any(|c| c == controller) {
-            fs::write(&control, format!("+{controller}")).with_context(|| {
-                format!(
-                    "cannot enable the {controller} controller in {}",
-                    control.display()
-                )
-            })?;
+        if current.split_whitespace().any(|c| c == controller) {
+            continue;
+        }
+        let fail = |errno| EnableError {
+            controller,
+            path: control.display().to_string(),
+            errno,
+        };
+        // Writing an unavailable controller fails with a bare ENOENT: say it is the parent's.
+        if available
+            .as_deref()
+            .is_some_and(|a| !a.split_whitespace().any(|c| c == controller))
+        {
+            return Err(fail(nix::errno::Errno::ENOENT));
+        }
+        if let Err(e) = fs::write(&control, format!("+{controller}")) {
+            let errno = e
+                .raw_os_error()
+                .map(nix::errno::Errno::from_raw)
+                .unwrap_or(nix::errno::Errno::EIO);
+            return Err(fail(errno));
         }
     }
     Ok(())
+}
+
+/// Moves this whole process (every thread) into `leaf`, created if needed.
+fn move_self_into(leaf: &Path) -> Result<()> {
+    fs::create_dir_all(leaf).with_context(|| format!("cannot create cgroup {}", leaf.display()))?;
+    let procs = leaf.join("cgroup.procs");
+    fs::write(&procs, std::process::id().to_string())
+        .with_context(|| format!("cannot move ioi-run into {}", procs.display()))
+}
+
+/// The processes listed in `dir/cgroup.procs`.
+fn cgroup_members(dir: &Path) -> Vec<u32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// `pid (command)` for an error message.
+fn describe_process(pid: u32) -> String {
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    format!("pid {pid} ({})", comm.trim())
 }
 
 fn create_dir_retrying(dir: &Path) -> Result<()> {
@@ -298,6 +419,67 @@ pub(crate) struct RunCgroup {
     memory: MemController,
     pids: PidController,
     cpu_usage: File,
+    peak: PeakSource,
+    memory_limit: Option<u64>,
+}
+
+/// Environment variable that forces the sampled peak memory even where the kernel keeps a
+/// high-water mark: lets the tests (and a doubtful operator) exercise the path that kernels
+/// before 5.19 take.
+pub const SAMPLE_MEMORY_ENV: &str = "IOI_SANDBOX_SAMPLE_MEMORY";
+
+pub(crate) fn sample_forced() -> bool {
+    std::env::var_os(SAMPLE_MEMORY_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// How often the keeper samples the memory usage where the kernel keeps no high-water mark.
+pub(crate) const MEMORY_SAMPLE_PERIOD: Duration = Duration::from_millis(10);
+
+/// Where the peak memory of a run comes from.
+enum PeakSource {
+    /// The kernel's high-water mark: `memory.peak` (v2, Linux 5.19+) or
+    /// `memory.max_usage_in_bytes` (v1).
+    Watermark(PathBuf),
+    /// No high-water mark (cgroup v2 before Linux 5.19, e.g. Ubuntu 22.04's 5.15, RHEL 9's
+    /// 5.14): the keeper samples the usage (`memory.current`) every [`MEMORY_SAMPLE_PERIOD`]
+    /// while the program runs and keeps the highest value. A spike shorter than the period can
+    /// be missed, except reaching the limit: the kernel counts every time the usage hit the
+    /// limit (`max` in `memory.events`, v1 `memory.failcnt`), and then the peak is the limit.
+    Sampled {
+        usage: File,
+        limit_hits: PathBuf,
+        limit_key: Option<&'static str>,
+        highest: AtomicU64,
+    },
+}
+
+impl PeakSource {
+    fn detect(version: CgroupVersion, dir: &Path, forced: bool) -> Result<PeakSource> {
+        let (watermark, usage, limit_hits, limit_key) = match version {
+            CgroupVersion::V1 => (
+                "memory.max_usage_in_bytes",
+                "memory.usage_in_bytes",
+                "memory.failcnt",
+                None,
+            ),
+            CgroupVersion::V2 => (
+                "memory.peak",
+                "memory.current",
+                "memory.events",
+                Some("max"),
+            ),
+        };
+        let watermark = dir.join(watermark);
+        if !forced && watermark.exists() {
+            return Ok(PeakSource::Watermark(watermark));
+        }
+        Ok(PeakSource::Sampled {
+            usage: open_counter(&dir.join(usage))?,
+            limit_hits: dir.join(limit_hits),
+            limit_key,
+            highest: AtomicU64::new(0),
+        })
+    }
 }
 
 impl RunCgroup {
@@ -348,36 +530,98 @@ impl RunCgroup {
             .collect()
     }
 
-    /// CPU time used so far by the members, all threads included.
-    pub(crate) fn cpu_time(&self) -> Duration {
-        let mut buf = [0u8; 512];
-        let n = self.cpu_usage.read_at(&mut buf, 0).unwrap_or(0);
-        let text = std::str::from_utf8(&buf[..n]).unwrap_or("");
-        parse_cpu_usage(self.version, text)
+    /// CPU time used so far by the members, all threads included. An unreadable counter is an
+    /// error, never zero: zero would turn the CPU limit off.
+    pub(crate) fn cpu_time(&self) -> Result<Duration> {
+        let file = match self.version {
+            CgroupVersion::V1 => "cpuacct.usage",
+            CgroupVersion::V2 => "cpu.stat",
+        };
+        let text = read_counter(&self.cpu_usage).with_context(|| self.counter_error(file))?;
+        parse_cpu_usage(self.version, &text).with_context(|| self.counter_error(file))
     }
 
-    /// Peak memory of the members, in bytes.
-    pub(crate) fn memory_peak(&self) -> u64 {
-        let file = match self.version {
-            CgroupVersion::V1 => "memory.max_usage_in_bytes",
-            CgroupVersion::V2 => "memory.peak",
-        };
-        self.read_memory_file(file).trim().parse().unwrap_or(0)
+    /// How often [`RunCgroup::sample_memory`] must be called while the program runs, when the
+    /// kernel keeps no high-water mark of the memory usage.
+    pub(crate) fn memory_sample_period(&self) -> Option<Duration> {
+        match self.peak {
+            PeakSource::Watermark(_) => None,
+            PeakSource::Sampled { .. } => Some(MEMORY_SAMPLE_PERIOD),
+        }
+    }
+
+    /// Records the current memory usage where the peak is sampled (no-op otherwise).
+    pub(crate) fn sample_memory(&self) -> Result<()> {
+        if let PeakSource::Sampled { usage, highest, .. } = &self.peak {
+            let text = read_counter(usage).with_context(|| self.counter_error("memory usage"))?;
+            let now: u64 = text
+                .trim()
+                .parse()
+                .with_context(|| format!("{:?} is not a byte count", text.trim()))
+                .with_context(|| self.counter_error("memory usage"))?;
+            highest.fetch_max(now, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Peak memory of the members, in bytes: the kernel's high-water mark, or the highest
+    /// sample (see [`PeakSource::Sampled`]). An unreadable counter is an error, never zero.
+    pub(crate) fn memory_peak(&self) -> Result<u64> {
+        match &self.peak {
+            PeakSource::Watermark(path) => {
+                let text = fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                text.trim().parse().with_context(|| {
+                    format!("{}: {:?} is not a byte count", path.display(), text.trim())
+                })
+            }
+            PeakSource::Sampled {
+                limit_hits,
+                limit_key,
+                highest,
+                ..
+            } => {
+                self.sample_memory()?;
+                let text = fs::read_to_string(limit_hits)
+                    .with_context(|| format!("cannot read {}", limit_hits.display()))?;
+                let hits = match limit_key {
+                    Some(key) => parse_key(&text, key),
+                    None => text.trim().parse().ok(),
+                }
+                .with_context(|| {
+                    format!("{}: no limit hit count in {text:?}", limit_hits.display())
+                })?;
+                let sampled = highest.load(Ordering::Relaxed);
+                Ok(match self.memory_limit {
+                    Some(limit) if hits > 0 => sampled.max(limit),
+                    _ => sampled,
+                })
+            }
+        }
     }
 
     /// How many processes the OOM killer killed in this cgroup.
-    pub(crate) fn oom_kills(&self) -> u64 {
+    pub(crate) fn oom_kills(&self) -> Result<u64> {
         let file = match self.version {
             CgroupVersion::V1 => "memory.oom_control",
             CgroupVersion::V2 => "memory.events",
         };
-        parse_key(&self.read_memory_file(file), "oom_kill").unwrap_or(0)
+        let path = self.memory.path().join(file);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        parse_key(&text, "oom_kill").with_context(|| {
+            format!(
+                "{}: no oom_kill count (cgroup v1 needs Linux 4.13 or later)",
+                path.display()
+            )
+        })
     }
 
-    /// One file of the memory controller. Read by hand: cgroups-rs only offers a snapshot of
-    /// every memory file (a dozen reads), and this runs after every run.
-    fn read_memory_file(&self, name: &str) -> String {
-        fs::read_to_string(self.memory.path().join(name)).unwrap_or_default()
+    fn counter_error(&self, what: &str) -> String {
+        format!(
+            "cannot read the {what} counter of cgroup {}",
+            self.dirs[0].display()
+        )
     }
 
     /// Kills whatever is still in the cgroup and removes it.
@@ -399,11 +643,24 @@ impl RunCgroup {
     }
 }
 
-fn parse_cpu_usage(version: CgroupVersion, text: &str) -> Duration {
+fn parse_cpu_usage(version: CgroupVersion, text: &str) -> Result<Duration> {
     match version {
-        CgroupVersion::V1 => Duration::from_nanos(text.trim().parse().unwrap_or(0)),
-        CgroupVersion::V2 => Duration::from_micros(parse_key(text, "usage_usec").unwrap_or(0)),
+        CgroupVersion::V1 => text
+            .trim()
+            .parse()
+            .map(Duration::from_nanos)
+            .with_context(|| format!("{:?} is not a count of nanoseconds", text.trim())),
+        CgroupVersion::V2 => parse_key(text, "usage_usec")
+            .map(Duration::from_micros)
+            .with_context(|| format!("no usage_usec in {text:?}")),
     }
+}
+
+/// One `pread` of an open counter file (kept open: read many times per run).
+fn read_counter(file: &File) -> Result<String> {
+    let mut buf = [0u8; 512];
+    let n = file.read_at(&mut buf, 0)?;
+    Ok(std::str::from_utf8(&buf[..n])?.to_string())
 }
 
 /// The value of `key N` in a flat-keyed cgroup file.
@@ -474,22 +731,123 @@ mod tests {
             "0"
         );
         assert_eq!(fs::read_to_string(dir.join("pids.max")).unwrap(), "32");
-        assert_eq!(run.cpu_time(), Duration::from_millis(1500));
-        assert_eq!(run.memory_peak(), 123456789);
-        assert_eq!(run.oom_kills(), 1);
+        assert_eq!(run.cpu_time().unwrap(), Duration::from_millis(1500));
+        assert_eq!(run.memory_sample_period(), None);
+        assert_eq!(run.memory_peak().unwrap(), 123456789);
+        assert_eq!(run.oom_kills().unwrap(), 1);
         assert_eq!(run.open_procs().unwrap().len(), 1);
     }
 
     #[test]
     fn v1_counter_parsing() {
         assert_eq!(
-            parse_cpu_usage(CgroupVersion::V1, "2500000000\n"),
+            parse_cpu_usage(CgroupVersion::V1, "2500000000\n").unwrap(),
             Duration::from_millis(2500)
         );
+        assert!(parse_cpu_usage(CgroupVersion::V1, "").is_err());
+        assert!(parse_cpu_usage(CgroupVersion::V2, "user_usec 5\n").is_err());
         assert_eq!(
             parse_key("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill"),
             Some(2)
         );
         assert_eq!(parse_key("oom_kill_disable 0\n", "oom_kill"), None);
+    }
+
+    /// A fake v2 run directory with the given files, named as the next run will be.
+    fn fake_v2_run(files: &[(&str, &str)]) -> (tempfile::TempDir, CgroupRoot, PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().join(GROUP_DIR);
+        let dir = base.join(format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT_ID.load(Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        for (file, content) in files {
+            fs::write(dir.join(file), content).unwrap();
+        }
+        (root, CgroupRoot::V2 { base }, dir)
+    }
+
+    /// Without `memory.peak` (kernels before 5.19) the peak is the highest sample of
+    /// `memory.current`, never 0, and the limit once the kernel counted a hit of it.
+    #[test]
+    fn peak_is_sampled_where_the_kernel_keeps_no_watermark() {
+        let (_root, cg_root, dir) = fake_v2_run(&[
+            ("cpu.stat", "usage_usec 10\n"),
+            ("memory.current", "4096\n"),
+            ("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"),
+        ]);
+        let run = cg_root.create_run(Some(64 << 20), None).unwrap();
+        assert_eq!(run.memory_sample_period(), Some(MEMORY_SAMPLE_PERIOD));
+        run.sample_memory().unwrap();
+        fs::write(dir.join("memory.current"), "30000000\n").unwrap();
+        run.sample_memory().unwrap();
+        // The program exits: the usage falls, the peak stays.
+        fs::write(dir.join("memory.current"), "0\n").unwrap();
+        assert_eq!(run.memory_peak().unwrap(), 30000000);
+        // The kernel counted a hit of the limit between two samples: the peak is the limit.
+        fs::write(
+            dir.join("memory.events"),
+            "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n",
+        )
+        .unwrap();
+        assert_eq!(run.memory_peak().unwrap(), 64 << 20);
+        // An unreadable usage is an error, not a zero.
+        fs::write(dir.join("memory.current"), "garbage\n").unwrap();
+        assert!(run.sample_memory().is_err());
+        assert!(run.memory_peak().is_err());
+    }
+
+    /// The environment switch forces sampling even where `memory.peak` exists.
+    #[test]
+    fn sampling_can_be_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("memory.peak"), "7\n").unwrap();
+        fs::write(dir.path().join("memory.current"), "5\n").unwrap();
+        let watermark = PeakSource::detect(CgroupVersion::V2, dir.path(), false).unwrap();
+        assert!(matches!(watermark, PeakSource::Watermark(_)));
+        let sampled = PeakSource::detect(CgroupVersion::V2, dir.path(), true).unwrap();
+        assert!(matches!(sampled, PeakSource::Sampled { .. }));
+    }
+
+    /// Unreadable CPU, peak or OOM counters are errors: a zero would turn the CPU limit off,
+    /// report no memory, or hide an OOM kill.
+    #[test]
+    fn unreadable_counters_are_errors_not_zero() {
+        let (_root, cg_root, dir) = fake_v2_run(&[
+            ("cpu.stat", "user_usec 10\n"),
+            ("memory.peak", "\n"),
+            ("memory.events", "low 0\n"),
+        ]);
+        let run = cg_root.create_run(None, None).unwrap();
+        let err = format!("{:#}", run.cpu_time().unwrap_err());
+        assert!(
+            err.contains("cpu.stat") && err.contains(&dir.display().to_string()),
+            "{err}"
+        );
+        assert!(run.memory_peak().is_err());
+        assert!(run.oom_kills().is_err());
+        fs::remove_file(dir.join("memory.events")).unwrap();
+        assert!(run.oom_kills().is_err());
+    }
+
+    /// Detecting twice (as `doctor` does) finds the cgroup the process came from, not the
+    /// leaf it moved into, so no `ioi-run-keeper/ioi-run-keeper` is ever created.
+    #[test]
+    fn own_cgroup_ignores_our_leaf() {
+        let mount = Path::new("/sys/fs/cgroup");
+        let scope = "0::/user.slice/user-1000.slice/run-1.scope\n";
+        assert_eq!(
+            v2_dir_from(scope, mount).unwrap(),
+            mount.join("user.slice/user-1000.slice/run-1.scope")
+        );
+        let moved = format!("0::/user.slice/user-1000.slice/run-1.scope/{KEEPER_LEAF}\n");
+        assert_eq!(
+            v2_dir_from(&moved, mount).unwrap(),
+            mount.join("user.slice/user-1000.slice/run-1.scope")
+        );
+        assert_eq!(v2_dir_from("0::/\n", mount).unwrap(), mount);
+        assert!(v2_dir_from("4:memory:/x\n", mount).is_err());
     }
 }

@@ -13,7 +13,22 @@ use crate::seccomp::Filters;
 /// How a standard stream is opened by the init.
 #[derive(Debug)]
 pub(crate) enum StdioPlan {
-    Open { path: CString, flags: libc::c_int },
+    /// Opened at this path before entering the new root (`/dev/null`, which tells nothing).
+    Open {
+        path: CString,
+        flags: libc::c_int,
+    },
+    /// A host file, presented without its host path: bound at `target` (a placeholder under
+    /// the new root) before `pivot_root`, opened from inside at `inside`, then unmounted and
+    /// removed. `readlink /proc/self/fd/N` then shows nothing of the host. With `create`, the
+    /// host file is created first (without truncating: `flags` truncate at the real open).
+    Hidden {
+        host: CString,
+        create: bool,
+        target: CString,
+        inside: CString,
+        flags: libc::c_int,
+    },
     Fd(libc::c_int),
 }
 
@@ -76,6 +91,9 @@ impl Step {
     pub const DROP_CAPS: u32 = 14;
     pub const SECCOMP: u32 = 15;
     pub const EXEC: u32 = 16;
+    pub const SESSION: u32 = 17;
+    pub const TERMINAL: u32 = 18;
+    pub const HIDE_STDIO: u32 = 19;
     pub const MOUNTS: u32 = 100;
 
     pub fn describe(step: u32, mounts: &[MountOp]) -> String {
@@ -96,6 +114,12 @@ impl Step {
             Self::DROP_CAPS => "drop capabilities".into(),
             Self::SECCOMP => "install the seccomp filter".into(),
             Self::EXEC => "execute the program".into(),
+            Self::SESSION => "start a new session".into(),
+            Self::TERMINAL => {
+                "give a terminal to the program (refused: a box never holds a terminal; use a file or a pipe)"
+                    .into()
+            }
+            Self::HIDE_STDIO => "bind stdin/stdout/stderr into the box".into(),
             s if s >= Self::MOUNTS => mounts
                 .get((s - Self::MOUNTS) as usize)
                 .map(|m| m.describe())
@@ -219,6 +243,13 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             libc::_exit(1); // the keeper died or gave up
         }
         libc::close(plan.go_read);
+        // A session and process group of the box's own: no controlling terminal (nothing to
+        // inject keystrokes into), and kill(0, ...), kill(-pgrp, ...) or
+        // setpriority(PRIO_PGRP, 0, ...) from the program reach only the box, never the
+        // caller's process group (other boxes, compilers, ioi-run itself).
+        if libc::setsid() < 0 {
+            fail(plan, Step::SESSION, errno());
+        }
     }
     let mut fds = [-1; 3];
     for (i, stdio) in plan.stdio.iter().enumerate() {
@@ -226,11 +257,37 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             StdioPlan::Fd(fd) => *fd,
             // SAFETY: open of a prepared path.
             StdioPlan::Open { path, flags } => unsafe {
-                libc::open(path.as_ptr(), *flags | libc::O_CLOEXEC, 0o644)
+                libc::open(
+                    path.as_ptr(),
+                    *flags | libc::O_CLOEXEC | libc::O_NOCTTY,
+                    0o644,
+                )
             },
+            StdioPlan::Hidden { host, create, .. } => {
+                if *create {
+                    // SAFETY: open of a prepared path.
+                    let fd = unsafe {
+                        libc::open(
+                            host.as_ptr(),
+                            libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOCTTY,
+                            0o644,
+                        )
+                    };
+                    if fd < 0 {
+                        fail(plan, Step::OPEN_STDIN + i as u32, errno());
+                    }
+                    // SAFETY: closing our own descriptor.
+                    unsafe { libc::close(fd) };
+                }
+                continue; // opened from inside the new root, below
+            }
         };
         if fds[i] < 0 {
             fail(plan, Step::OPEN_STDIN + i as u32, errno());
+        }
+        // SAFETY: isatty on a descriptor we hold.
+        if unsafe { libc::isatty(fds[i]) } == 1 {
+            fail(plan, Step::TERMINAL, libc::EPERM);
         }
     }
     // SAFETY: raw system calls on prepared strings.
@@ -254,6 +311,33 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             fail(plan, Step::MOUNTS + i as u32, e);
         }
     }
+    for (i, stdio) in plan.stdio.iter().enumerate() {
+        if let StdioPlan::Hidden { host, target, .. } = stdio {
+            // SAFETY: open/mount of prepared paths; the placeholder is on the box's /dev tmpfs.
+            unsafe {
+                let fd = libc::open(
+                    target.as_ptr(),
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o600,
+                );
+                if fd < 0 {
+                    fail(plan, Step::HIDE_STDIO, errno());
+                }
+                libc::close(fd);
+                if libc::mount(
+                    host.as_ptr(),
+                    target.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ) != 0
+                {
+                    // Most often the host file is missing: say which stream.
+                    fail(plan, Step::OPEN_STDIN + i as u32, errno());
+                }
+            }
+        }
+    }
     // SAFETY: as above.
     unsafe {
         if libc::chdir(plan.new_root.as_ptr()) != 0
@@ -263,6 +347,34 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
         {
             fail(plan, Step::PIVOT_ROOT, errno());
         }
+    }
+    // In order (stdin, stdout, stderr), for FIFO pairs between boxes (see `crate::Stdio`).
+    for (i, stdio) in plan.stdio.iter().enumerate() {
+        if let StdioPlan::Hidden { inside, flags, .. } = stdio {
+            // SAFETY: open/umount/unlink of prepared paths inside the new root.
+            unsafe {
+                fds[i] = libc::open(
+                    inside.as_ptr(),
+                    *flags | libc::O_CLOEXEC | libc::O_NOCTTY,
+                    0o644,
+                );
+                if fds[i] < 0 {
+                    fail(plan, Step::OPEN_STDIN + i as u32, errno());
+                }
+                if libc::isatty(fds[i]) == 1 {
+                    fail(plan, Step::TERMINAL, libc::EPERM);
+                }
+                // Detached, the open file shows only its own name relative to the bind.
+                if libc::umount2(inside.as_ptr(), libc::MNT_DETACH) != 0
+                    || libc::unlink(inside.as_ptr()) != 0
+                {
+                    fail(plan, Step::HIDE_STDIO, errno());
+                }
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe {
         let ro = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
         if libc::mount(
             std::ptr::null(),
@@ -348,6 +460,10 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
     if let Err(e) = crate::cgroup::join_self(&plan.cgroup_procs) {
         fail(Step::JOIN_CGROUP, e);
     }
+    // A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup shows `/`, not the
+    // host's cgroup path (which names ioi-run's pid). Best effort: only information is at stake.
+    // SAFETY: unshare of the calling process's cgroup namespace.
+    unsafe { libc::unshare(libc::CLONE_NEWCGROUP) };
     if let Err(e) = rlimits::apply(&plan.rlimits) {
         fail(Step::RLIMITS, e);
     }

@@ -17,15 +17,18 @@ use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
 use crate::child::{self, ChildPlan, Report, StdioPlan, Step};
 use crate::mounts::{self, SystemLayout};
 use crate::namespaces;
+use crate::uids::{UidPool, UidRange};
+use crate::waiting::WaitClock;
 use crate::{rlimits, seccomp, Outcome, RunSpec, Status, Stdio};
 
 /// Options of a [`Sandbox`].
 #[derive(Debug, Clone)]
 pub struct SandboxOptions {
-    /// Host uid/gid the program runs as when the keeper is root (default 60000): an
-    /// unprivileged id that owns nothing on the host. As a normal user, the user's own ids.
-    pub sandbox_uid: u32,
-    pub sandbox_gid: u32,
+    /// Host uids of the boxes when the keeper is root (see [`crate::uids`]): the first owns
+    /// box directories and is every box's group, each run in progress gets one of the others.
+    /// `None`: `IOI_RUN_UID_RANGE`, or 60000-60999. As a normal user, every box runs as the
+    /// user's own ids (the only ones a user namespace can map without privilege).
+    pub uids: Option<UidRange>,
     /// Size of the private `/tmp` and `/dev/shm` (their content also counts as memory).
     pub tmp_size: u64,
 }
@@ -33,8 +36,7 @@ pub struct SandboxOptions {
 impl Default for SandboxOptions {
     fn default() -> Self {
         SandboxOptions {
-            sandbox_uid: 60000,
-            sandbox_gid: 60000,
+            uids: None,
             tmp_size: 1 << 30,
         }
     }
@@ -50,6 +52,9 @@ pub struct Sandbox {
     options: SandboxOptions,
     keeper_is_root: bool,
     networks: Option<namespaces::NetworkPool>,
+    /// Host uids for runs (root only).
+    uids: Option<UidPool>,
+    range: UidRange,
 }
 
 /// Inside the namespaces the program is always this uid/gid.
@@ -91,6 +96,15 @@ impl Sandbox {
         std::fs::create_dir_all(&root_mountpoint)
             .with_context(|| format!("cannot create {}", root_mountpoint.display()))?;
         let keeper_is_root = nix::unistd::geteuid().is_root();
+        let range = match options.uids {
+            Some(range) => range,
+            None => UidRange::from_env()?,
+        };
+        let uids = if keeper_is_root {
+            Some(UidPool::new(range)?)
+        } else {
+            None
+        };
         Ok(Sandbox {
             cgroups,
             system,
@@ -99,6 +113,8 @@ impl Sandbox {
             options,
             keeper_is_root,
             networks: namespaces::NetworkPool::new(),
+            uids,
+            range,
         })
     }
 
@@ -107,17 +123,40 @@ impl Sandbox {
         self.cgroups.version()
     }
 
-    /// Host uid and gid that files written by the program belong to; a writable box directory
-    /// must be writable by them.
+    /// Owner (uid, gid) to give box directories: as root, the first uid of the range and the
+    /// box group. Each run writes as its own uid in that group, so a writable directory must
+    /// be writable by the group: [`Sandbox::give_to_box`] does both.
     pub fn box_owner(&self) -> (u32, u32) {
         if self.keeper_is_root {
-            (self.options.sandbox_uid, self.options.sandbox_gid)
+            (self.range.first, self.range.first)
         } else {
             (
                 nix::unistd::geteuid().as_raw(),
                 nix::unistd::getegid().as_raw(),
             )
         }
+    }
+
+    /// The range of host uids boxes run as (used only when the keeper is root).
+    pub fn uid_range(&self) -> UidRange {
+        self.range
+    }
+
+    /// Makes a host file or directory usable by boxes: owned by [`Sandbox::box_owner`], and a
+    /// directory group-writable with the set-group-id bit (what a box creates there stays in
+    /// the box group, writable by the next box to use the directory).
+    pub fn give_to_box(&self, path: &Path) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let (uid, gid) = self.box_owner();
+        std::os::unix::fs::chown(path, Some(uid), Some(gid))
+            .with_context(|| format!("cannot give {} to the sandbox user {uid}", path.display()))?;
+        let meta = std::fs::symlink_metadata(path)
+            .with_context(|| format!("cannot inspect {}", path.display()))?;
+        if meta.is_dir() {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o2775))
+                .with_context(|| format!("cannot open {} to the box group", path.display()))?;
+        }
+        Ok(())
     }
 
     /// Runs one command and reports what happened. Never fails: a broken setup is an
@@ -133,16 +172,18 @@ impl Sandbox {
         if spec.argv.is_empty() {
             bail!("empty command");
         }
+        // Held until the run is over: no other box on the host runs as this uid meanwhile.
+        let lease = self.uids.as_ref().map(|pool| pool.lease()).transpose()?;
         let cgroup = Arc::new(
             self.cgroups
                 .create_run(spec.limits.memory, spec.limits.processes)?,
         );
-        let result = self.run_in(spec, &cgroup);
+        let result = self.run_in(spec, &cgroup, lease.as_ref().map(|l| l.uid));
         cgroup.remove();
         result
     }
 
-    fn run_in(&self, spec: &RunSpec, cgroup: &Arc<RunCgroup>) -> Result<Outcome> {
+    fn run_in(&self, spec: &RunSpec, cgroup: &Arc<RunCgroup>, uid: Option<u32>) -> Result<Outcome> {
         let procs = cgroup.open_procs()?;
         let (go_read, go_write) = pipe()?;
         let (report_read, report_write) = pipe()?;
@@ -153,9 +194,9 @@ impl Sandbox {
             .min(self.options.tmp_size);
         let mount_ops = mounts::plan(&self.root_mountpoint, &self.system, spec, tmp_size)?;
         let stdio = [
-            stdio_plan(&spec.stdin, true)?,
-            stdio_plan(&spec.stdout, false)?,
-            stdio_plan(&spec.stderr, false)?,
+            stdio_plan(&spec.stdin, 0, &self.root_mountpoint)?,
+            stdio_plan(&spec.stdout, 1, &self.root_mountpoint)?,
+            stdio_plan(&spec.stderr, 2, &self.root_mountpoint)?,
         ];
         let argv_c = to_cstrings(&spec.argv)?;
         let env_c = to_cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")))?;
@@ -223,9 +264,12 @@ impl Sandbox {
             )
         } as i32;
         if pid < 0 {
-            let e = std::io::Error::last_os_error();
+            let errno = nix::errno::Errno::last();
             drop(in_network);
-            bail!("cannot create the namespaces ({e}); check that user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)");
+            bail!(
+                "cannot create the namespaces of a run: {}",
+                crate::host::namespace_failure(errno)
+            );
         }
         if pid == 0 {
             child::init_main(&plan);
@@ -238,14 +282,22 @@ impl Sandbox {
         if let Ok(mut map) = active().lock() {
             map.insert(pid, cgroup.clone());
         }
-        let outcome = self.watch(pid, go_write, report_read, cgroup, spec, &plan);
+        let outcome = match self.write_id_maps(pid, uid) {
+            Ok(()) => self.watch(pid, go_write, report_read, cgroup, spec, &plan),
+            Err(e) => {
+                let init = nix::unistd::Pid::from_raw(pid);
+                let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::wait::waitpid(init, None);
+                Err(e)
+            }
+        };
         if let Ok(mut map) = active().lock() {
             map.remove(&pid);
         }
         outcome
     }
 
-    /// Writes the id maps, starts the init and watches it until it reports or a limit hits.
+    /// Starts the init (its id maps written) and watches it until it reports or a limit hits.
     fn watch(
         &self,
         pid: i32,
@@ -259,12 +311,8 @@ impl Sandbox {
         let kill_init = || {
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
         };
-        if let Err(e) = self.write_id_maps(pid) {
-            kill_init();
-            let _ = nix::sys::wait::waitpid(init, None);
-            return Err(e);
-        }
         let start = Instant::now();
+        let mut waited = WaitClock::new(pid, start);
         if nix::unistd::write(&go_write, b"g").is_err() {
             kill_init();
         }
@@ -277,15 +325,30 @@ impl Sandbox {
         let mut limit_hit: Option<Status> = None;
         let mut report_bytes = [0u8; Report::SIZE];
         let mut got = 0usize;
+        // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
+        // the CPU limit off or report a false peak.
+        let fail = |e: anyhow::Error| -> Result<Outcome> {
+            kill_init();
+            let _ = nix::sys::wait::waitpid(init, None);
+            Err(e)
+        };
         loop {
             // Sleep until the report arrives, or until the earliest moment a limit could be hit.
             let mut wait = Duration::from_millis(500);
             if let Some(wall) = limits.wall_time {
-                wait = wait.min(wall.saturating_sub(start.elapsed()));
+                let charged = start.elapsed().saturating_sub(waited.credit());
+                wait = wait.min(wall.saturating_sub(charged));
             }
             if let Some(cpu) = limits.cpu_time {
-                let left = cpu.saturating_sub(cgroup.cpu_time());
+                let used = match cgroup.cpu_time() {
+                    Ok(used) => used,
+                    Err(e) => return fail(e),
+                };
+                let left = cpu.saturating_sub(used);
                 wait = wait.min((left / cores).max(Duration::from_millis(2)));
+            }
+            if let Some(period) = cgroup.memory_sample_period() {
+                wait = wait.min(period);
             }
             let timeout =
                 PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
@@ -312,11 +375,29 @@ impl Sandbox {
                     bail!("poll failed: {e}");
                 }
             }
+            if let Err(e) = cgroup.sample_memory() {
+                return fail(e);
+            }
             if limit_hit.is_none() {
-                if limits.cpu_time.is_some_and(|cpu| cgroup.cpu_time() > cpu) {
+                let cpu_over = match limits.cpu_time {
+                    Some(cpu) => match cgroup.cpu_time() {
+                        Ok(used) => used > cpu,
+                        Err(e) => return fail(e),
+                    },
+                    None => false,
+                };
+                if cpu_over {
                     limit_hit = Some(Status::TimeLimit);
-                } else if limits.wall_time.is_some_and(|wall| start.elapsed() >= wall) {
-                    limit_hit = Some(Status::WallTimeLimit);
+                } else if let Some(wall) = limits.wall_time {
+                    // The wall limit charges only time the box did not spend waiting for a
+                    // CPU (see `waiting`): a busy host never turns a CPU-bound run into a
+                    // wall-time verdict, a sleeper is charged in full.
+                    // Sampled at every wake-up (at most every 500 ms), so that processes
+                    // that end in between (a compiler's passes) keep most of their credit.
+                    waited.sample(Instant::now());
+                    if start.elapsed().saturating_sub(waited.credit()) >= wall {
+                        limit_hit = Some(Status::WallTimeLimit);
+                    }
                 }
                 if limit_hit.is_some() {
                     kill_init();
@@ -331,29 +412,35 @@ impl Sandbox {
             None
         };
         let stats = Stats {
-            cpu: cgroup.cpu_time(),
-            memory: cgroup.memory_peak(),
-            oom_kills: cgroup.oom_kills(),
+            cpu: cgroup.cpu_time()?,
+            memory: cgroup.memory_peak()?,
+            oom_kills: cgroup.oom_kills()?,
         };
         Ok(classify(report, limit_hit, &stats, wall_time, spec, plan))
     }
 
-    fn write_id_maps(&self, pid: i32) -> Result<()> {
+    fn write_id_maps(&self, pid: i32, uid: Option<u32>) -> Result<()> {
         let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         let write = |file: &str, content: &str| {
             std::fs::write(proc_dir.join(file), content)
                 .with_context(|| format!("cannot write {file} of the sandbox ({content:?})"))
         };
-        if self.keeper_is_root {
+        if let (true, Some(uid)) = (self.keeper_is_root, uid) {
             // The init stays root inside (it must create the mount points); the program becomes
-            // INSIDE_ID, which is the unprivileged sandbox id on the host.
+            // INSIDE_ID, which is this run's own host uid, in the box group.
+            // The box owner is mapped too (as INSIDE_ID + 1, which nothing inside runs as), so
+            // that the init, root inside, may open the caller's files in box directories.
             write(
                 "uid_map",
-                &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_uid),
+                &format!(
+                    "0 0 1\n{INSIDE_ID} {uid} 1\n{} {} 1\n",
+                    INSIDE_ID + 1,
+                    self.range.first
+                ),
             )?;
             write(
                 "gid_map",
-                &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.options.sandbox_gid),
+                &format!("0 0 1\n{INSIDE_ID} {} 1\n", self.range.first),
             )?;
         } else {
             write("setgroups", "deny")?;
@@ -470,34 +557,48 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("cannot create a pipe")
 }
 
-fn stdio_plan(stdio: &Stdio, input: bool) -> Result<StdioPlan> {
-    let open = |path: &Path, flags: libc::c_int| -> Result<StdioPlan> {
-        Ok(StdioPlan::Open {
-            path: CString::new(path.as_os_str().as_bytes())?,
+/// How the init opens stream `index` (0 stdin, 1 stdout, 2 stderr). Host files are
+/// [`StdioPlan::Hidden`]: bound into the box and opened from inside, so that the program cannot
+/// learn their host path from `/proc/self/fd`.
+fn stdio_plan(stdio: &Stdio, index: usize, new_root: &Path) -> Result<StdioPlan> {
+    let input = index == 0;
+    let hidden = |path: &Path, create: bool, flags: libc::c_int| -> Result<StdioPlan> {
+        let inside = format!("/dev/.stdio{index}");
+        Ok(StdioPlan::Hidden {
+            host: CString::new(path.as_os_str().as_bytes())
+                .with_context(|| format!("path contains a NUL byte: {}", path.display()))?,
+            create,
+            target: CString::new(
+                new_root
+                    .join(inside.trim_start_matches('/'))
+                    .as_os_str()
+                    .as_bytes(),
+            )?,
+            inside: CString::new(inside)?,
             flags,
         })
     };
+    let rw = if input {
+        libc::O_RDONLY
+    } else {
+        libc::O_WRONLY
+    };
     match stdio {
-        Stdio::Null => open(
-            Path::new("/dev/null"),
-            if input {
-                libc::O_RDONLY
-            } else {
-                libc::O_WRONLY
-            },
-        ),
-        Stdio::Path(p) if input => open(p, libc::O_RDONLY),
-        Stdio::Path(p) => open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC),
-        Stdio::Append(p) => open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND),
-        Stdio::Existing(p) => open(
-            p,
-            if input {
-                libc::O_RDONLY
-            } else {
-                libc::O_WRONLY
-            },
-        ),
-        Stdio::Fd(fd) => Ok(StdioPlan::Fd(fd.as_raw_fd())),
+        Stdio::Null => Ok(StdioPlan::Open {
+            path: CString::new("/dev/null")?,
+            flags: rw,
+        }),
+        Stdio::Path(p) if input => hidden(p, false, libc::O_RDONLY),
+        Stdio::Path(p) => hidden(p, true, libc::O_WRONLY | libc::O_TRUNC),
+        Stdio::Append(p) => hidden(p, true, libc::O_WRONLY | libc::O_APPEND),
+        Stdio::Existing(p) => hidden(p, false, rw),
+        Stdio::Fd(fd) => {
+            // SAFETY: isatty on a descriptor the caller keeps open for the run.
+            if unsafe { libc::isatty(fd.as_raw_fd()) } == 1 {
+                bail!("a terminal cannot be given to a box (a program could inject keystrokes into it): relay it through a pipe");
+            }
+            Ok(StdioPlan::Fd(fd.as_raw_fd()))
+        }
     }
 }
 

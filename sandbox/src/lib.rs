@@ -46,12 +46,16 @@ mod mounts;
 mod namespaces;
 mod rlimits;
 mod seccomp;
+pub mod uids;
+mod waiting;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use cgroup::CgroupVersion;
+pub use cgroup::{CgroupVersion, SAMPLE_MEMORY_ENV};
 pub use keeper::{abort_all, Sandbox, SandboxOptions};
+pub use uids::UidRange;
+pub use waiting::available as run_delay_available;
 
 /// What to run, where, and under which limits.
 #[derive(Debug, Clone)]

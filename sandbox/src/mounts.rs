@@ -367,12 +367,15 @@ pub(crate) fn apply(op: &MountOp) -> Result<(), i32> {
                 ))?;
                 check(libc::mount(null(), path.as_ptr(), null(), *flags, null()))
             }
+            // hidepid=invisible: the program sees only processes it could trace (its own),
+            // never the init, a copy of the caller whose command line and environment are
+            // the host's.
             MountOp::Proc { path } => check(libc::mount(
                 c"proc".as_ptr(),
                 path.as_ptr(),
                 c"proc".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                null(),
+                c"hidepid=invisible".as_ptr().cast(),
             )),
         }
     }

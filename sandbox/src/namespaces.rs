@@ -58,10 +58,35 @@ impl NetworkPool {
 
 impl Drop for LentNetwork<'_> {
     fn drop(&mut self) {
-        if let (Some(fd), Ok(mut free)) = (self.fd.take(), self.pool.free.lock()) {
+        let Some(fd) = self.fd.take() else { return };
+        // A namespace goes back to the pool only without a socket left in it: a box can keep
+        // a socket bound to an abstract name alive after its death (in flight in an
+        // SCM_RIGHTS cycle, until the kernel's garbage collector runs), which the next box
+        // would see. Such a namespace is dropped instead (the kernel frees it later).
+        if !without_sockets(&fd) {
+            return;
+        }
+        if let Ok(mut free) = self.pool.free.lock() {
             free.push(fd);
         }
     }
+}
+
+/// Whether the network namespace holds no unix socket (`/proc/thread-self/net/unix` shows
+/// the sockets of the reading thread's namespace: the header line only).
+fn without_sockets(namespace: &OwnedFd) -> bool {
+    let Ok(own) = own_network() else {
+        return false;
+    };
+    if setns(namespace.as_fd(), CloneFlags::CLONE_NEWNET).is_err() {
+        return false;
+    }
+    let clean = std::fs::read_to_string("/proc/thread-self/net/unix")
+        .map(|table| table.lines().count() <= 1)
+        .unwrap_or(false);
+    // Back home, as `ThreadInNetwork` does.
+    drop(ThreadInNetwork { own });
+    clean
 }
 
 impl LentNetwork<'_> {

@@ -193,8 +193,98 @@ pub(crate) fn build() -> Result<Filters> {
     .try_into()
     .context("cannot compile the seccomp kill list")?;
     Ok(Filters {
-        programs: vec![kill, second_filter(arch)?],
+        programs: vec![
+            kill,
+            second_filter(arch)?,
+            refused(arch, lock_rules()?, libc::ENOLCK)?,
+            refused(arch, channel_rules()?, libc::EPERM)?,
+        ],
     })
+}
+
+/// A filter answering `errno` to the matching system calls and allowing everything else.
+fn refused(
+    arch: TargetArch,
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    errno: i32,
+) -> Result<BpfProgram> {
+    SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        arch,
+    )?
+    .try_into()
+    .context("cannot compile a seccomp filter")
+}
+
+/// `syscall` matching when argument `arg` equals one of `values` (32-bit compare).
+fn arg_in(arg: u8, values: &[u64]) -> Result<Vec<SeccompRule>> {
+    values
+        .iter()
+        .map(|&v| {
+            Ok(SeccompRule::new(vec![SeccompCondition::new(
+                arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                v,
+            )?])?)
+        })
+        .collect()
+}
+
+/// File locks answer ENOLCK ("no locks available"): the system files are shared by every box,
+/// and a lock on one is visible to every other box at once, a channel between the user
+/// processes of a Communication test (or between submissions). A program gains nothing from a
+/// lock that only it can see, so every lock is refused rather than only those on shared files
+/// (seccomp cannot tell which file a descriptor is); a refusal, not a kill, so that a library
+/// that tries a lock and carries on still works.
+fn lock_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>> {
+    let mut rules = BTreeMap::new();
+    rules.insert(libc::SYS_flock, Vec::new());
+    rules.insert(
+        libc::SYS_fcntl,
+        arg_in(
+            1,
+            &[
+                libc::F_GETLK as u64,
+                libc::F_SETLK as u64,
+                libc::F_SETLKW as u64,
+                libc::F_OFD_GETLK as u64,
+                libc::F_OFD_SETLK as u64,
+                libc::F_OFD_SETLKW as u64,
+            ],
+        )?,
+    );
+    Ok(rules)
+}
+
+/// Other ways to reach outside the box, refused with EPERM:
+/// - `ioctl` TIOCSTI / TIOCLINUX (push keystrokes into a terminal, or read its screen) and
+///   TIOCCONS (redirect the console): a box never holds a terminal (see `child`), this is
+///   defence in depth.
+/// - leases and directory notifications (`fcntl` F_SETLEASE, F_NOTIFY) and inotify: events
+///   on the shared system files (an open, an access) would be seen by every other box.
+/// - `setpriority`/`ioprio_set` on a whole user: with a shared host uid (a caller without
+///   root) they would reach the caller's own processes.
+fn channel_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>> {
+    const TIOCSTI: u64 = 0x5412;
+    const TIOCLINUX: u64 = 0x541C;
+    const TIOCCONS: u64 = 0x541D;
+    const IOPRIO_WHO_USER: u64 = 3;
+    let mut rules = BTreeMap::new();
+    rules.insert(libc::SYS_ioctl, arg_in(1, &[TIOCSTI, TIOCLINUX, TIOCCONS])?);
+    rules.insert(
+        libc::SYS_fcntl,
+        arg_in(1, &[libc::F_SETLEASE as u64, libc::F_NOTIFY as u64])?,
+    );
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(libc::SYS_inotify_init, Vec::new());
+    rules.insert(libc::SYS_inotify_init1, Vec::new());
+    rules.insert(libc::SYS_inotify_add_watch, Vec::new());
+    rules.insert(libc::SYS_setpriority, arg_in(0, &[libc::PRIO_USER as u64])?);
+    rules.insert(libc::SYS_ioprio_set, arg_in(0, &[IOPRIO_WHO_USER])?);
+    Ok(rules)
 }
 
 /// The second filter: `clone3` answers ENOSYS; on x86_64 it also kills x32 system calls

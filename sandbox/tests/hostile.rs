@@ -60,7 +60,10 @@ fn fork_bomb_is_contained_by_the_pids_limit() {
         matches!(o.status, Status::TimeLimit | Status::WallTimeLimit),
         "{o:?}"
     );
-    assert!(o.wall_time < 5.0, "{o:?}");
+    // Runnable forks waiting for a CPU are not charged to the wall limit (issue 9): on a busy
+    // host the CPU limit is what stops the bomb, after a wall time that depends on the load.
+    // The bound only says that it is stopped at all.
+    assert!(o.wall_time < 60.0 * time_scale(), "{o:?}");
 }
 
 #[test]
@@ -98,7 +101,7 @@ fn cpu_time_counts_every_thread() {
         #include <ctime>
         static double thread_cpu(){ timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
         int main(){ std::vector<std::thread> t; for(int i=0;i<4;i++) t.emplace_back([]{ volatile unsigned long x=0; while (thread_cpu() < 0.3) x++; }); for(auto&th:t) th.join(); }"#,
-        Limits { wall_time: Some(Duration::from_secs(20)), ..limits(5.0, 256) },
+        Limits { wall_time: Some(Duration::from_secs_f64(20.0 * time_scale())), ..limits(5.0, 256) },
     );
     assert_eq!(o.status, Status::Ok, "{o:?}");
     assert!(o.cpu_time >= 1.2 && o.cpu_time < 2.0, "{o:?}");
@@ -111,7 +114,7 @@ fn threads_burning_cpu_hit_the_time_limit() {
         r#"#include <thread>
         #include <vector>
         int main(){ std::vector<std::thread> t; for(int i=0;i<4;i++) t.emplace_back([]{ volatile unsigned long x=0; for(;;) x++; }); for(auto&th:t) th.join(); }"#,
-        Limits { wall_time: Some(Duration::from_secs(20)), ..limits(1.0, 256) },
+        Limits { wall_time: Some(Duration::from_secs_f64(20.0 * time_scale())), ..limits(1.0, 256) },
     );
     assert_eq!(o.status, Status::TimeLimit, "{o:?}");
     assert!(o.cpu_time > 1.0, "{o:?}");

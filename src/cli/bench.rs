@@ -24,6 +24,10 @@ enum What {
         /// may grow with the caller's memory).
         #[arg(long, default_value_t = 0)]
         caller_mib: usize,
+        /// Give the program a stdin file and stdout/stderr files, as the judge does (they are
+        /// bound into the box to hide their host paths), instead of /dev/null.
+        #[arg(long)]
+        stdio_files: bool,
     },
     /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
     Judge {
@@ -57,18 +61,22 @@ enum What {
         #[arg(long, short = 'j')]
         jobs: Option<usize>,
     },
-    /// Requests per second of `ioi-run serve` with the real judge, by number of concurrent
-    /// clients, and the gain of compiling a submission once over compiling it per request.
+    /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
+    /// clients spread over several endpoints of one server), compiles per distinct submission,
+    /// and the gain of compiling a submission once over compiling it per request.
     Serve {
         /// Executions at once in the server [default: the number of cores].
-        #[arg(long)]
+        #[arg(long, short = 'j')]
         jobs: Option<usize>,
         /// Requests per concurrency level.
-        #[arg(long, default_value_t = 48)]
+        #[arg(long, default_value_t = 128)]
         requests: usize,
         /// Concurrency levels (numbers of clients sending at once).
-        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+        #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
         clients: Vec<usize>,
+        /// Ports of the server the clients spread over.
+        #[arg(long, default_value_t = 8)]
+        endpoints: usize,
         /// Requests in the compile-once vs compile-per-request comparison.
         #[arg(long, default_value_t = 12)]
         compile_requests: usize,
@@ -77,7 +85,11 @@ enum What {
 
 pub fn run(args: Args) -> Result<i32> {
     match args.what {
-        What::Sandbox { runs, caller_mib } => bench_sandbox(runs, caller_mib),
+        What::Sandbox {
+            runs,
+            caller_mib,
+            stdio_files,
+        } => bench_sandbox(runs, caller_mib, stdio_files),
         What::Judge { tests, work, jobs } => {
             super::bench_judge::run(tests, work, super::jobs_or_default(jobs))
         }
@@ -95,12 +107,14 @@ pub fn run(args: Args) -> Result<i32> {
             jobs,
             requests,
             clients,
+            endpoints,
             compile_requests,
         } => {
             crate::server::bench::bench_serve(&BenchServeOptions {
                 jobs: super::jobs_or_default(jobs),
                 requests,
                 clients,
+                endpoints: endpoints.max(1),
                 compile_requests,
             })?;
             Ok(0)
@@ -118,7 +132,7 @@ fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
     )
 }
 
-fn bench_sandbox(runs: usize, caller_mib: usize) -> Result<i32> {
+fn bench_sandbox(runs: usize, caller_mib: usize, stdio_files: bool) -> Result<i32> {
     let runs = runs.max(10);
     let held = std::hint::black_box(vec![1u8; caller_mib << 20]);
     let sandbox = Sandbox::new(SandboxOptions::default())?;
@@ -132,6 +146,13 @@ fn bench_sandbox(runs: usize, caller_mib: usize) -> Result<i32> {
         memory: Some(256 << 20),
         ..Limits::default()
     };
+    if stdio_files {
+        let input = dir.path().join("input.txt");
+        std::fs::write(&input, "1 2\n")?;
+        spec.stdin = ioi_sandbox::Stdio::Path(input);
+        spec.stdout = ioi_sandbox::Stdio::Path(dir.path().join("stdout"));
+        spec.stderr = ioi_sandbox::Stdio::Path(dir.path().join("stderr"));
+    }
 
     let plain: Vec<Duration> = (0..runs)
         .map(|_| {
@@ -156,8 +177,9 @@ fn bench_sandbox(runs: usize, caller_mib: usize) -> Result<i32> {
     let (plain_med, plain_p90) = summary(plain);
     let (sb_med, sb_p90) = summary(sandboxed);
     println!(
-        "runs of /bin/true         {runs} (ioi-run holding {} MiB more)",
-        held.len() >> 20
+        "runs of /bin/true         {runs} (ioi-run holding {} MiB more, stdio {})",
+        held.len() >> 20,
+        if stdio_files { "files" } else { "/dev/null" }
     );
     println!("plain fork+exec           median {plain_med:.3} ms   p90 {plain_p90:.3} ms");
     println!(

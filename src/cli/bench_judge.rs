@@ -68,7 +68,7 @@ fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(
     };
     let job = Job {
         problem: "bench".into(),
-        code: Some(SOLUTION.to_string()),
+        code: Some(SOLUTION.as_bytes().to_vec()),
     };
     schedule::run(judge, &source, &[job], &options, &progress, &|f| {
         if let Ok(results) = f.result {
@@ -119,7 +119,7 @@ pub fn run(tests: usize, work: u64, jobs: usize) -> Result<i32> {
             scripts_judge.sandbox(),
             &Scripts::default(),
             &problem,
-            SOLUTION,
+            SOLUTION.as_bytes(),
         )?
         else {
             bail!("the benchmark solution did not compile");

@@ -57,8 +57,9 @@ pub fn run(args: Args) -> Result<i32> {
         }
     }
     let solution = &args.solution;
-    let code = std::fs::read_to_string(solution)
-        .with_context(|| format!("cannot read {}", solution.display()))?;
+    // Bytes, compiled as they are: contest archives hold Latin-1 sources with CRLF.
+    let code =
+        std::fs::read(solution).with_context(|| format!("cannot read {}", solution.display()))?;
     let judge = Judge::new(args.run.judge_options()?)?;
     let key = problem.id.clone();
     let name_width = problem

@@ -16,6 +16,8 @@ mod slurm;
 
 use clap::{Parser, Subcommand};
 
+use crate::judge::compile::CompileProfile;
+
 /// Judge C++ solutions to IOI problems natively, in a real sandbox, on every core.
 #[derive(Debug, Parser)]
 #[command(name = "ioi-run", version, about)]
@@ -95,9 +97,12 @@ fn init_logging() {
 
 /// On SIGINT/SIGTERM/SIGHUP: kill every sandboxed run and remove its cgroup, then exit. The
 /// sandbox's init processes also die with this process (parent-death signal), so even a
-/// SIGKILL of ioi-run leaves no process behind.
+/// SIGKILL of ioi-run leaves no process behind. The judge's stop flag goes up first, in the
+/// signal handler itself, so that no run killed on the way out becomes a verdict, a saved
+/// result or a cached compile (`judge::stop`).
 fn install_interrupt_handler() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    crate::judge::stop::register_signals(&[SIGINT, SIGTERM, SIGHUP]);
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
@@ -108,6 +113,7 @@ fn install_interrupt_handler() {
                 "ioi-run: interrupted: stopping the sandboxed runs. Results already written are \
                  kept; `evaluate` resumes where it stopped when run again."
             );
+            crate::judge::stop::request();
             ioi_sandbox::abort_all();
             crate::scratch::remove_own();
             std::process::exit(128 + sig);
@@ -133,7 +139,8 @@ pub struct RunArgs {
         long,
         short = 'j',
         visible_alias = "max-concurrent-requests",
-        alias = "max_concurrent_requests"
+        alias = "max_concurrent_requests",
+        value_parser = at_least_one
     )]
     pub jobs: Option<usize>,
     /// Tests of a subtask run in batches of this size; after a batch with a 0 the rest of the
@@ -141,9 +148,20 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, alias = "test_batch_size", value_parser = at_least_one)]
     pub test_batch_size: usize,
     /// How tests run: `native` (per-process CPU time and memory) or `scripts` (the Piston
-    /// compile/run contract).
+    /// compile/run contract). In script mode `correct_output.txt` sits in the box next to the
+    /// solution, as in the reference scripts: a solution can read the expected output. Use it
+    /// to reproduce the reference pipeline, never to judge solutions that may cheat.
     #[arg(long, value_enum, default_value_t = RunnerKind::Native)]
     pub runner: RunnerKind,
+    /// How submissions are compiled: `reference` (the reference pipeline's
+    /// `g++ -DEVAL -std=gnu++17 -O2 -pipe -s`, dynamically linked) or `ioi` (CMS's flags as at
+    /// IOI: the same with `-static`). Native runner only.
+    #[arg(long, value_enum, default_value_t = CompileProfile::Reference)]
+    pub compile_profile: CompileProfile,
+    /// Largest compiled program accepted (bytes, or with K/M/G); a bigger one is a compilation
+    /// error.
+    #[arg(long, value_parser = parse_size, default_value = "256M")]
+    pub max_program_size: u64,
     /// Your own `compile` script (implies --runner scripts).
     #[arg(long, requires = "run_script")]
     pub compile_script: Option<std::path::PathBuf>,
@@ -172,6 +190,8 @@ impl RunArgs {
         if let Some(dir) = &self.cache_dir {
             options.cache_dir = dir.join("compile");
         }
+        options.compile_profile = self.compile_profile;
+        options.max_program_bytes = self.max_program_size;
         options.runner = match (&self.compile_script, &self.run_script, self.runner) {
             (Some(c), Some(r), _) => {
                 crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {

@@ -33,7 +33,8 @@ pub struct Args {
     /// Read stdin from this host file.
     #[arg(long)]
     stdin: Option<PathBuf>,
-    /// Write stdout to this host file (default: inherit the terminal's through a file).
+    /// Write stdout to this host file (default: ioi-run's own stdout, relayed through a pipe:
+    /// the program never holds the caller's terminal, and --output-limit applies).
     #[arg(long)]
     stdout: Option<PathBuf>,
     /// Write stderr to this host file.
@@ -60,13 +61,7 @@ pub fn run(args: Args) -> Result<i32> {
         Some(dir) => dir.clone(),
         None => {
             temp_box = crate::scratch::tempdir("box")?;
-            let (uid, gid) = sandbox.box_owner();
-            std::os::unix::fs::chown(temp_box.path(), Some(uid), Some(gid)).with_context(|| {
-                format!(
-                    "cannot give {} to the sandbox user",
-                    temp_box.path().display()
-                )
-            })?;
+            sandbox.give_to_box(temp_box.path())?;
             temp_box.path().to_path_buf()
         }
     };
@@ -82,16 +77,23 @@ pub fn run(args: Args) -> Result<i32> {
         spec.binds.push(parse_dir(dir)?);
     }
     spec.stdin = args.stdin.clone().map(Stdio::Path).unwrap_or(Stdio::Null);
-    spec.stdout = args
-        .stdout
-        .clone()
-        .map(Stdio::Path)
-        .unwrap_or_else(|| inherit(1));
-    spec.stderr = args
-        .stderr
-        .clone()
-        .map(Stdio::Path)
-        .unwrap_or_else(|| inherit(2));
+    let mut relays = Vec::new();
+    spec.stdout = match &args.stdout {
+        Some(path) => Stdio::Path(path.clone()),
+        None => {
+            let (stdio, relay) = relay(Stream::Stdout, args.output_limit)?;
+            relays.push(relay);
+            stdio
+        }
+    };
+    spec.stderr = match &args.stderr {
+        Some(path) => Stdio::Path(path.clone()),
+        None => {
+            let (stdio, relay) = relay(Stream::Stderr, args.output_limit)?;
+            relays.push(relay);
+            stdio
+        }
+    };
     spec.limits = Limits {
         cpu_time: args.time,
         wall_time: args
@@ -102,7 +104,22 @@ pub fn run(args: Args) -> Result<i32> {
         output_size: args.output_limit,
         ..Limits::default()
     };
-    let outcome = sandbox.run(&spec);
+    let mut outcome = sandbox.run(&spec);
+    // Our copies of the pipes' write ends go with the spec: the relays then see end-of-file.
+    drop(spec);
+    let mut over_limit = false;
+    for relay in relays {
+        over_limit |= relay.join().unwrap_or(false);
+    }
+    if over_limit && outcome.status != ioi_sandbox::Status::InternalError {
+        // The relay stopped reading past the limit: whatever happened to the program next
+        // (SIGPIPE, most often) is the output limit's doing.
+        outcome.status = ioi_sandbox::Status::OutputLimit;
+        outcome.message = format!(
+            "output limit exceeded (more than {} bytes written to a standard stream)",
+            args.output_limit.unwrap_or(0)
+        );
+    }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
@@ -133,15 +150,52 @@ pub fn run(args: Args) -> Result<i32> {
     })
 }
 
-/// The caller's own stdout/stderr, shared with the program.
-fn inherit(fd: i32) -> Stdio {
-    use std::os::fd::{AsFd, OwnedFd};
-    let dup = match fd {
-        1 => std::io::stdout().as_fd().try_clone_to_owned(),
-        _ => std::io::stderr().as_fd().try_clone_to_owned(),
-    };
-    dup.map(|d: OwnedFd| Stdio::Fd(std::sync::Arc::new(d)))
-        .unwrap_or(Stdio::Null)
+#[derive(Clone, Copy)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// A pipe whose write end is given to the program, and a thread copying what comes out to
+/// ioi-run's own `stream`. The program never holds the caller's descriptor (a terminal
+/// would let it inject keystrokes into the caller's shell), and `limit` applies to what it
+/// writes, which RLIMIT_FSIZE does not do for a pipe: past the limit the relay closes its end
+/// (the program gets SIGPIPE or EPIPE) and returns true.
+fn relay(stream: Stream, limit: Option<u64>) -> Result<(Stdio, std::thread::JoinHandle<bool>)> {
+    use std::io::{Read, Write};
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .context("cannot create a pipe for the program's output")?;
+    let handle = std::thread::spawn(move || {
+        let mut from = std::fs::File::from(read);
+        let mut buf = vec![0u8; 64 << 10];
+        let mut seen = 0u64;
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            };
+            let allowed = limit.map_or(n as u64, |l| l.saturating_sub(seen).min(n as u64));
+            let chunk = &buf[..allowed as usize];
+            let written = match stream {
+                Stream::Stdout => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(chunk).and_then(|_| out.flush())
+                }
+                Stream::Stderr => std::io::stderr().lock().write_all(chunk),
+            };
+            seen += n as u64;
+            if limit.is_some_and(|l| seen > l) {
+                return true;
+            }
+            if written.is_err() {
+                // Our reader went away (`| head`): the program sees the same broken pipe.
+                return false;
+            }
+        }
+    });
+    Ok((Stdio::Fd(std::sync::Arc::new(write)), handle))
 }
 
 fn parse_dir(spec: &str) -> Result<Bind> {

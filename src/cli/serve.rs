@@ -2,11 +2,13 @@
 //! point at ioi-run instead of a fleet of Piston workers.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::judge::compile::CompileProfile;
 use crate::judge::JudgeOptions;
 use crate::server::{Executor, JudgeExecutor, ServeOptions, Server, ShutdownHandle};
 
@@ -16,28 +18,63 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
     /// Port to listen on (Piston's default is 2000).
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, conflicts_with = "ports")]
     port: u16,
+    /// Several ports sharing one pool of workers and one compile cache, so that one server is
+    /// many Piston endpoints: `2000-2015`, `2000,2001,2005`; 0 picks a free port. The
+    /// `PISTON_ENDPOINTS` value is printed at start.
+    #[arg(long, value_parser = parse_ports)]
+    ports: Option<PortList>,
     /// Executions at once [default: the number of cores].
-    #[arg(long)]
+    #[arg(long, short = 'j', visible_alias = "max-concurrent-requests",
+          value_parser = super::at_least_one)]
     jobs: Option<usize>,
-    /// Requests allowed to wait for an execution; beyond that the server answers HTTP 503
-    /// [default: 4 × jobs].
+    /// Compile cache folder (default: $IOI_RUN_CACHE or ~/.cache/ioi-run).
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Requests allowed to wait for an execution; beyond that requests wait up to
+    /// --queue-wait for room, then get HTTP 503 [default: 4 × jobs].
     #[arg(long)]
     max_queue: Option<usize>,
+    /// Seconds a request beyond --max-queue waits for room (its body unread) before HTTP 503.
+    /// Keep it below the client's read timeout (open-r1's is 30 s).
+    #[arg(long, default_value = "20", value_parser = parse_wait)]
+    queue_wait: Duration,
+    /// Largest request body; a larger one gets HTTP 413 at once (`512M`, `1G`).
+    #[arg(long, default_value = "512M", value_parser = super::parse_size)]
+    max_body: u64,
+    /// Memory for request bodies held at once, over all requests; requests wait for room.
+    #[arg(long, default_value = "2G", value_parser = super::parse_size)]
+    max_buffered: u64,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT before their sandboxes are
     /// killed.
     #[arg(long, default_value = "10", value_parser = super::parse_seconds)]
     grace: Duration,
+    /// How submissions are compiled: `reference` (the reference pipeline's flags) or `ioi`
+    /// (CMS's, statically linked). The server always uses the native runner, never script
+    /// mode (which would show the expected output to the solution).
+    #[arg(long, value_enum, default_value_t = CompileProfile::Reference)]
+    compile_profile: CompileProfile,
 }
 
 pub fn run(args: Args) -> Result<i32> {
     let jobs = super::jobs_or_default(args.jobs);
-    let addr = resolve(&args.host, args.port)?;
-    let mut options = ServeOptions::new(addr, jobs);
+    let ports = args
+        .ports
+        .clone()
+        .map_or_else(|| vec![args.port], |list| list.0);
+    let addrs = ports
+        .iter()
+        .map(|&port| resolve(&args.host, port))
+        .collect::<Result<Vec<_>>>()?;
+    let mut options = ServeOptions::new(addrs[0], jobs);
+    options.addrs = addrs;
     options.max_queue = args.max_queue.unwrap_or(4 * jobs);
+    options.queue_wait = args.queue_wait;
+    options.max_body = args.max_body;
+    options.max_buffered = args.max_buffered;
     options.grace = args.grace;
-    let executor = make_executor(jobs)?;
+    let executor = make_executor(args.cache_dir.as_deref(), args.compile_profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ioi-run-serve")
@@ -45,12 +82,18 @@ pub fn run(args: Args) -> Result<i32> {
         .context("cannot start the tokio runtime")?;
     let result = runtime.block_on(async {
         let server = Server::start(options.clone(), executor).await?;
+        let endpoints: Vec<String> = server
+            .local_addrs()
+            .iter()
+            .map(|addr| format!("http://{addr}/api/v2"))
+            .collect();
         eprintln!(
-            "ioi-run: Piston API on http://{}/api/v2 ({} jobs, queue {})",
-            server.local_addr(),
+            "ioi-run: Piston API on {} ({} jobs, queue {})",
+            describe(&endpoints),
             options.jobs,
             options.max_queue
         );
+        eprintln!("PISTON_ENDPOINTS={}", endpoints.join(","));
         tokio::spawn(stop_on_signals(server.shutdown_handle()));
         server.wait().await
     });
@@ -59,11 +102,30 @@ pub fn run(args: Args) -> Result<i32> {
     result.map(|()| 0)
 }
 
-/// The executor that judges requests: the judge with the default compile cache
-/// (`$IOI_RUN_CACHE`). `jobs` bounds the executions at once in the server, not here.
-pub fn make_executor(_jobs: usize) -> Result<Arc<dyn Executor>> {
-    let executor = JudgeExecutor::new(JudgeOptions::default())
-        .context("cannot start the judge for `ioi-run serve`")?;
+fn describe(endpoints: &[String]) -> String {
+    match endpoints {
+        [one] => one.clone(),
+        [first, .., last] => format!("{} endpoints, {first} … {last}", endpoints.len()),
+        [] => "no endpoint".to_string(),
+    }
+}
+
+/// The executor that judges requests: the native judge with the compile cache in
+/// `cache_dir/compile` (default `$IOI_RUN_CACHE`), as `judge` and `evaluate` use it, and the
+/// given compile profile. The server bounds the executions at once, not the executor.
+pub fn make_executor(
+    cache_dir: Option<&Path>,
+    profile: CompileProfile,
+) -> Result<Arc<dyn Executor>> {
+    let mut options = JudgeOptions {
+        compile_profile: profile,
+        ..JudgeOptions::default()
+    };
+    if let Some(dir) = cache_dir {
+        options.cache_dir = dir.join("compile");
+    }
+    let executor =
+        JudgeExecutor::new(options).context("cannot start the judge for `ioi-run serve`")?;
     Ok(Arc::new(executor))
 }
 
@@ -73,6 +135,50 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
         .with_context(|| format!("cannot resolve --host {host}"))?
         .next()
         .ok_or_else(|| anyhow!("--host {host} resolves to no address"))
+}
+
+/// The ports of `--ports` (a newtype: clap would take a `Vec` for repeated values).
+#[derive(Debug, Clone, PartialEq)]
+struct PortList(Vec<u16>);
+
+/// `2000-2015`, `2000,2001`, `2000-2003,2010`; ports 0 (a free one each) may repeat.
+fn parse_ports(text: &str) -> Result<PortList, String> {
+    let mut ports = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let port = |t: &str| {
+            t.trim()
+                .parse::<u16>()
+                .map_err(|_| format!("invalid port {t:?} in --ports {text:?}"))
+        };
+        match part.split_once('-') {
+            Some((from, to)) => {
+                let (from, to) = (port(from)?, port(to)?);
+                if from > to || from == 0 {
+                    return Err(format!("invalid port range {part:?} in --ports {text:?}"));
+                }
+                ports.extend(from..=to);
+            }
+            None => ports.push(port(part)?),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = ports.iter().find(|&&p| p != 0 && !seen.insert(p)) {
+        return Err(format!("port {twice} is listed twice in --ports {text:?}"));
+    }
+    if ports.is_empty() {
+        return Err("--ports needs at least one port, e.g. 2000-2015".to_string());
+    }
+    Ok(PortList(ports))
+}
+
+/// A wait in seconds; 0 answers 503 at once.
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    match text.trim().trim_end_matches('s').parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!(
+            "expected a number of seconds (0 or more), got {text:?}"
+        )),
+    }
 }
 
 /// First SIGTERM/SIGINT/SIGHUP: stop accepting and finish in-flight requests. Second: kill every
@@ -101,6 +207,53 @@ async fn stop_on_signals(shutdown: ShutdownHandle) {
         }
     }
     eprintln!("ioi-run: aborting in-flight requests");
+    crate::judge::stop::request();
     ioi_sandbox::abort_all();
     std::process::exit(130);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_lists_and_ranges_parse() {
+        let ports = |text| parse_ports(text).map(|list| list.0);
+        assert_eq!(ports("2000-2003"), Ok(vec![2000, 2001, 2002, 2003]));
+        assert_eq!(
+            ports("2000,2005, 2010-2011"),
+            Ok(vec![2000, 2005, 2010, 2011])
+        );
+        assert_eq!(ports("0,0"), Ok(vec![0, 0]));
+        assert!(parse_ports("2003-2000").unwrap_err().contains("range"));
+        assert!(parse_ports("2000,2000").unwrap_err().contains("twice"));
+        assert!(parse_ports("http").unwrap_err().contains("invalid port"));
+        assert!(parse_ports("").is_err());
+    }
+
+    #[test]
+    fn serve_takes_the_shared_options_and_refuses_zero_jobs() {
+        use clap::Parser;
+        let parse = |args: &[&str]| crate::cli::Cli::try_parse_from(args);
+        let ok = parse(&[
+            "ioi-run",
+            "serve",
+            "--ports",
+            "2000-2003",
+            "-j",
+            "3",
+            "--cache-dir",
+            "/c",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let zero = parse(&["ioi-run", "serve", "--jobs", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains("at least 1"), "{zero}");
+        let zero = parse(&["ioi-run", "judge", "-j", "0", "p", "s.cpp"])
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains("at least 1"), "{zero}");
+        assert!(parse(&["ioi-run", "serve", "--port", "1", "--ports", "2"]).is_err());
+    }
 }

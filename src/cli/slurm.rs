@@ -423,6 +423,9 @@ fn serve(args: ServeArgs, base: u16, passed: Vec<String>) -> Result<i32> {
             .iter()
             .any(|a| a == name || a.starts_with(&format!("{name}=")))
     };
+    if has("--ports") {
+        bail!("slurm serve: --ports cannot be used here: worker i listens on --port + i, the port its job name announces");
+    }
     let mut common = passed.clone();
     // Reachable from other nodes, unless the user chose an address.
     if !has("--host") {
@@ -436,7 +439,10 @@ fn serve(args: ServeArgs, base: u16, passed: Vec<String>) -> Result<i32> {
             .with_context(|| format!("port {base}+{i} is beyond 65535"))?;
         let name = format!("piston-worker-{port}");
         let mut script = sbatch_header(&name, &args.job, &log_dir.join(format!("{name}-%j.log")))?;
-        let jobs = if has("--jobs") {
+        let jobs = if has("--jobs")
+            || has("--max-concurrent-requests")
+            || passed.iter().any(|a| a.starts_with("-j"))
+        {
             String::new()
         } else {
             " --jobs \"${SLURM_CPUS_PER_TASK:-1}\"".to_string()

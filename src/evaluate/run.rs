@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::shard::{self, Shard};
 use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
 use crate::judge::schedule::{self, Finished, Job, ProblemSource, Progress, ScheduleOptions};
-use crate::judge::{Judge, LoadedProblem};
+use crate::judge::{stop, Judge, LoadedProblem};
 use crate::problem::Problem;
 
 /// Everything `ioi-run evaluate` needs.
@@ -405,7 +405,7 @@ pub fn evaluate(
         .iter()
         .map(|p| Job {
             problem: p.problem_key.clone(),
-            code: p.submission.code.clone(),
+            code: p.submission.code.clone().map(String::into_bytes),
         })
         .collect();
     let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
@@ -423,7 +423,10 @@ pub fn evaluate(
             let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
             match (finished.result, finished.problem) {
                 (Ok(results), Some(problem)) => {
-                    let row = result_row(&pending.submission, &problem.problem, &results);
+                    let mut row = result_row(&pending.submission, &problem.problem, &results);
+                    // How the submission was compiled: results of the two profiles can differ.
+                    row.entry("compile_profile")
+                        .or_insert(judge.compile_profile().as_str().into());
                     let appended = files[pending.dataset]
                         .lock()
                         .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
@@ -435,9 +438,8 @@ pub fn evaluate(
                     }
                 }
                 (Ok(_), None) => unreachable!("results without a problem"),
-                // Runs killed by an interrupt are not failures to report: the interrupt
-                // handler says what happened, once.
-                (Err(_), _) if crate::interrupt::signal().is_some() => {}
+                // Interrupted: not a verdict and not a failure; the next run judges it afresh.
+                (Err(e), _) if stop::is_aborted(&e) || stop::requested() => {}
                 (Err(e), _) => {
                     tracing::warn!("{who}: not judged: {e:#}");
                     if let Ok(mut list) = failures.lock() {

@@ -93,7 +93,19 @@ impl CacheStore {
         // A trim, or a writer replacing a corrupt entry, may take ours away in between: publish
         // again (a few tries; each one leaves a verified entry).
         for _ in 0..3 {
-            self.publish(key, PROGRAM, bytes, true)?;
+            self.publish(key, PROGRAM, Content::Bytes(bytes), true)?;
+            if let Some(found) = self.lookup(key) {
+                return Ok(found);
+            }
+        }
+        bail!("the compile cache entry {key} keeps vanishing after publishing")
+    }
+
+    /// Stores the program at `path` (copied by the kernel, never read whole into memory)
+    /// under `key` and returns it (pinned).
+    pub fn publish_program_file(&self, key: &str, path: &Path) -> Result<Compiled> {
+        for _ in 0..3 {
+            self.publish(key, PROGRAM, Content::File(path), true)?;
             if let Some(found) = self.lookup(key) {
                 return Ok(found);
             }
@@ -104,26 +116,37 @@ impl CacheStore {
     /// Stores a compilation error under `key`.
     pub fn publish_error(&self, key: &str, exit_code: i32, stderr: &str) -> Result<Compiled> {
         let text = json!({ "exit_code": exit_code, "stderr": stderr }).to_string();
-        self.publish(key, ERROR, text.as_bytes(), false)?;
+        self.publish(key, ERROR, Content::Bytes(text.as_bytes()), false)?;
         Ok(Compiled::Error {
             exit_code,
             stderr: stderr.to_string(),
         })
     }
 
-    fn publish(&self, key: &str, name: &str, bytes: &[u8], executable: bool) -> Result<()> {
+    fn publish(&self, key: &str, name: &str, content: Content, executable: bool) -> Result<()> {
         let entry = self.dir.join(key);
         let staging = tempfile::Builder::new()
             .prefix(&format!(".staging-{}-{}-", host(), std::process::id()))
             .tempdir_in(&self.dir)
             .with_context(|| format!("cannot write to the compile cache {}", self.dir.display()))?;
         let file = staging.path().join(name);
-        write_synced(&file, bytes, executable)?;
-        let manifest = json!({
-            "file": name,
-            "len": bytes.len(),
-            "blake3": blake3::hash(bytes).to_hex().to_string(),
-        });
+        match content {
+            Content::Bytes(bytes) => write_synced(&file, bytes, executable)?,
+            Content::File(source) => {
+                fs::copy(source, &file).with_context(|| {
+                    format!("cannot copy {} into the compile cache", source.display())
+                })?;
+                use std::os::unix::fs::PermissionsExt;
+                let mode = if executable { 0o755 } else { 0o644 };
+                fs::set_permissions(&file, fs::Permissions::from_mode(mode))
+                    .and_then(|_| fs::File::open(&file)?.sync_all())
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+            }
+        }
+        // The hash of what was written, read back from the staged file.
+        let (len, hash) =
+            hash_file(&file).with_context(|| format!("cannot read back {}", file.display()))?;
+        let manifest = json!({ "file": name, "len": len, "blake3": hash });
         write_synced(
             &staging.path().join(MANIFEST),
             manifest.to_string().as_bytes(),
@@ -288,6 +311,20 @@ impl Drop for CacheStore {
     }
 }
 
+/// What an entry is made of.
+enum Content<'a> {
+    Bytes(&'a [u8]),
+    /// A file to copy (the compiled program, in its compile box).
+    File(&'a Path),
+}
+
+/// Length and blake3 hash of a file, read in pieces.
+fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
+    let mut hasher = blake3::Hasher::new();
+    let len = std::io::copy(&mut fs::File::open(path)?, &mut hasher)?;
+    Ok((len, hasher.finalize().to_hex().to_string()))
+}
+
 enum Verified {
     Program,
     Error { exit_code: i32, stderr: String },
@@ -381,7 +418,7 @@ mod tests {
     fn entry(cache: &Path, name: &str, bytes: usize, age: Duration) {
         let store = CacheStore::new(cache.to_path_buf(), u64::MAX).unwrap();
         store
-            .publish(name, PROGRAM, &vec![0u8; bytes], true)
+            .publish(name, PROGRAM, Content::Bytes(&vec![0u8; bytes]), true)
             .unwrap();
         fs::File::open(cache.join(name))
             .unwrap()
@@ -406,6 +443,27 @@ mod tests {
         entry(dir.path(), "fresh2", 600, Duration::ZERO);
         cache.account(600);
         assert!(dir.path().join("fresh").exists() && dir.path().join("fresh2").exists());
+    }
+
+    #[test]
+    fn a_stored_program_counts_against_the_bound_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        entry(dir.path(), "old", 800, Duration::from_secs(3 * 3600));
+        let store = CacheStore::new(dir.path().to_path_buf(), 1000).unwrap();
+        store.account(0);
+        let built = tempfile::tempdir().unwrap();
+        let program = built.path().join("program");
+        fs::write(&program, vec![7u8; 600]).unwrap();
+        let Compiled::Binary(pinned) = store.publish_program_file("new", &program).unwrap() else {
+            panic!("a program")
+        };
+        // Over the bound: the old entry went in the same call.
+        assert!(!dir.path().join("old").exists());
+        assert!(fs::read(pinned).unwrap() == vec![7u8; 600]);
+        assert_eq!(
+            *store.size.lock().unwrap(),
+            Some(dir_size(&dir.path().join("new")))
+        );
     }
 
     #[test]

@@ -14,15 +14,59 @@ use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Status, Stdio};
 
 use super::cache::CacheStore;
-
+use super::stop;
 use crate::problem::{GraderFile, Problem};
 
 /// Flags of the submission compile (SPEC §2.1).
 pub const SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-s"];
+/// Flags of the submission compile in CMS (its `C++17 / g++` language), on which IOI runs:
+/// the reference's, linked statically.
+pub const IOI_SUBMISSION_FLAGS: &[&str] =
+    &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-static", "-s"];
 /// Flags of checker and manager compiles.
 pub const TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 /// Flags of a plain C++ program (the server's `c++` language).
 pub const PROGRAM_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
+
+/// How submissions are compiled. Both profiles are part of the compile cache key (through
+/// their flags), so switching never reuses the other's programs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompileProfile {
+    /// The reference pipeline's flags (SPEC §2.1), dynamically linked: results comparable with
+    /// the Python pipeline and Piston.
+    #[default]
+    Reference,
+    /// CMS's flags, as at IOI: the same, plus `-static`. A statically linked program can behave
+    /// differently (memory layout, startup memory, what heap corruption does).
+    Ioi,
+}
+
+impl CompileProfile {
+    /// The g++ flags of a submission compile.
+    pub fn submission_flags(self) -> &'static [&'static str] {
+        match self {
+            CompileProfile::Reference => SUBMISSION_FLAGS,
+            CompileProfile::Ioi => IOI_SUBMISSION_FLAGS,
+        }
+    }
+
+    /// The name used on the command line and in results (`reference`, `ioi`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompileProfile::Reference => "reference",
+            CompileProfile::Ioi => "ioi",
+        }
+    }
+}
+
+/// Default bound on the size of a compiled program: far above any real IOI solution (a few
+/// MiB), low enough that a program inflated on purpose (`.incbin`, huge initialised arrays)
+/// cannot fill the cache or the judge's disk.
+pub const DEFAULT_MAX_PROGRAM_BYTES: u64 = 256 << 20;
+
+/// Bytes of compiler diagnostics kept in a CE feedback; the rest is never read.
+pub const MAX_COMPILER_STDERR: usize = 64 * 1024;
 
 /// What a compile produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,10 +96,12 @@ struct CompileJob<'a> {
 }
 
 impl CompileJob<'_> {
-    fn key(&self) -> String {
+    /// The cache key; `max_program_bytes` is part of it since it decides a verdict.
+    fn key(&self, max_program_bytes: u64) -> String {
         let mut h = blake3::Hasher::new();
         h.update(b"ioi-run compile v1\0");
         h.update(compiler_identity().as_bytes());
+        h.update(&max_program_bytes.to_le_bytes());
         for part in self
             .flags
             .iter()
@@ -77,6 +123,24 @@ impl CompileJob<'_> {
     }
 }
 
+/// The static archives `--compile-profile ioi` links with (they come with the host's g++ and
+/// libc development packages, e.g. `libstdc++-12-dev` and `libc6-dev`) that g++ cannot find.
+pub fn missing_static_archives() -> Vec<&'static str> {
+    ["libstdc++.a", "libc.a", "libm.a"]
+        .into_iter()
+        .filter(|name| {
+            // g++ prints the bare name back when it does not find the file.
+            let found = std::process::Command::new("g++")
+                .arg(format!("-print-file-name={name}"))
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|path| Path::new(path).is_absolute() && Path::new(path).is_file());
+            found.is_none()
+        })
+        .collect()
+}
+
 /// `g++ --version`, part of every cache key so that a compiler upgrade recompiles.
 fn compiler_identity() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
@@ -96,6 +160,9 @@ type SharedCompile = Arc<OnceLock<Result<Compiled, String>>>;
 pub struct CompileCache {
     /// Where finished compiles are kept (shared between processes and hosts).
     store: CacheStore,
+    max_bytes: u64,
+    /// Largest compiled program accepted (a bigger one is a CE), see [`DEFAULT_MAX_PROGRAM_BYTES`].
+    max_program_bytes: u64,
     /// Compiles in progress, by key: identical code submitted many times at once compiles
     /// once. Finished compiles leave the map (memory stays bounded over a long run or a
     /// server's life) and are found on disk afterwards.
@@ -121,6 +188,8 @@ impl CompileCache {
     pub fn new(dir: PathBuf, max_bytes: u64) -> Result<CompileCache> {
         Ok(CompileCache {
             store: CacheStore::new(dir, max_bytes)?,
+            max_bytes,
+            max_program_bytes: DEFAULT_MAX_PROGRAM_BYTES.min(max_bytes),
             in_memory: Mutex::new(HashMap::new()),
             builds: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
@@ -129,6 +198,13 @@ impl CompileCache {
 
     pub fn dir(&self) -> &Path {
         self.store.dir()
+    }
+
+    /// Sets the largest compiled program accepted (never above the cache's own bound, so that
+    /// one entry always fits).
+    pub fn with_max_program_bytes(mut self, bytes: u64) -> CompileCache {
+        self.max_program_bytes = bytes.min(self.max_bytes);
+        self
     }
 
     /// How many times this cache ran the compiler: what "compile once" is measured by.
@@ -142,15 +218,22 @@ impl CompileCache {
         self.hits.load(Ordering::Relaxed)
     }
 
-    /// Compiles a submission for `problem`: `graders/<id>.cpp` with the grader/stub.
-    pub fn submission(&self, sandbox: &Sandbox, problem: &Problem, code: &str) -> Result<Compiled> {
+    /// Compiles a submission for `problem`: `graders/<id>.cpp` with the grader/stub. The code
+    /// is bytes: g++ accepts sources that are not UTF-8 (Latin-1 comments, CRLF), and so must we.
+    pub fn submission(
+        &self,
+        sandbox: &Sandbox,
+        problem: &Problem,
+        code: &[u8],
+        profile: CompileProfile,
+    ) -> Result<Compiled> {
         let source = format!("graders/{}.cpp", problem.id);
         let output = format!("graders/{}", problem.id);
         let mut files = grader_files(problem);
         // The submission must not see the checker or the manager: it could embed their
         // sources (`.incbin`) or quote them in compiler errors.
         files.retain(|(name, _)| *name != source && !is_judge_only(name));
-        files.push((&source, code.as_bytes()));
+        files.push((&source, code));
         let mut sources = vec![source.as_str()];
         sources.extend(problem.compiled_graders().iter().map(|g| g.path.as_str()));
         self.compile(
@@ -158,7 +241,7 @@ impl CompileCache {
             CompileJob {
                 files,
                 sources,
-                flags: SUBMISSION_FLAGS,
+                flags: profile.submission_flags(),
                 output: &output,
             },
         )
@@ -198,8 +281,26 @@ impl CompileCache {
         self.compile(sandbox, job)
     }
 
+    /// Like [`CompileCache::program`] with the caller's flags (the server's Codeforces
+    /// contract compiles with `-DONLINE_JUDGE -O2 -std=<standard> -pipe -s`).
+    pub fn program_with_flags(
+        &self,
+        sandbox: &Sandbox,
+        files: &[(&str, &[u8])],
+        source: &str,
+        flags: &[&str],
+    ) -> Result<Compiled> {
+        let job = CompileJob {
+            files: files.to_vec(),
+            sources: vec![source],
+            flags,
+            output: "program",
+        };
+        self.compile(sandbox, job)
+    }
+
     fn compile(&self, sandbox: &Sandbox, job: CompileJob) -> Result<Compiled> {
-        let key = job.key();
+        let key = job.key(self.max_program_bytes);
         let cell = {
             let mut map = self
                 .in_memory
@@ -223,6 +324,8 @@ impl CompileCache {
                 map.remove(&key);
             }
         }
+        // Waiters on a compile that ioi-run stopped get the same answer as its builder.
+        stop::check()?;
         result.map_err(|e| anyhow::anyhow!(e))
     }
 
@@ -232,11 +335,20 @@ impl CompileCache {
             return Ok(found);
         }
         self.builds.fetch_add(1, Ordering::Relaxed);
-        match build(sandbox, job)? {
-            BuildResult::Binary(bytes) => self.store.publish_program(key, &bytes),
-            BuildResult::Error { exit_code, stderr } => {
-                self.store.publish_error(key, exit_code, &stderr)
-            }
+        let workdir = super::workdir::BoxDir::new(sandbox)?;
+        let built = build(sandbox, &workdir, job, self.max_program_bytes)?;
+        match built {
+            // Only what the compiler decided by itself is stored: the same bytes would give
+            // the same verdict again.
+            BuildResult::Binary(path) => self.store.publish_program_file(key, &path),
+            BuildResult::Error {
+                exit_code,
+                stderr,
+                cacheable: true,
+            } => self.store.publish_error(key, exit_code, &stderr),
+            BuildResult::Error {
+                exit_code, stderr, ..
+            } => Ok(Compiled::Error { exit_code, stderr }),
         }
     }
 }
@@ -254,27 +366,42 @@ fn grader_files(problem: &Problem) -> Vec<(&str, &[u8])> {
         .collect()
 }
 
+/// What one run of the compiler gave.
 enum BuildResult {
-    Binary(Vec<u8>),
-    Error { exit_code: i32, stderr: String },
+    /// The compiled program, in the compile box.
+    Binary(PathBuf),
+    /// A compilation error. `cacheable` when the compiler's own behaviour decided it (it
+    /// exited, or hit a CPU, memory or file-size limit measured on itself alone); not when it
+    /// was stopped from outside or by the wall clock, which a loaded machine or a stray signal
+    /// can cause: the next run of the same code must compile it again.
+    Error {
+        exit_code: i32,
+        stderr: String,
+        cacheable: bool,
+    },
 }
 
 /// Limits of a compile: generous, but a compiler bomb (templates, huge arrays) cannot take
-/// the machine down.
-fn compile_limits() -> Limits {
+/// the machine down. Files the compiler writes (the program, its diagnostics) are bounded by
+/// twice the largest program accepted.
+fn compile_limits(max_program_bytes: u64) -> Limits {
     Limits {
         cpu_time: Some(Duration::from_secs(60)),
         wall_time: Some(Duration::from_secs(120)),
         memory: Some(4 << 30),
         processes: Some(64),
-        output_size: Some(1 << 30),
+        output_size: Some(max_program_bytes.saturating_mul(2).max(1 << 20)),
         ..Limits::default()
     }
 }
 
-/// Runs g++ in a fresh sandbox box holding the job's files.
-fn build(sandbox: &Sandbox, job: &CompileJob) -> Result<BuildResult> {
-    let workdir = super::workdir::BoxDir::new(sandbox)?;
+/// Runs g++ in the compile box `workdir`, filled with the job's files.
+fn build(
+    sandbox: &Sandbox,
+    workdir: &super::workdir::BoxDir,
+    job: &CompileJob,
+    max_program_bytes: u64,
+) -> Result<BuildResult> {
     for (name, content) in &job.files {
         workdir.write(name, content)?;
     }
@@ -287,36 +414,115 @@ fn build(sandbox: &Sandbox, job: &CompileJob) -> Result<BuildResult> {
         argv.push("-Igraders".into());
     }
     let mut spec = RunSpec::new(workdir.path(), argv);
-    spec.limits = compile_limits();
+    spec.limits = compile_limits(max_program_bytes);
     let stderr_path = workdir.path().join(".compile-stderr");
     spec.stderr = Stdio::Path(stderr_path.clone());
     spec.stdout = Stdio::Path(workdir.path().join(".compile-stdout"));
     let outcome = sandbox.run(&spec);
-    let mut stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
-    const MAX_STDERR: usize = 64 * 1024;
-    if stderr.len() > MAX_STDERR {
-        let mut cut = MAX_STDERR;
-        while !stderr.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        stderr.truncate(cut);
-        stderr.push_str("\n[compiler output truncated]");
-    }
+    // A compile that ioi-run stopped is not a verdict (and never cached).
+    stop::check_outcome(&outcome)?;
+    let stderr = read_diagnostics(&stderr_path, MAX_COMPILER_STDERR);
+    let program = workdir.path().join(job.output);
+    let too_large = |size: u64| {
+        format!(
+            "the compiled program is {size} bytes, over the limit of {max_program_bytes} bytes \
+             (--max-program-size)"
+        )
+    };
+    let error = |exit_code: i32, stderr: String, cacheable: bool| {
+        Ok(BuildResult::Error {
+            exit_code,
+            stderr,
+            cacheable,
+        })
+    };
     match outcome.status {
         Status::Ok => {
-            let bytes = fs::read(workdir.path().join(job.output)).with_context(|| {
+            // Checked before anything reads it: its size, and that it is a plain file.
+            let meta = fs::symlink_metadata(&program).with_context(|| {
                 format!("the compiler succeeded but produced no {}", job.output)
             })?;
-            Ok(BuildResult::Binary(bytes))
+            if !meta.is_file() {
+                bail!("the compiler produced {}, which is not a file", job.output);
+            }
+            if meta.len() > max_program_bytes {
+                return error(1, too_large(meta.len()), true);
+            }
+            Ok(BuildResult::Binary(program))
         }
-        Status::RuntimeError => Ok(BuildResult::Error {
-            exit_code: outcome.exit_code.unwrap_or(1),
-            stderr,
-        }),
+        Status::RuntimeError => {
+            let mut stderr = stderr;
+            // The driver exits with an error when one of its programs (cc1plus, as, ld) was
+            // killed by a signal: the OOM killer (reported as a memory limit above), a compiler
+            // crash, or somebody from outside. Not the compiler's verdict on the source: compile
+            // again next time. A file-size limit (SIGXFSZ) is the program's size: a verdict.
+            let killed = stderr.contains("signal terminated program")
+                || stderr.contains("terminated with signal");
+            let file_size = stderr.contains("File size limit exceeded");
+            let cacheable = !killed || file_size;
+            // The assembler or the linker stopped by the file-size limit: say why plainly.
+            if file_size {
+                stderr = format!(
+                    "{stderr}\nthe compiled program is over the limit of {max_program_bytes} \
+                     bytes (--max-program-size)"
+                );
+            }
+            error(outcome.exit_code.unwrap_or(1), stderr, cacheable)
+        }
         Status::InternalError => bail!("cannot compile: {}", outcome.message),
-        _ => Ok(BuildResult::Error {
-            exit_code: -1,
-            stderr: format!("{stderr}\ncompiler stopped: {}", outcome.message),
-        }),
+        Status::TimeLimit | Status::MemoryLimit | Status::OutputLimit => error(
+            -1,
+            format!("{stderr}\ncompiler stopped: {}", outcome.message),
+            true,
+        ),
+        Status::Signaled | Status::WallTimeLimit => error(
+            -1,
+            format!("{stderr}\ncompiler stopped: {}", outcome.message),
+            false,
+        ),
+    }
+}
+
+/// The first `cap` bytes of the compiler's diagnostics (the rest is never read), decoded
+/// lossily: diagnostics quote the source, which need not be UTF-8.
+fn read_diagnostics(path: &Path, cap: usize) -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let total = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if let Ok(file) = fs::File::open(path) {
+        let _ = file.take(cap as u64).read_to_end(&mut bytes);
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if total > cap as u64 {
+        text.push_str("\n[compiler output truncated]");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnostics_are_capped_and_decoded_lossily() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stderr");
+        fs::write(&path, b"x.cpp:1: error: caf\xe9\n").unwrap();
+        assert_eq!(
+            read_diagnostics(&path, 1000),
+            "x.cpp:1: error: caf\u{fffd}\n"
+        );
+        let cut = read_diagnostics(&path, 5);
+        assert_eq!(cut, "x.cpp\n[compiler output truncated]");
+    }
+
+    #[test]
+    fn profiles_differ_only_by_static_linking() {
+        let reference = CompileProfile::Reference.submission_flags();
+        let ioi = CompileProfile::Ioi.submission_flags();
+        assert_eq!(reference, SUBMISSION_FLAGS);
+        assert!(ioi.contains(&"-static") && !reference.contains(&"-static"));
+        let rest: Vec<&&str> = ioi.iter().filter(|f| **f != "-static").collect();
+        assert_eq!(rest, reference.iter().collect::<Vec<_>>());
     }
 }

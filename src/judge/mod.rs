@@ -12,6 +12,7 @@ pub mod native;
 pub mod plan;
 pub mod schedule;
 pub mod scripts;
+pub mod stop;
 mod workdir;
 
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use ioi_sandbox::{Sandbox, SandboxOptions};
 
 use crate::problem::{Problem, TaskType, TestCase, TestSet};
 use crate::score::{Status, TestResult};
-use compile::{CompileCache, Compiled};
+use compile::{CompileCache, CompileProfile, Compiled};
 pub use workdir::BoxDir;
 
 /// How tests are run.
@@ -41,6 +42,10 @@ pub struct JudgeOptions {
     pub cache_dir: PathBuf,
     /// Size bound of the compile cache, in bytes.
     pub cache_max_bytes: u64,
+    /// Largest compiled program accepted; a bigger one is a compilation error.
+    pub max_program_bytes: u64,
+    /// How submissions are compiled (native runner).
+    pub compile_profile: CompileProfile,
 }
 
 impl Default for JudgeOptions {
@@ -49,6 +54,8 @@ impl Default for JudgeOptions {
             runner: Runner::Native,
             cache_dir: compile::default_cache_dir(),
             cache_max_bytes: 2 << 30,
+            max_program_bytes: compile::DEFAULT_MAX_PROGRAM_BYTES,
+            compile_profile: CompileProfile::Reference,
         }
     }
 }
@@ -78,6 +85,10 @@ pub struct TestVerdict {
     pub wall_time: f64,
     /// Peak memory in bytes of the (largest) user process.
     pub memory: u64,
+    /// The status, when the runner knows what happened (native: a program that ended normally
+    /// and was scored 0 is WA whatever the checker's wording). `None` in script mode, where
+    /// only the text is known: the status is derived from the feedback as the reference does.
+    pub status: Option<Status>,
 }
 
 impl TestVerdict {
@@ -85,7 +96,9 @@ impl TestVerdict {
         TestResult {
             test_name: test_name.to_string(),
             score: self.score,
-            status: Status::of_run(self.score, &self.feedback),
+            status: self
+                .status
+                .unwrap_or_else(|| Status::of_run(self.score, &self.feedback)),
             feedback: Some(self.feedback),
             time: Some(self.time),
             wall_time: Some(self.wall_time),
@@ -124,17 +137,29 @@ pub struct Judge {
     sandbox: Sandbox,
     cache: CompileCache,
     runner: Runner,
+    profile: CompileProfile,
 }
 
 impl Judge {
     pub fn new(options: JudgeOptions) -> Result<Judge> {
+        if options.compile_profile != CompileProfile::Reference
+            && matches!(options.runner, Runner::Scripts(_))
+        {
+            bail!(
+                "--compile-profile {} needs the native runner: with --runner scripts the compile \
+                 script chooses the flags",
+                options.compile_profile.as_str()
+            );
+        }
         crate::scratch::sweep_stale();
         let sandbox = Sandbox::new(SandboxOptions::default())?;
-        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?;
+        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?
+            .with_max_program_bytes(options.max_program_bytes);
         Ok(Judge {
             sandbox,
             cache,
             runner: options.runner,
+            profile: options.compile_profile,
         })
     }
 
@@ -144,6 +169,11 @@ impl Judge {
 
     pub fn cache(&self) -> &CompileCache {
         &self.cache
+    }
+
+    /// How this judge compiles submissions.
+    pub fn compile_profile(&self) -> CompileProfile {
+        self.profile
     }
 
     /// Checks the problem is judgeable and compiles its checker and manager (once; cached).
@@ -199,13 +229,16 @@ impl Judge {
         }
     }
 
-    /// Compiles a submission (once per distinct code and problem).
-    pub fn compile(&self, loaded: &LoadedProblem, code: &str) -> Result<Build> {
+    /// Compiles a submission (once per distinct code and problem). The code is bytes, compiled
+    /// as they are (g++ accepts sources that are not UTF-8). A compile that ioi-run stopped is
+    /// the error [`stop::Aborted`], never a [`Build::Error`].
+    pub fn compile(&self, loaded: &LoadedProblem, code: &[u8]) -> Result<Build> {
+        stop::check()?;
         match &self.runner {
             Runner::Native => Ok(
                 match self
                     .cache
-                    .submission(&self.sandbox, &loaded.problem, code)?
+                    .submission(&self.sandbox, &loaded.problem, code, self.profile)?
                 {
                     Compiled::Binary(path) => Build::Program(Program::Binary(path)),
                     Compiled::Error { exit_code, stderr } => Build::Error { exit_code, stderr },
@@ -229,6 +262,7 @@ impl Judge {
         program: &Program,
         test: &TestCase,
     ) -> Result<TestVerdict> {
+        stop::check()?;
         let problem = &loaded.problem;
         match (program, &problem.task) {
             (Program::ScriptBox(dir), _) => scripts::run_test(&self.sandbox, problem, dir, test),

@@ -12,12 +12,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Status, Stdio};
+use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Status as SandboxStatus, Stdio};
 
 use super::check::{self, CORRECT, WRONG};
+use super::stop;
 use super::workdir::read_capped;
 use super::{ProblemTools, TestVerdict};
 use crate::problem::{Communication, Problem, TestCase, UserIo};
+use crate::score::Status;
 
 /// Where the program binary appears inside its box.
 const PROGRAM: &str = "/sol/program";
@@ -53,32 +55,75 @@ fn tool_limits(problem: &Problem, processes: usize) -> Limits {
     }
 }
 
-/// The feedback for a user process that did not end normally, or `None` when it exited 0.
-pub(crate) fn failure_feedback(outcome: &Outcome) -> Result<Option<String>> {
+/// The verdict of a user process that did not end normally (status and feedback), or `None`
+/// when it exited 0. A run that ioi-run stopped itself is [`stop::Aborted`], never a verdict.
+pub(crate) fn failure(outcome: &Outcome, limits: &Limits) -> Result<Option<(Status, String)>> {
+    stop::check_outcome(outcome)?;
     Ok(Some(match outcome.status {
-        Status::Ok => return Ok(None),
-        Status::TimeLimit | Status::WallTimeLimit => "Time limit exceeded".to_string(),
-        Status::MemoryLimit => "Memory limit exceeded".to_string(),
-        Status::OutputLimit => "Runtime error: output limit exceeded".to_string(),
-        Status::Signaled => format!(
-            "Runtime error: killed by signal {}",
-            outcome.signal.unwrap_or(0)
+        SandboxStatus::Ok => return Ok(None),
+        SandboxStatus::TimeLimit | SandboxStatus::WallTimeLimit => {
+            (Status::TimeLimit, "Time limit exceeded".to_string())
+        }
+        SandboxStatus::MemoryLimit => (Status::MemoryLimit, "Memory limit exceeded".to_string()),
+        SandboxStatus::OutputLimit => (
+            Status::WrongAnswer,
+            format!(
+                "{WRONG}: output limit exceeded (more than {} bytes)",
+                limits.output_size.unwrap_or(u64::MAX)
+            ),
         ),
-        Status::RuntimeError => format!(
-            "Runtime error: exit code {}",
-            outcome.exit_code.unwrap_or(-1)
+        SandboxStatus::Signaled => (
+            Status::RuntimeError,
+            format!(
+                "Runtime error: killed by signal {}",
+                outcome.signal.unwrap_or(0)
+            ),
         ),
-        Status::InternalError => bail!("sandbox failure: {}", outcome.message),
+        SandboxStatus::RuntimeError => (
+            Status::RuntimeError,
+            format!(
+                "Runtime error: exit code {}",
+                outcome.exit_code.unwrap_or(-1)
+            ),
+        ),
+        SandboxStatus::InternalError => bail!("sandbox failure: {}", outcome.message),
     }))
 }
 
-fn verdict(score: f64, feedback: String, usage: &Outcome) -> TestVerdict {
+/// The most a Batch solution may write: twice the expected output plus 64 MiB. Enough for any
+/// right answer (a checker may accept outputs unlike the expected one, hence the margin),
+/// and it bounds what the judge reads on the solution's behalf: a right answer followed by
+/// a gigabyte of whitespace is stopped at the limit instead of costing seconds of white-diff.
+pub fn output_limit(expected_bytes: u64) -> u64 {
+    expected_bytes
+        .saturating_mul(2)
+        .saturating_add(OUTPUT_MARGIN)
+}
+
+/// See [`output_limit`].
+pub const OUTPUT_MARGIN: u64 = 64 << 20;
+
+/// A verdict decided from a score (checker, manager, white-diff) for a program that ended
+/// normally: 0 is WA whatever the wording, 1 AC, anything else PA.
+fn scored(score: f64, feedback: String, usage: &Outcome) -> TestVerdict {
+    let status = if score == 0.0 {
+        Status::WrongAnswer
+    } else if score == 1.0 {
+        Status::Accepted
+    } else {
+        Status::Partial
+    };
+    verdict(score, feedback, status, usage)
+}
+
+fn verdict(score: f64, feedback: String, status: Status, usage: &Outcome) -> TestVerdict {
     TestVerdict {
         score,
         feedback,
         time: usage.cpu_time,
         wall_time: usage.wall_time,
         memory: usage.memory,
+        status: Some(status),
     }
 }
 
@@ -98,16 +143,20 @@ pub fn run_batch(
     spec.stdin = Stdio::Path(test.input.clone());
     spec.stdout = Stdio::Path(output.clone());
     spec.limits = solution_limits(problem);
+    let expected_bytes = fs::metadata(&test.output)
+        .with_context(|| format!("cannot read {}", test.output.display()))?
+        .len();
+    spec.limits.output_size = Some(output_limit(expected_bytes));
     let run = sandbox.run(&spec);
-    if let Some(feedback) = failure_feedback(&run)? {
-        return Ok(verdict(0.0, feedback, &run));
+    if let Some((status, feedback)) = failure(&run, &spec.limits)? {
+        return Ok(verdict(0.0, feedback, status, &run));
     }
     let (score, feedback) = match &tools.checker {
         Some(checker) => run_checker(sandbox, problem, checker, test, private.path())?,
         None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
         None => (0.0, WRONG.to_string()),
     };
-    Ok(verdict(score, feedback, &run))
+    Ok(scored(score, feedback, &run))
 }
 
 /// `checker input.txt correct_output.txt contestant_output`, in its own box; `private` is the
@@ -137,12 +186,15 @@ fn run_checker(
     spec.stderr = Stdio::Path(private.join("checker.err"));
     spec.limits = tool_limits(problem, 1);
     let run = sandbox.run(&spec);
+    stop::check_outcome(&run)?;
     let stdout = read_capped(&private.join("checker.out"));
     let stderr = read_capped(&private.join("checker.err"));
     match run.status {
         // testlib checkers may exit non-zero on WA while still printing the score.
-        Status::Ok | Status::RuntimeError => check::parse_verdict(&stdout, &stderr, "checker")
-            .with_context(|| format!("checker on test {} ({})", test.name, run.message)),
+        SandboxStatus::Ok | SandboxStatus::RuntimeError => {
+            check::parse_verdict(&stdout, &stderr, "checker")
+                .with_context(|| format!("checker on test {} ({})", test.name, run.message))
+        }
         _ => bail!(
             "the checker failed on test {}: {} (stderr: {})",
             test.name,
@@ -192,6 +244,23 @@ impl Fifos {
     }
     fn to_user(&self, i: usize) -> PathBuf {
         self.dir(i).join(format!("m_to_u{i}"))
+    }
+
+    /// Opens every FIFO of the first `count` users once for reading and once for writing,
+    /// without blocking, and closes it again: a process blocked opening the other end returns
+    /// (a blocked reader counts as one, so the non-blocking open for writing succeeds). The
+    /// folders are root's, so the paths are the FIFOs created here; `O_NOFOLLOW` all the same.
+    fn release(&self, count: usize) {
+        use nix::fcntl::{open, OFlag};
+        let flags = OFlag::O_NONBLOCK | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        for i in 0..count {
+            for path in [self.to_manager(i), self.to_user(i)] {
+                for mode in [OFlag::O_RDONLY, OFlag::O_WRONLY] {
+                    // ENXIO (no reader yet) is expected: nobody is blocked on that side.
+                    drop(open(&path, flags | mode, nix::sys::stat::Mode::empty()));
+                }
+            }
+        }
     }
 }
 
@@ -254,40 +323,32 @@ pub fn run_communication(
         })
         .collect();
 
-    let (manager_run, user_runs) = std::thread::scope(|s| {
-        let users: Vec<_> = user_specs
-            .iter()
-            .map(|spec| s.spawn(move || sandbox.run(spec)))
-            .collect();
-        let manager_run = sandbox.run(&manager_spec);
-        let user_runs: Vec<Outcome> = users
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Outcome::internal_error("a user process thread panicked"))
-            })
-            .collect();
-        (manager_run, user_runs)
-    });
+    let (manager_run, user_runs, released) = converse(sandbox, &manager_spec, &user_specs, &fifos);
 
     let usage = combined_usage(&user_runs);
-    for run in &user_runs {
-        if let Some(feedback) = failure_feedback(run)? {
-            return Ok(verdict(0.0, feedback, &usage));
+    stop::check_outcome(&manager_run)?;
+    for (run, spec) in user_runs.iter().zip(&user_specs) {
+        if let Some((status, feedback)) = failure(run, &spec.limits)? {
+            return Ok(verdict(0.0, feedback, status, &usage));
         }
     }
     let stdout = read_capped(&private.path().join("manager.out"));
     let stderr = read_capped(&private.path().join("manager.err"));
     let parsed = check::parse_verdict(&stdout, &stderr, "manager");
-    match (manager_run.status, parsed) {
-        (Status::Ok, parsed) => parsed.map(|(score, feedback)| verdict(score, feedback, &usage)),
-        // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
-        (_, Ok((score, feedback))) => Ok(verdict(score, feedback, &usage)),
-        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(verdict(
+    let stopped_talking = || {
+        scored(
             0.0,
             format!("{WRONG}: the solution stopped communicating"),
             &usage,
-        )),
+        )
+    };
+    match (manager_run.status, parsed) {
+        // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
+        (_, Ok((score, feedback))) => Ok(scored(score, feedback, &usage)),
+        (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(stopped_talking()),
+        // Every user process had ended while the manager still waited on them: whatever the
+        // manager made of the end of the conversation, the solution ended it.
+        (_, Err(_)) if released => Ok(stopped_talking()),
         (_, Err(e)) => bail!(
             "the manager failed on test {}: {} ({e:#}; stderr: {})",
             test.name,
@@ -295,6 +356,76 @@ pub fn run_communication(
             stderr.trim()
         ),
     }
+}
+
+/// Runs the manager and the user processes at once, each on its own thread, and returns their
+/// outcomes, and whether the manager outlived every user process.
+///
+/// A process blocked opening a FIFO whose other side has already ended would wait until its
+/// wall limit (a user that exits before opening its FIFOs leaves the manager blocked in
+/// `open`). So once one side has ended for good, the judge opens and closes the other end of
+/// every FIFO until the remaining side ends too: its `open` returns, its reads see end of file
+/// and its writes a broken pipe, and it reaches its verdict at once.
+fn converse(
+    sandbox: &Sandbox,
+    manager_spec: &RunSpec,
+    user_specs: &[RunSpec],
+    fifos: &Fifos,
+) -> (Outcome, Vec<Outcome>, bool) {
+    use std::sync::mpsc;
+    std::thread::scope(|s| {
+        // Each thread says when its run ended: `None` for the manager, `Some(i)` for user i.
+        let (ended_tx, ended) = mpsc::channel::<Option<usize>>();
+        let users: Vec<_> = user_specs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let tx = ended_tx.clone();
+                s.spawn(move || {
+                    let run = sandbox.run(spec);
+                    let _ = tx.send(Some(i));
+                    run
+                })
+            })
+            .collect();
+        let manager = {
+            let tx = ended_tx.clone();
+            s.spawn(move || {
+                let run = sandbox.run(manager_spec);
+                let _ = tx.send(None);
+                run
+            })
+        };
+        drop(ended_tx);
+        let (mut users_left, mut manager_left) = (user_specs.len(), true);
+        let mut released = false;
+        while users_left > 0 || manager_left {
+            let one_side_done = users_left == 0 || !manager_left;
+            let event = if one_side_done {
+                released |= users_left == 0;
+                fifos.release(user_specs.len());
+                ended.recv_timeout(Duration::from_millis(20))
+            } else {
+                ended
+                    .recv()
+                    .map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+            };
+            match event {
+                Ok(Some(_)) => users_left -= 1,
+                Ok(None) => manager_left = false,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // Every thread has ended (one panicked without reporting).
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let panicked = || Outcome::internal_error("a sandbox thread panicked");
+        let manager_run = manager.join().unwrap_or_else(|_| panicked());
+        let user_runs = users
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| panicked()))
+            .collect();
+        (manager_run, user_runs, released)
+    })
 }
 
 /// The usage reported for a Communication test: the largest CPU time, wall time and memory

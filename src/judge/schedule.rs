@@ -24,8 +24,9 @@ use crate::score::{Status, SubtaskResult, TestResult};
 pub struct Job {
     /// Key of the problem, understood by the [`ProblemSource`].
     pub problem: String,
-    /// The code; `None` when the submission has none (every test SKIPPED).
-    pub code: Option<String>,
+    /// The code, as bytes (a source need not be UTF-8); `None` when the submission has none
+    /// (every test SKIPPED).
+    pub code: Option<Vec<u8>>,
 }
 
 /// Loads problems on demand (tests materialised, tools compiled).
@@ -140,7 +141,7 @@ struct Active {
 
 enum Work {
     Load(String),
-    Compile(usize, Arc<LoadedProblem>, String),
+    Compile(usize, Arc<LoadedProblem>, Vec<u8>),
     Test(usize, Arc<LoadedProblem>, Program, String),
 }
 
@@ -332,7 +333,7 @@ impl Shared<'_> {
             self.options.subtasks.as_deref(),
             self.options.batch_size,
         );
-        if self.jobs[job].code.as_deref().is_none_or(str::is_empty) {
+        if self.jobs[job].code.as_deref().is_none_or(<[u8]>::is_empty) {
             let results = plan.uniform(TestResult::skipped);
             self.complete(state, job, Some(problem), Ok(results), finished);
             return;

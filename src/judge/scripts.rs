@@ -61,13 +61,13 @@ pub fn compile(
     sandbox: &Sandbox,
     scripts: &Scripts,
     problem: &Problem,
-    code: &str,
+    code: &[u8],
 ) -> Result<ScriptBuild> {
     let work = BoxDir::new(sandbox)?;
     for file in &problem.grader_files {
         work.write(&file.path, &file.content)?;
     }
-    work.write(&format!("graders/{}.cpp", problem.id), code.as_bytes())?;
+    work.write(&format!("graders/{}.cpp", problem.id), code)?;
     work.write("compile", scripts.compile.as_bytes())?;
     work.write("run", scripts.run.as_bytes())?;
     let mut spec = RunSpec::new(work.path(), ["bash", "compile"]);
@@ -75,7 +75,8 @@ pub fn compile(
     spec.stderr = Stdio::Path(work.join(".compile-stderr"));
     spec.limits = script_limits(Duration::from_secs(120), 4 << 30);
     let outcome = sandbox.run(&spec);
-    let stderr = fs::read_to_string(work.join(".compile-stderr")).unwrap_or_default();
+    super::stop::check_outcome(&outcome)?;
+    let stderr = read_capped(&work.join(".compile-stderr"));
     Ok(match outcome.status {
         Status::Ok => ScriptBuild::Box(Arc::new(work)),
         Status::InternalError => {
@@ -110,6 +111,7 @@ pub fn run_test(
     let hard = Duration::from_secs_f64(problem.time_limit + 3.0);
     spec.limits = script_limits(hard, problem.memory_limit.saturating_mul(2) + (1 << 30));
     let outcome = sandbox.run(&spec);
+    super::stop::check_outcome(&outcome)?;
     let stdout = read_capped(&private.path().join("stdout"));
     let stderr = read_capped(&private.path().join("stderr"));
     if outcome.status == Status::InternalError {
@@ -128,6 +130,8 @@ pub fn run_test(
         time: outcome.cpu_time,
         wall_time: outcome.wall_time,
         memory: outcome.memory,
+        // Only the text is known: the status is derived from it, as the reference does.
+        status: None,
     })
 }
 

@@ -68,7 +68,12 @@ pub(crate) fn read_capped(path: &Path) -> String {
     String::from_utf8_lossy(&text).into_owned()
 }
 
+/// Gives a box folder to the sandbox: each run writes as its own uid in the box group, so
+/// the folder is group-writable, set-group-id (see `ioi_sandbox::uids`).
 fn chown(path: &Path, (uid, gid): (u32, u32)) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     std::os::unix::fs::chown(path, Some(uid), Some(gid))
-        .with_context(|| format!("cannot give {} to the sandbox user {uid}", path.display()))
+        .with_context(|| format!("cannot give {} to the sandbox user {uid}", path.display()))?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o2775))
+        .with_context(|| format!("cannot open {} to the box group", path.display()))
 }

@@ -1,10 +1,13 @@
 //! `ioi-run bench serve`: throughput of the Piston-compatible server with the real judge.
 //!
-//! The server runs in-process on an ephemeral port with a fresh compile cache; clients send
-//! requests exactly as the Python client builds them for a small Batch problem whose test
-//! takes about 10 ms. Two figures: requests per second for 1, 2, 4, 8 concurrent clients (the
-//! submission compiled once, as in real use), and what compiling once saves over compiling per
-//! request (each request made unique by a comment, so the cache never hits).
+//! The server runs in-process on several ephemeral ports (8 by default, as one server stands
+//! for many endpoints in RL training) with a fresh compile cache; client `i` talks to endpoint
+//! `i mod 8`. Requests are built exactly as open-r1's clients build them, for a test of about
+//! 10 ms: IOI (`cms_ioi`, a Batch problem with a grader) and Codeforces (`c++17`, the same sum
+//! read on stdin). Figures: requests per second at 1, 8 and 64 concurrent clients for each kind
+//! (the submission compiled once, as in real use); compiles per distinct submission when many
+//! submissions are judged at once, test by test (must be 1); and what compiling once saves over
+//! compiling per request (each request made unique by a comment, so the cache never hits).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +29,8 @@ pub struct BenchServeOptions {
     pub requests: usize,
     /// Concurrent clients, one level each.
     pub clients: Vec<usize>,
+    /// Ports of the server; clients spread over them.
+    pub endpoints: usize,
     /// Requests of the compile-once vs compile-per-request comparison (each compiles ~1 s).
     pub compile_requests: usize,
 }
@@ -50,8 +55,21 @@ long long add_up(const std::vector<int>& a) {
     return s;
 }
 "#;
+/// The same sum as a Codeforces program (stdin to stdout).
+const CF_SOLUTION: &str = r#"#include <cstdio>
+int main() {
+    int n;
+    long long s = 0, x;
+    if (scanf("%d", &n) != 1) return 1;
+    for (int i = 0; i < n; i++) { scanf("%lld", &x); s += x; }
+    printf("%lld\n", s);
+}
+"#;
 const TIME_LIMIT: f64 = 1.0;
 const MEMORY_LIMIT: u64 = 256 << 20;
+/// Distinct submissions, and tests per submission, of the compiles-per-submission figure.
+const DISTINCT_SUBMISSIONS: usize = 6;
+const TESTS_PER_SUBMISSION: usize = 8;
 
 /// The test: `COUNT` pseudo-random numbers and their sum.
 fn test_case() -> (String, String) {
@@ -92,7 +110,28 @@ fn request_body(submission: &str, input: &str, output: &str) -> String {
     .to_string()
 }
 
-/// Sends one request and checks the client reads it as accepted.
+/// A Codeforces request body as open-r1's `cf_scoring` builds it.
+fn cf_request_body(submission: &str, input: &str, output: &str) -> String {
+    let config = format!(
+        "TIME_LIMIT={TIME_LIMIT}\nMEMORY_LIMIT={}\nINPUT_MODE=stdio",
+        MEMORY_LIMIT >> 20
+    );
+    json!({
+        "files": [
+            {"name": "main.cpp", "content": submission},
+            {"name": "input.txt", "content": input},
+            {"name": "correct_output.txt", "content": output},
+            {"name": "grader_config", "content": config},
+        ],
+        "run_timeout": ((TIME_LIMIT + 10.0) * 1000.0) as u64,
+        "language": "c++17",
+        "version": "*",
+    })
+    .to_string()
+}
+
+/// Sends one request and checks the client reads it as accepted (IOI: score 1; Codeforces:
+/// `run.code == 0` and `run.stdout` is `1`).
 fn send(agent: &ureq::Agent, url: &str, body: &str) -> Result<()> {
     let reply = agent
         .post(url)
@@ -106,6 +145,13 @@ fn send(agent: &ureq::Agent, url: &str, body: &str) -> Result<()> {
         Err(e) => return Err(e).context("HTTP request failed"),
     };
     let value: Value = reply.into_json().context("the answer is not JSON")?;
+    if value["language"] != "cms_ioi" {
+        let run = &value["run"];
+        if run["code"] != 0 || run["stdout"].as_str().map(str::trim) != Some("1") {
+            bail!("the benchmark program was not accepted: {value}");
+        }
+        return Ok(());
+    }
     let response: Response = serde_json::from_value(value).context("not a Piston response")?;
     let (score, feedback) = client_view(&response).map_err(anyhow::Error::msg)?;
     if score != "1" {
@@ -121,15 +167,17 @@ struct Round {
     p90_ms: f64,
 }
 
-/// Sends `bodies` with `clients` concurrent clients.
-fn round(url: &str, bodies: &[String], clients: usize) -> Result<Round> {
+/// Sends `bodies` with `clients` concurrent clients, client `i` to `urls[i % urls.len()]`.
+fn round(urls: &[String], bodies: &[String], clients: usize) -> Result<Round> {
     let next = AtomicUsize::new(0);
     let latencies = Mutex::new(Vec::with_capacity(bodies.len()));
     let start = Instant::now();
     std::thread::scope(|s| -> Result<()> {
         let workers: Vec<_> = (0..clients)
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
+            .map(|client| {
+                let url = &urls[client % urls.len()];
+                let (next, latencies) = (&next, &latencies);
+                s.spawn(move || -> Result<()> {
                     let agent = ureq::AgentBuilder::new()
                         .timeout(Duration::from_secs(120))
                         .build();
@@ -183,11 +231,19 @@ pub fn bench_serve(options: &BenchServeOptions) -> Result<()> {
         .build()
         .context("cannot start the tokio runtime")?;
     let mut serve = ServeOptions::new(([127, 0, 0, 1], 0).into(), options.jobs);
+    serve.addrs = vec![([127, 0, 0, 1], 0).into(); options.endpoints.max(1)];
     let most_clients = options.clients.iter().copied().max().unwrap_or(1);
-    serve.max_queue = serve.max_queue.max(2 * most_clients);
+    serve.max_queue = serve
+        .max_queue
+        .max(2 * most_clients)
+        .max(DISTINCT_SUBMISSIONS * TESTS_PER_SUBMISSION);
     let server = runtime.block_on(Server::start(serve, executor.clone()))?;
-    let url = format!("http://{}/api/v2/execute", server.local_addr());
-    let result = measure(options, &url, &executor);
+    let urls: Vec<String> = server
+        .local_addrs()
+        .iter()
+        .map(|addr| format!("http://{addr}/api/v2/execute"))
+        .collect();
+    let result = measure(options, &urls, &executor);
     server.shutdown_handle().shutdown();
     runtime
         .block_on(server.wait())
@@ -195,59 +251,94 @@ pub fn bench_serve(options: &BenchServeOptions) -> Result<()> {
     result
 }
 
-fn measure(options: &BenchServeOptions, url: &str, executor: &JudgeExecutor) -> Result<()> {
+fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecutor) -> Result<()> {
     let (input, output) = test_case();
     let same = request_body(SOLUTION, &input, &output);
+    let same_cf = cf_request_body(CF_SOLUTION, &input, &output);
     let builds = || executor.judge().cache().builds();
     println!(
-        "server: {} jobs; test: {COUNT} numbers ({:.1} MB input), grader + white-diff",
+        "server: {} jobs, {} endpoints; test: {COUNT} numbers ({:.1} MB input), IOI grader + \
+         white-diff / Codeforces stdin + normalising diff",
         options.jobs,
+        urls.len(),
         input.len() as f64 / 1e6
     );
 
-    let t = Instant::now();
     let agent = ureq::AgentBuilder::new().build();
-    send(&agent, url, &same)?;
-    println!(
-        "first request (compile + run)  {:.0} ms",
-        t.elapsed().as_secs_f64() * 1e3
-    );
-    let t = Instant::now();
-    send(&agent, url, &same)?;
-    println!(
-        "second request (cached)        {:.1} ms",
-        t.elapsed().as_secs_f64() * 1e3
-    );
+    for (kind, body) in [("IOI", &same), ("Codeforces", &same_cf)] {
+        let t = Instant::now();
+        send(&agent, &urls[0], body)?;
+        let first = t.elapsed();
+        let t = Instant::now();
+        send(&agent, &urls[0], body)?;
+        println!(
+            "{kind:<10} first request (compile + run) {:.0} ms, second (cached) {:.1} ms",
+            first.as_secs_f64() * 1e3,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
 
     println!(
-        "\nsame submission, compiled once ({} requests per row)",
-        options.requests
+        "\nsame submission, compiled once ({} requests per row, clients spread over {} endpoints)",
+        options.requests,
+        urls.len()
     );
-    println!("clients   req/s   median ms   p90 ms");
+    println!("kind        clients   req/s   median ms   p90 ms");
     let before = builds();
-    for &clients in &options.clients {
-        let bodies = vec![same.clone(); options.requests.max(1)];
-        let r = round(url, &bodies, clients.max(1))?;
-        println!(
-            "{clients:>7} {:>7.1} {:>11.1} {:>8.1}",
-            r.per_second, r.median_ms, r.p90_ms
-        );
+    for (kind, body) in [("IOI", &same), ("Codeforces", &same_cf)] {
+        for &clients in &options.clients {
+            let bodies = vec![body.clone(); options.requests.max(1)];
+            let r = round(urls, &bodies, clients.max(1))?;
+            println!(
+                "{kind:<10} {clients:>8} {:>7.1} {:>11.1} {:>8.1}",
+                r.per_second, r.median_ms, r.p90_ms
+            );
+        }
     }
     println!(
         "compiles during these {} requests: {}",
-        options.requests * options.clients.len(),
+        2 * options.requests * options.clients.len(),
         builds() - before
     );
 
+    println!(
+        "\ncompiles per distinct submission ({DISTINCT_SUBMISSIONS} submissions x \
+         {TESTS_PER_SUBMISSION} tests, all requests at once, as RL training sends them)"
+    );
+    for (kind, make) in [
+        ("IOI", request_body as fn(&str, &str, &str) -> String),
+        ("Codeforces", cf_request_body),
+    ] {
+        let source = if kind == "IOI" { SOLUTION } else { CF_SOLUTION };
+        let mut bodies = Vec::new();
+        for _ in 0..TESTS_PER_SUBMISSION {
+            for submission in 0..DISTINCT_SUBMISSIONS {
+                bodies.push(make(
+                    &format!("{source}// {kind} submission {submission}\n"),
+                    &input,
+                    &output,
+                ));
+            }
+        }
+        let before = builds();
+        round(urls, &bodies, bodies.len())?;
+        let compiles = builds() - before;
+        println!(
+            "{kind:<10} {compiles} compiles for {DISTINCT_SUBMISSIONS} submissions: {:.2} per \
+             submission",
+            compiles as f64 / DISTINCT_SUBMISSIONS as f64
+        );
+    }
+
     let n = options.compile_requests.max(1);
     let clients = options.jobs.max(1);
-    let once = round(url, &vec![same.clone(); n], clients)?;
+    let once = round(urls, &vec![same.clone(); n], clients)?;
     let before = builds();
     let unique: Vec<String> = (0..n)
         .map(|i| request_body(&format!("{SOLUTION}// request {i}\n"), &input, &output))
         .collect();
-    let each = round(url, &unique, clients)?;
-    println!("\ncompile once vs compile per request ({n} requests, {clients} clients)");
+    let each = round(urls, &unique, clients)?;
+    println!("\ncompile once vs compile per request (IOI, {n} requests, {clients} clients)");
     println!(
         "compile once          {:>7.1} req/s   median {:>7.1} ms",
         once.per_second, once.median_ms

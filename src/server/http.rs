@@ -1,11 +1,20 @@
 //! The HTTP side: routes, admission control, and start/stop of the server.
 //!
-//! Admission works with two semaphores. `admitted` (jobs + max_queue permits) bounds the
-//! requests in the server, and a request that finds none left gets HTTP 503 at once, before its
-//! body is read, so a flooded server neither buffers unbounded bodies nor makes clients wait
-//! forever (the Python client retries non-200 answers). `running` (jobs permits) bounds the
-//! executions. Both permits move into the blocking task, so a client that hangs up does not free
-//! a slot its execution still occupies.
+//! One server may listen on several ports (`--ports 2000-2015`): RL trainers split
+//! `PISTON_ENDPOINTS` between their processes, so one machine must look like many endpoints.
+//! Every port shares the same admission state, executor and compile cache.
+//!
+//! Admission works with three semaphores. `admitted` (jobs + max_queue permits) bounds the
+//! requests in the server; `buffered` (in KiB) bounds the request bodies held in memory at once;
+//! `running` (jobs permits) bounds the executions. A request whose `Content-Length` exceeds
+//! `max_body` gets 413 at once, without its body being read. A request that finds no slot or
+//! not enough body budget waits for one, its body still unread (so waiting costs no memory),
+//! for at most `queue_wait`; then it gets 503 with `Retry-After`. The wait is what makes
+//! open-r1's client back off instead of failing a reward: it retries a non-200 answer only five
+//! times, one to ten seconds apart, but waits 30 s for an answer. The permits move into the
+//! blocking task, so a client that hangs up does not free a slot its execution still occupies.
+//! After a large request the allocator is asked to give memory back to the system: the sandbox
+//! copies the server's memory map on every run, so a bloated server slows every later test.
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -13,45 +22,67 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
-use axum::http::StatusCode;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::{parse_execute, Executor, RequestError, Response, Runtime};
 
-/// Largest request body accepted: tests reach ~22 MB of input plus ~10 MB of output, and
+/// Default largest request body: tests reach ~22 MB of input plus ~10 MB of output, and
 /// Piston deployments for IOI raised their limit to 512 MB.
-const MAX_BODY_BYTES: usize = 1 << 30;
+pub const DEFAULT_MAX_BODY: u64 = 512 << 20;
+/// Default budget of request bodies held in memory at once.
+pub const DEFAULT_MAX_BUFFERED: u64 = 2 << 30;
+/// Default longest wait for a slot before 503: below the 30 s open-r1's client waits for an
+/// answer (`sock_read=30`), above the time a test usually takes.
+pub const DEFAULT_QUEUE_WAIT: Duration = Duration::from_secs(20);
+/// Connections waiting for a slot beyond which the server answers 503 at once.
+const MAX_WAITING: usize = 4096;
+/// Bodies from this size on are followed by returning freed memory to the system.
+const TRIM_AFTER_BYTES: usize = 16 << 20;
+/// Seconds a 503 asks the client to wait (`Retry-After`).
+const RETRY_AFTER_SECONDS: u64 = 5;
 
 /// How the server listens and how much work it takes on.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Address to bind; port 0 picks a free port (see [`Server::local_addr`]).
-    pub addr: SocketAddr,
+    /// Addresses to bind (one listener each, all sharing the workers); port 0 picks a free
+    /// port (see [`Server::local_addrs`]).
+    pub addrs: Vec<SocketAddr>,
     /// Executions at once.
     pub jobs: usize,
-    /// Requests waiting for an execution slot; more get HTTP 503.
+    /// Requests waiting for an execution slot; more wait for room, then get HTTP 503.
     pub max_queue: usize,
+    /// Longest wait for room in the queue (or for body budget) before HTTP 503.
+    pub queue_wait: Duration,
+    /// Largest request body in bytes; a larger one gets HTTP 413 without being read.
+    pub max_body: u64,
+    /// Bytes of request bodies held in memory at once, over all requests.
+    pub max_buffered: u64,
     /// After a shutdown request, how long in-flight requests may take before their sandboxes
     /// are killed (`ioi_sandbox::abort_all`), and again before the server gives up on them.
     pub grace: Duration,
 }
 
 impl ServeOptions {
-    /// `jobs` executions, a queue of 4 × `jobs`, a 10 s grace period.
+    /// `jobs` executions on one address, a queue of 4 × `jobs`, the default body limits and
+    /// waits, a 10 s grace period.
     pub fn new(addr: SocketAddr, jobs: usize) -> ServeOptions {
         let jobs = jobs.max(1);
         ServeOptions {
-            addr,
+            addrs: vec![addr],
             jobs,
             max_queue: 4 * jobs,
+            queue_wait: DEFAULT_QUEUE_WAIT,
+            max_body: DEFAULT_MAX_BODY,
+            max_buffered: DEFAULT_MAX_BUFFERED,
             grace: Duration::from_secs(10),
         }
     }
@@ -60,9 +91,9 @@ impl ServeOptions {
 /// A running server. Dropping it does not stop it: call [`ShutdownHandle::shutdown`], then
 /// [`Server::wait`].
 pub struct Server {
-    local_addr: SocketAddr,
+    local_addrs: Vec<SocketAddr>,
     shutdown: ShutdownHandle,
-    task: JoinHandle<Result<()>>,
+    tasks: Vec<JoinHandle<Result<()>>>,
 }
 
 /// Asks a server to stop: it stops accepting connections and finishes in-flight requests.
@@ -76,34 +107,71 @@ impl ShutdownHandle {
 }
 
 impl Server {
-    /// Binds `options.addr` and starts serving on the current tokio runtime.
+    /// Binds every address of `options.addrs` and starts serving on the current tokio
+    /// runtime. Nothing is served unless every address could be bound.
     pub async fn start(options: ServeOptions, executor: Arc<dyn Executor>) -> Result<Server> {
-        let listener = TcpListener::bind(options.addr)
-            .await
-            .with_context(|| format!("cannot listen on {}", options.addr))?;
-        let local_addr = listener
-            .local_addr()
-            .context("cannot read the bound address")?;
+        if options.addrs.is_empty() {
+            bail!("no address to listen on");
+        }
+        if options.max_body > options.max_buffered {
+            bail!(
+                "the largest request body ({} bytes) is above the memory budget for bodies ({} \
+                 bytes): raise --max-buffered or lower --max-body",
+                options.max_body,
+                options.max_buffered
+            );
+        }
+        let mut listeners = Vec::with_capacity(options.addrs.len());
+        for addr in &options.addrs {
+            let listener = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            listeners.push(listener);
+        }
+        let local_addrs = listeners
+            .iter()
+            .map(|l| l.local_addr().context("cannot read the bound address"))
+            .collect::<Result<Vec<_>>>()?;
         let jobs = options.jobs.max(1);
         let state = AppState {
             executor,
             admitted: Arc::new(Semaphore::new(jobs + options.max_queue)),
+            buffered_kib: Arc::new(Semaphore::new(kib(options.max_buffered))),
+            waiting: Arc::new(Semaphore::new(MAX_WAITING)),
             running: Arc::new(Semaphore::new(jobs)),
             jobs,
             max_queue: options.max_queue,
+            queue_wait: options.queue_wait,
+            max_body: options.max_body,
         };
+        let app = router(state);
         let (sender, receiver) = watch::channel(false);
-        let task = tokio::spawn(serve(listener, router(state), receiver, options.grace));
+        let tasks = listeners
+            .into_iter()
+            .map(|listener| {
+                tokio::spawn(serve(
+                    listener,
+                    app.clone(),
+                    receiver.clone(),
+                    options.grace,
+                ))
+            })
+            .collect();
         Ok(Server {
-            local_addr,
+            local_addrs,
             shutdown: ShutdownHandle(Arc::new(sender)),
-            task,
+            tasks,
         })
     }
 
-    /// The address the server listens on.
+    /// The (first) address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.local_addrs[0]
+    }
+
+    /// Every address the server listens on, in the order of [`ServeOptions::addrs`].
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
     }
 
     pub fn shutdown_handle(&self) -> ShutdownHandle {
@@ -111,10 +179,25 @@ impl Server {
     }
 
     /// Waits until the server has stopped after a shutdown request. Errors when in-flight
-    /// requests outlived twice the grace period (they are abandoned) or the listener failed.
+    /// requests outlived twice the grace period (they are abandoned) or a listener failed.
     pub async fn wait(self) -> Result<()> {
-        self.task.await.context("the server task panicked")?
+        let mut result = Ok(());
+        for task in self.tasks {
+            let done = task
+                .await
+                .context("the server task panicked")
+                .and_then(|r| r);
+            if result.is_ok() {
+                result = done;
+            }
+        }
+        result
     }
+}
+
+/// Permits are counted in KiB so that budgets above 4 GiB fit tokio's `u32` counts.
+fn kib(bytes: u64) -> usize {
+    (bytes.div_ceil(1024)).min(Semaphore::MAX_PERMITS as u64) as usize
 }
 
 async fn serve(
@@ -130,6 +213,8 @@ async fn serve(
         () = async { stopped(stop).await; tokio::time::sleep(grace).await } => {}
     }
     tracing::warn!("requests still running {grace:?} after shutdown: killing their sandboxes");
+    // Runs killed here are answered as judge-side errors, never as verdicts.
+    crate::judge::stop::request();
     ioi_sandbox::abort_all();
     match tokio::time::timeout(grace, server).await {
         Ok(result) => result.context("the HTTP server failed"),
@@ -152,9 +237,13 @@ async fn stopped(mut stop: watch::Receiver<bool>) {
 struct AppState {
     executor: Arc<dyn Executor>,
     admitted: Arc<Semaphore>,
+    buffered_kib: Arc<Semaphore>,
+    waiting: Arc<Semaphore>,
     running: Arc<Semaphore>,
     jobs: usize,
     max_queue: usize,
+    queue_wait: Duration,
+    max_body: u64,
 }
 
 fn router(state: AppState) -> Router {
@@ -168,7 +257,6 @@ fn router(state: AppState) -> Router {
         )
         .route("/api/v2/execute", post(execute))
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
 
@@ -205,7 +293,7 @@ fn package_request(body: &[u8]) -> Result<Json<Value>, ApiError> {
             "expected {{language, version}} as JSON strings: {e}"
         ))
     })?;
-    let runtime = Runtime::find(&package.language, &package.version).ok_or_else(|| {
+    let runtime = Runtime::find(&package.language, &package.version, false).ok_or_else(|| {
         ApiError::bad(format!(
             "{}-{} package does not exist",
             package.language, package.version
@@ -217,26 +305,22 @@ fn package_request(body: &[u8]) -> Result<Json<Value>, ApiError> {
 }
 
 async fn execute(State(state): State<AppState>, request: Request) -> Result<Json<Value>, ApiError> {
-    let admitted = state
-        .admitted
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message: format!(
-                "server busy: {} requests running and {} waiting (--jobs {}, --max-queue {}); \
-                 retry later",
-                state.jobs, state.max_queue, state.jobs, state.max_queue
-            ),
-        })?;
-    let body = Bytes::from_request(request, &state)
-        .await
-        .map_err(|rejection| ApiError {
-            status: rejection.status(),
-            message: format!("cannot read the request body: {}", rejection.body_text()),
-        })?;
-    let request = parse_execute(&body)?;
+    let declared = declared_length(&request)?;
+    if declared.is_some_and(|length| length > state.max_body) {
+        return Err(too_large(state.max_body));
+    }
+    let (admitted, buffered) = admit(&state, declared.unwrap_or(state.max_body)).await?;
+    // Dropped last, once the body, the parsed request and the job are all gone; a body of
+    // unknown length may be large, even when it is refused.
+    let mut trim = GiveMemoryBack(declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
+    let body = read_body(request.into_body(), state.max_body).await?;
+    trim.0 = body.len() >= TRIM_AFTER_BYTES;
+    let request = parse_execute(&body);
     drop(body);
+    // The body is parsed: only what the job holds stays (the test files, which the executor
+    // writes out and drops).
+    drop(buffered);
+    let request = request?;
     let running = state
         .running
         .clone()
@@ -268,6 +352,89 @@ async fn execute(State(state): State<AppState>, request: Request) -> Result<Json
     Ok(Json(reply(request.runtime, response)))
 }
 
+/// The request's `Content-Length`, if it sent one.
+fn declared_length(request: &Request) -> Result<Option<u64>, ApiError> {
+    let Some(value) = request.headers().get(header::CONTENT_LENGTH) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| ApiError::bad("Content-Length is not a number of bytes".to_string()))
+}
+
+/// A slot in the server and the memory budget for a body of `bytes`, waiting for both (body
+/// unread) at most `queue_wait`; 503 when they did not come.
+async fn admit(
+    state: &AppState,
+    bytes: u64,
+) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), ApiError> {
+    let busy = || ApiError::busy(state);
+    let _waiting = state
+        .waiting
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| busy())?;
+    let permits = async {
+        let admitted = state.admitted.clone().acquire_owned().await.ok()?;
+        let kib = u32::try_from(kib(bytes)).ok()?;
+        let buffered = state
+            .buffered_kib
+            .clone()
+            .acquire_many_owned(kib)
+            .await
+            .ok()?;
+        Some((admitted, buffered))
+    };
+    match tokio::time::timeout(state.queue_wait, permits).await {
+        Ok(Some(permits)) => Ok(permits),
+        Ok(None) => Err(ApiError::internal(
+            "the server is shutting down".to_string(),
+        )),
+        Err(_) => Err(busy()),
+    }
+}
+
+/// Reads at most `limit` bytes of body; 413 beyond (for bodies sent without a length).
+async fn read_body(body: Body, limit: u64) -> Result<Bytes, ApiError> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_big = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_big {
+            too_large(limit as u64)
+        } else {
+            ApiError::bad(format!("cannot read the request body: {e}"))
+        }
+    })
+}
+
+fn too_large(max_body: u64) -> ApiError {
+    ApiError {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        message: format!("request body too large: the limit is {max_body} bytes (--max-body)"),
+        retry_after: None,
+    }
+}
+
+/// When dropped (and armed), returns freed heap memory to the system: glibc keeps the many
+/// small buffers a large body arrived in, and the server would stay bloated.
+struct GiveMemoryBack(bool);
+
+impl Drop for GiveMemoryBack {
+    fn drop(&mut self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        if self.0 {
+            // SAFETY: malloc_trim only walks the allocator's own free lists.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+    }
+}
+
 fn reply(runtime: Runtime, response: Response) -> Value {
     let mut reply = json!({"language": runtime.language(), "version": runtime.version()});
     if let Some(compile) = response.compile {
@@ -289,6 +456,7 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 
 async fn not_found(request: Request) -> ApiError {
     ApiError {
+        retry_after: None,
         status: StatusCode::NOT_FOUND,
         message: format!(
             "no route {} {}: the API is GET /api/v2/runtimes, GET|POST|DELETE /api/v2/packages, \
@@ -304,6 +472,8 @@ async fn not_found(request: Request) -> ApiError {
 struct ApiError {
     status: StatusCode,
     message: String,
+    /// Seconds for a `Retry-After` header.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -311,6 +481,7 @@ impl ApiError {
         ApiError {
             status: StatusCode::BAD_REQUEST,
             message,
+            retry_after: None,
         }
     }
 
@@ -318,6 +489,19 @@ impl ApiError {
         ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message,
+            retry_after: None,
+        }
+    }
+
+    fn busy(state: &AppState) -> ApiError {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: format!(
+                "server busy: {} requests running and {} waiting (--jobs {}, --max-queue {}) for \
+                 {:?} (--queue-wait); retry later",
+                state.jobs, state.max_queue, state.jobs, state.max_queue, state.queue_wait
+            ),
+            retry_after: Some(RETRY_AFTER_SECONDS),
         }
     }
 }
@@ -336,6 +520,12 @@ impl From<RequestError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> HttpResponse {
-        (self.status, Json(json!({"message": self.message}))).into_response()
+        let mut response = (self.status, Json(json!({"message": self.message}))).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }

@@ -26,7 +26,7 @@ use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Status, Stdio};
 use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
 use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
 use crate::judge::compile::Compiled;
-use crate::judge::{BoxDir, Build, Judge, JudgeOptions};
+use crate::judge::{BoxDir, Build, Judge, JudgeOptions, Runner};
 use crate::problem::{Problem, Subtask, TaskType, TestCase, TestSet};
 
 /// The name of the single test of a `cms_ioi` request.
@@ -44,7 +44,15 @@ pub struct JudgeExecutor {
 }
 
 impl JudgeExecutor {
+    /// Fails with script mode: its box holds `correct_output.txt` next to the solution (the
+    /// reference contract), and a server judging hostile code must never show it.
     pub fn new(options: JudgeOptions) -> anyhow::Result<JudgeExecutor> {
+        if !matches!(options.runner, Runner::Native) {
+            anyhow::bail!(
+                "the server judges with the native runner only: script mode lets a solution \
+                 read correct_output.txt"
+            );
+        }
         Ok(JudgeExecutor {
             judge: Judge::new(options)?,
         })
@@ -173,6 +181,7 @@ impl Executor for JudgeExecutor {
         match job {
             Job::Ioi(job) => self.judge_ioi(job).map(|outcome| ioi_response(&outcome)),
             Job::Plain(job) => self.run_plain(job),
+            Job::Codeforces(job) => self.judge_codeforces(job).map(|v| v.response()),
         }
     }
 }
@@ -257,7 +266,7 @@ fn compile_failure(exit_code: i32, stderr: String) -> Stage {
 }
 
 /// At most [`MAX_PLAIN_OUTPUT`] bytes of a file, as text.
-fn read_capped(path: &Path) -> anyhow::Result<String> {
+pub(super) fn read_capped(path: &Path) -> anyhow::Result<String> {
     use std::io::Read;
     let mut bytes = Vec::new();
     match fs::File::open(path) {
@@ -294,6 +303,18 @@ mod tests {
     }
 
     #[test]
+    fn the_server_never_judges_in_script_mode() {
+        let options = JudgeOptions {
+            runner: crate::judge::Runner::Scripts(Default::default()),
+            ..JudgeOptions::default()
+        };
+        let error = JudgeExecutor::new(options)
+            .err()
+            .expect("script mode refused");
+        assert!(error.to_string().contains("correct_output.txt"), "{error}");
+    }
+
+    #[test]
     fn plain_runs_report_exit_codes_and_signals_as_piston_does() {
         assert_eq!(
             piston_exit(&outcome(Status::Ok, Some(0), None)),
@@ -323,7 +344,7 @@ mod tests {
     fn a_batch_request_without_expected_output_or_checker_is_refused() {
         let job = IoiJob {
             problem_id: "p".into(),
-            submission: String::new(),
+            submission: Vec::new(),
             input: b"1\n".to_vec(),
             expected_output: None,
             grader_files: Vec::new(),

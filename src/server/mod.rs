@@ -15,6 +15,8 @@
 //! ```
 
 pub mod bench;
+pub mod codeforces;
+mod codeforces_run;
 mod http;
 pub mod judged;
 pub mod piston;
@@ -23,10 +25,11 @@ mod runtime;
 
 use std::time::Duration;
 
+pub use codeforces::CfJob;
 pub use http::{ServeOptions, Server, ShutdownHandle};
 pub use judged::JudgeExecutor;
 pub use request::{parse_execute, ExecuteRequest};
-pub use runtime::Runtime;
+pub use runtime::{CfLanguage, CppStandard, Runtime};
 
 pub use crate::problem::{GraderFile, TaskType};
 
@@ -45,6 +48,8 @@ pub enum Job {
     Ioi(IoiJob),
     /// `c++`: compile a program and run it once on `stdin`.
     Plain(PlainJob),
+    /// `c++17`, `cf_python3`, ...: judge a program on one test by the Codeforces contract.
+    Codeforces(CfJob),
 }
 
 /// One IOI submission on one test: what the seed's `compile` and `run` scripts would see in
@@ -54,7 +59,8 @@ pub struct IoiJob {
     /// Lowercase problem id: the stem of the first `graders/*.h` that is not `testlib.h`.
     pub problem_id: String,
     /// The source of `graders/<problem_id>.cpp`.
-    pub submission: String,
+    /// The source as sent: bytes, compiled as they are (need not be UTF-8).
+    pub submission: Vec<u8>,
     /// `input.txt`.
     pub input: Vec<u8>,
     /// `correct_output.txt`; the client leaves it out when the expected output is empty.
@@ -79,7 +85,7 @@ pub struct IoiJob {
 pub struct PlainJob {
     /// The first file of the request.
     pub source: String,
-    /// Its name (`main.cpp` when the request did not name it).
+    /// Its name (every file must have one).
     pub file_name: String,
     /// The other files, with their names as sent.
     pub other_files: Vec<(String, Vec<u8>)>,

@@ -10,6 +10,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
+use super::codeforces;
+use super::runtime::CONTRACT_FILES;
 use super::{IoiJob, Job, PlainJob, RequestError, Runtime};
 use crate::problem::config::{parse_config, GRADER_CONFIG_PATH};
 use crate::problem::{id_from_headers, Communication, GraderFile, TaskType, UserIo};
@@ -42,14 +44,36 @@ pub fn parse_execute(body: &[u8]) -> Result<ExecuteRequest, RequestError> {
     let language = required_string(&mut top, "language")?;
     let version = required_string(&mut top, "version")?;
     let files = files(top.remove("files"))?;
-    let runtime = Runtime::find(&language, &version)
-        .ok_or_else(|| bad(format!("{language}-{version} runtime is unknown")))?;
+    let contract_shaped = files
+        .iter()
+        .any(|f| CONTRACT_FILES.contains(&f.name.as_str()));
+    let runtime = Runtime::find(&language, &version, contract_shaped)
+        .ok_or_else(|| unknown_runtime(&language, &version))?;
     let limits = Limits::parse(&top)?;
     let job = match runtime {
         Runtime::CmsIoi => Job::Ioi(ioi_job(files, &limits)?),
         Runtime::Cpp => Job::Plain(plain_job(files, &mut top, &limits)?),
+        Runtime::Codeforces(language) => Job::Codeforces(codeforces::parse_job(
+            language,
+            files.into_iter().map(|f| (f.name, f.content)).collect(),
+            limits.run_timeout,
+            limits.run_memory_limit,
+        )?),
     };
     Ok(ExecuteRequest { runtime, job })
+}
+
+/// Piston's message for an unknown runtime, with the versions we do serve for that language.
+fn unknown_runtime(language: &str, version: &str) -> RequestError {
+    let versions = Runtime::versions_of(language);
+    if versions.is_empty() {
+        bad(format!("{language}-{version} runtime is unknown"))
+    } else {
+        bad(format!(
+            "{language}-{version} runtime is unknown: {language} is served as version {} (or \"*\")",
+            versions.join(", ")
+        ))
+    }
 }
 
 /// The limits of a request, in the units the judge uses.
@@ -83,8 +107,6 @@ fn ioi_job(mut files: Vec<File>, limits: &Limits) -> Result<IoiJob, RequestError
             "no {submission_path} among the files: it must hold the submission"
         ))
     })?;
-    let submission = String::from_utf8(submission)
-        .map_err(|_| bad(format!("{submission_path} is not valid UTF-8")))?;
     let input = take(&mut files, "input.txt")
         .ok_or_else(|| bad("no input.txt among the files: it must hold the test input"))?;
     let expected_output = take(&mut files, "correct_output.txt");
@@ -263,8 +285,13 @@ fn file(i: usize, item: Value) -> Result<File, RequestError> {
             "files[{i}] must be an object {{name, content, encoding?}}"
         )));
     };
+    // Piston names a nameless file `file0.code`, which g++ takes for a linker script: refuse.
     let name = match fields.remove("name") {
-        None | Some(Value::Null) => format!("file{i}.code"),
+        None | Some(Value::Null) => {
+            return Err(bad(format!(
+                "files[{i}].name is required: e.g. main.cpp, input.txt"
+            )))
+        }
         Some(Value::String(name)) => name,
         Some(_) => return Err(bad(format!("files[{i}].name must be a string"))),
     };
@@ -424,7 +451,7 @@ mod tests {
             "run_timeout": 5000, "run_memory_limit": 2147483648u64,
         }));
         assert_eq!(job.problem_id, "nile");
-        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.submission, b"int main(){}");
         assert_eq!(job.input, b"3\n1 2 3\n");
         assert_eq!(job.expected_output.as_deref(), Some(&b"6\n"[..]));
         let paths: Vec<&str> = job.grader_files.iter().map(|f| f.path.as_str()).collect();
@@ -502,7 +529,7 @@ mod tests {
             ],
             "run_timeout": 4000, "run_memory_limit": 1000,
         }));
-        assert_eq!(job.submission, "int main(){}");
+        assert_eq!(job.submission, b"int main(){}");
         assert_eq!(job.input, [0x00, 0xff, 0x0a]);
         assert_eq!(
             job.expected_output.as_deref(),
@@ -512,9 +539,23 @@ mod tests {
     }
 
     #[test]
+    fn a_submission_that_is_not_utf8_is_compiled_as_sent() {
+        // "// é\r\nint main(){}" in Latin-1, as contest archives hold it.
+        let job = ioi(json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [
+                {"name": "graders/a.cpp", "content": "2f2f20e90d0a696e74206d61696e28297b7d", "encoding": "hex"},
+                {"name": "input.txt", "content": ""},
+            ],
+            "run_timeout": 4000, "run_memory_limit": 1000,
+        }));
+        assert_eq!(job.submission, b"// \xe9\r\nint main(){}");
+    }
+
+    #[test]
     fn a_plain_cpp_request_becomes_a_plain_job() {
         let body = json!({
-            "language": "c++", "version": "*", "files": [{"content": "int main(){}"}, file("a.h", "")],
+            "language": "c++", "version": "*", "files": [file("main.cpp", "int main(){}"), file("a.h", "")],
             "stdin": "1 2", "args": ["x"], "run_memory_limit": -1,
         });
         let Ok(ExecuteRequest {
@@ -526,7 +567,7 @@ mod tests {
         };
         assert_eq!(
             (job.file_name.as_str(), job.source.as_str()),
-            ("file0.code", "int main(){}")
+            ("main.cpp", "int main(){}")
         );
         assert_eq!(job.other_files, [("a.h".to_string(), Vec::new())]);
         assert_eq!(
@@ -568,13 +609,21 @@ mod tests {
             r#"{"language": "c++", "version": "*", "files": [{"name": "../x", "content": ""}]}"#
         )
         .contains("inside the box"));
-        assert!(error(r#"{"language": "c++", "version": "*", "files": [{"content": "", "encoding": "rot13"}]}"#)
+        assert_eq!(
+            error(r#"{"language": "c++", "version": "*", "files": [{"content": "int main(){}"}]}"#),
+            "files[0].name is required: e.g. main.cpp, input.txt"
+        );
+        assert_eq!(
+            error(r#"{"language": "c++", "version": "9.9.9", "files": []}"#),
+            "c++-9.9.9 runtime is unknown: c++ is served as version 10.2.0, 17, 1.0.0 (or \"*\")"
+        );
+        assert!(error(r#"{"language": "c++", "version": "*", "files": [{"name": "a.cpp", "content": "", "encoding": "rot13"}]}"#)
             .contains("encoding must be utf8, base64 or hex"));
-        assert!(error(r#"{"language": "c++", "version": "*", "files": [{"content": "%%", "encoding": "base64"}]}"#)
+        assert!(error(r#"{"language": "c++", "version": "*", "files": [{"name": "a.cpp", "content": "%%", "encoding": "base64"}]}"#)
             .contains("not valid base64"));
         assert_eq!(
             error(
-                r#"{"language": "c++", "version": "*", "files": [{"content": ""}], "run_timeout": "5s"}"#
+                r#"{"language": "c++", "version": "*", "files": [{"name": "a.cpp", "content": ""}], "run_timeout": "5s"}"#
             ),
             "run_timeout must be a number of milliseconds, got \"5s\""
         );

@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -23,9 +22,7 @@ pub struct TestBox {
 impl TestBox {
     pub fn new() -> TestBox {
         let dir = tempfile::tempdir().unwrap();
-        let (uid, gid) = sandbox().box_owner();
-        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        sandbox().give_to_box(dir.path()).unwrap();
         TestBox { dir }
     }
 
@@ -71,7 +68,17 @@ impl TestBox {
     }
 }
 
+/// Multiplies the time limits of [`limits`]: `IOI_TEST_TIME_SCALE` (default 1), set where system
+/// calls and page faults are slow (the user-mode-Linux kernel of tests/cgroup_v2.rs).
+pub fn time_scale() -> f64 {
+    std::env::var("IOI_TEST_TIME_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1.0)
+}
+
 pub fn limits(cpu: f64, memory_mib: u64) -> Limits {
+    let cpu = cpu * time_scale();
     Limits {
         cpu_time: Some(Duration::from_secs_f64(cpu)),
         wall_time: Some(Duration::from_secs_f64(cpu * 3.0 + 1.0)),

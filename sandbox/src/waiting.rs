@@ -1,0 +1,140 @@
+//! How long a box waited for a CPU: the part of the wall clock that the wall limit does not
+//! charge.
+//!
+//! The wall limit exists to stop programs that do not use the CPU they could (sleeping,
+//! blocked on a pipe, stopped); on a busy host a CPU-bound program also spends wall time
+//! runnable but waiting for a core, and must not be stopped for it. The kernel counts that
+//! time per task: the second field of `/proc/<pid>/task/<tid>/schedstat` ("run delay", time
+//! spent on a run queue). We sample it for every task of the box at each poll of the keeper.
+//! Over each interval between two samples, the box is credited with the largest increase of
+//! any one task's run delay, at most the interval itself: a box "waits" while one of its
+//! tasks waits, and can never be credited more than the time that passed, so the charged wall
+//! time (elapsed minus credit) only grows, and grows at full speed for a sleeper (whose tasks
+//! are not runnable, so have no run delay).
+//!
+//! Why this and not the alternatives: the cgroup's CPU pressure (PSI `cpu.pressure`) says the
+//! same but exists only on cgroup v2 with PSI enabled, and this host family runs v1; the
+//! scheduler's per-task counter exists whenever `/proc/<pid>/schedstat` does (CONFIG_SCHED_INFO,
+//! enabled by every distribution kernel), works on v1 and v2 alike, and needs no privilege
+//! over the box's tasks (they are readable by the keeper). Tasks that end between two samples
+//! take their last increase with them: the credit is then smaller, never larger, so the error
+//! is only ever towards the old behaviour. Gaining credit needs a runnable task, i.e. one that
+//! burns CPU time as soon as it gets a core, which the CPU limit counts: a program cannot
+//! stretch its wall time without paying for it in CPU time.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// At most this many tasks are sampled (the pids limit of a box is usually far lower).
+const MAX_TASKS: usize = 1024;
+
+/// Accumulates the time a box spent waiting for a CPU.
+pub(crate) struct WaitClock {
+    init: i32,
+    /// Run delay (ns) of each task at the last sample.
+    delays: HashMap<i32, u64>,
+    credit: Duration,
+    last: Instant,
+}
+
+impl WaitClock {
+    pub(crate) fn new(init: i32, start: Instant) -> WaitClock {
+        WaitClock {
+            init,
+            delays: HashMap::new(),
+            credit: Duration::ZERO,
+            last: start,
+        }
+    }
+
+    /// Wall time spent waiting for a CPU so far (as of the last sample).
+    pub(crate) fn credit(&self) -> Duration {
+        self.credit
+    }
+
+    /// Samples every task of the box and adds this interval's waiting to the credit.
+    pub(crate) fn sample(&mut self, now: Instant) {
+        let interval = now.saturating_duration_since(self.last);
+        self.last = now;
+        let mut current = HashMap::with_capacity(self.delays.len().max(4));
+        let mut largest = 0u64;
+        // The init only waits for its children: the box's tasks are its descendants.
+        let mut pending: Vec<i32> = children(self.init, self.init);
+        while let Some(pid) = pending.pop() {
+            if current.len() >= MAX_TASKS {
+                break;
+            }
+            for tid in threads(pid) {
+                if let Some(delay) = run_delay(pid, tid) {
+                    let before = self.delays.get(&tid).copied().unwrap_or(0);
+                    largest = largest.max(delay.saturating_sub(before));
+                    current.insert(tid, delay);
+                }
+                pending.extend(children(pid, tid));
+            }
+        }
+        self.delays = current;
+        self.credit += Duration::from_nanos(largest).min(interval);
+    }
+}
+
+fn read_small(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn children(pid: i32, tid: i32) -> Vec<i32> {
+    read_small(&format!("/proc/{pid}/task/{tid}/children"))
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn threads(pid: i32) -> Vec<i32> {
+    match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(dir) => dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The run delay of one task, in nanoseconds.
+fn run_delay(pid: i32, tid: i32) -> Option<u64> {
+    parse_run_delay(&read_small(&format!("/proc/{pid}/task/{tid}/schedstat"))?)
+}
+
+fn parse_run_delay(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether the kernel reports run delays (for `doctor`).
+pub fn available() -> bool {
+    read_small("/proc/self/schedstat")
+        .as_deref()
+        .and_then(parse_run_delay)
+        .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_parsing() {
+        assert_eq!(parse_run_delay("123 456 7\n"), Some(456));
+        assert_eq!(parse_run_delay("123"), None);
+    }
+
+    #[test]
+    fn credit_never_exceeds_the_elapsed_time() {
+        // Our own process as the "init": its children are none, so the credit stays zero.
+        let start = Instant::now();
+        let mut clock = WaitClock::new(std::process::id() as i32, start);
+        std::thread::sleep(Duration::from_millis(20));
+        clock.sample(Instant::now());
+        assert!(clock.credit() <= start.elapsed());
+    }
+}

@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { int* volatile p = nullptr; *p = 1; puts("6"); }

@@ -1,0 +1,1 @@
+int main() { volatile unsigned long x = 0; for (;;) x++; }
