@@ -68,6 +68,17 @@ enum What {
         #[arg(long, default_value_t = 1.0)]
         test_ms: f64,
     },
+    /// The cost of sharding: one process against N shard processes on the same cores, and of
+    /// the merge.
+    Shards {
+        #[arg(long, default_value_t = 52)]
+        submissions: usize,
+        #[arg(long, default_value_t = 2)]
+        shards: u32,
+        /// Workers in all [default: the number of cores].
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
     /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
     /// clients spread over several endpoints of one server), compiles per distinct submission,
     /// and the gain of compiling a submission once over compiling it per request.
@@ -121,6 +132,11 @@ pub fn run(args: Args) -> Result<i32> {
             })?;
             Ok(0)
         }
+        What::Shards {
+            submissions,
+            shards,
+            jobs,
+        } => super::bench_shards::run(submissions, shards.max(1), super::jobs_or_default(jobs)),
         What::Serve {
             jobs,
             requests,

@@ -62,12 +62,13 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
             timeout: None,
         },
         override_existing: false,
+        shard: None,
     })
 }
 
 /// The demo submissions repeated `n` times over, each with a distinct code (a comment), so
 /// that every submission is really compiled, as in a model's dataset.
-fn scaled_demo(dir: &Path, n: usize) -> Result<std::path::PathBuf> {
+pub(super) fn scaled_demo(dir: &Path, n: usize) -> Result<std::path::PathBuf> {
     crate::evaluate::demo::extract(dir)?;
     let rows: Vec<serde_json::Map<String, Value>> =
         std::fs::read_to_string(dir.join("submissions.jsonl"))?

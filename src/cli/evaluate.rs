@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 use super::output::outln;
 use anyhow::{bail, Context, Result};
 
-use crate::evaluate::run::{self, Catalog, EvaluateOptions};
+use serde_json::{json, Map, Value};
+
+use super::RunnerKind;
+use crate::evaluate::run::{self, Catalog, EvaluateOptions, ShardRun};
+use crate::evaluate::shard::Shard;
 use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::Judge;
@@ -22,15 +26,15 @@ pub struct Args {
     /// Datasets to evaluate, comma-separated: parquet/jsonl files, folders, globs, or Hugging
     /// Face ids (`org/name`, `org/prefix-*`).
     #[arg(required_unless_present = "demo")]
-    datasets: Option<String>,
+    pub(super) datasets: Option<String>,
     /// Output dataset: a local folder receiving the parquet results and reports/ (for a hub
     /// id, a local folder of that name and the command to upload it).
     #[arg(required_unless_present = "demo")]
-    results_name: Option<String>,
+    pub(super) results_name: Option<String>,
     /// Evaluate the embedded demo (three problems, 26 submissions; no download needed):
     /// `ioi-run evaluate --demo [RESULTS_NAME]` (default: `ioi-run-demo` in the current folder).
     #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
-    demo: bool,
+    pub(super) demo: bool,
     /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.
     #[arg(long, default_value = "open-r1/ioi")]
     problems: Vec<String>,
@@ -39,18 +43,18 @@ pub struct Args {
     tests: Vec<String>,
     /// Where the results JSONL (the resume cache) are kept [default: RESULTS_NAME].
     #[arg(long, alias = "local_results_path")]
-    local_results_path: Option<PathBuf>,
+    pub(super) local_results_path: Option<PathBuf>,
     /// Column holding each submission's unique id.
     #[arg(long, default_value = "uuid", alias = "id_column")]
     id_column: String,
     #[command(flatten)]
-    run: super::RunArgs,
+    pub(super) run: super::RunArgs,
     /// Judge nothing: say what would run.
     #[arg(long, alias = "dry_run")]
-    dry_run: bool,
+    pub(super) dry_run: bool,
     /// Start over: move existing results to .bak first.
     #[arg(long = "override")]
-    override_existing: bool,
+    pub(super) override_existing: bool,
     /// Seconds one submission's whole evaluation may take; past it the submission is left
     /// out of the results (and retried by the next run).
     #[arg(long, value_parser = super::parse_seconds)]
@@ -64,6 +68,44 @@ pub struct Args {
     /// Take the code from the last ```cpp block of `generation` even when `code` is filled.
     #[arg(long, alias = "always_extract_code")]
     always_extract_code: bool,
+    /// Judge only shard K of N (K from 0 to N-1, e.g. `$SLURM_ARRAY_TASK_ID/4`): the
+    /// submissions whose hash of dataset and id falls in it. Results go to
+    /// `<dataset>.shard-K-of-N.jsonl`; no parquet or reports (`ioi-run merge` writes them).
+    #[arg(long, value_name = "K/N")]
+    pub(super) shard: Option<Shard>,
+}
+
+/// The options of a shard that change its results, recorded with it and compared by `merge`.
+fn shard_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> {
+    let runner = match (
+        &args.run.compile_script,
+        &args.run.run_script,
+        args.run.runner,
+    ) {
+        (Some(c), Some(r), _) => {
+            let mut h = blake3::Hasher::new();
+            for path in [c, r] {
+                h.update(
+                    &std::fs::read(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                );
+            }
+            format!("scripts {}", &h.finalize().to_hex()[..16])
+        }
+        (_, _, RunnerKind::Scripts) => "scripts (built in)".to_string(),
+        (_, _, RunnerKind::Native) => "native".to_string(),
+    };
+    let settings = json!({
+        "ioi_run_version": env!("CARGO_PKG_VERSION"),
+        "id_column": args.id_column,
+        "test_batch_size": args.run.test_batch_size,
+        "runner": runner,
+        "add_includes": args.add_includes,
+        "always_extract_code": args.always_extract_code,
+        "add_messages_column": args.add_messages_column,
+        "problems": catalog.fingerprint(),
+    });
+    Ok(settings.as_object().cloned().unwrap_or_default())
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -120,8 +162,19 @@ pub fn run(args: Args) -> Result<i32> {
             timeout: args.timeout,
         },
         override_existing: args.override_existing,
+        shard: None,
     };
     let catalog = Catalog::load(&problems, &tests)?;
+    let options = EvaluateOptions {
+        shard: match args.shard {
+            Some(shard) => Some(ShardRun {
+                shard,
+                settings: shard_settings(&args, &catalog)?,
+            }),
+            None => None,
+        },
+        ..options
+    };
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
         outln!("dry run: nothing judged\n{}", run::describe(&plan));

@@ -3,13 +3,16 @@
 mod bench;
 mod bench_evaluate;
 mod bench_judge;
+mod bench_shards;
 mod convert;
 mod doctor;
 mod evaluate;
 mod judge;
+mod merge;
 mod output;
 mod sandbox;
 mod serve;
+mod slurm;
 
 use clap::{Parser, Subcommand};
 
@@ -33,12 +36,16 @@ enum Command {
     Judge(judge::Args),
     /// Evaluate whole datasets of submissions (resumable), writing results and reports.
     Evaluate(evaluate::Args),
+    /// Merge the shards of `evaluate --shard K/N` into one evaluation's results and reports.
+    Merge(merge::Args),
     /// Regenerate the markdown reports from results JSONL files.
     Report(evaluate::ReportArgs),
     /// Convert CMS task folders to the open-r1/ioi parquet layout.
     Convert(convert::Args),
     /// Benchmarks that print figures.
     Bench(bench::Args),
+    /// Run on a Slurm cluster: evaluate as a job array of shards, or serve a fleet of workers.
+    Slurm(slurm::Args),
     /// Serve the Piston HTTP API (drop-in for Piston workers running the IOI package).
     Serve(serve::Args),
 }
@@ -59,7 +66,9 @@ pub fn main() -> i32 {
         Command::Convert(args) => convert::run(args),
         Command::Evaluate(args) => evaluate::run(args),
         Command::Report(args) => evaluate::report(args),
+        Command::Merge(args) => merge::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Slurm(args) => slurm::run(args),
     };
     wait_if_interrupted();
     match result {

@@ -11,10 +11,12 @@ pub mod demo;
 pub mod export;
 mod hub;
 mod lock;
+pub mod merge;
 pub mod reports;
 pub mod results;
 pub mod roundrobin;
 pub mod run;
+pub mod shard;
 pub mod submissions;
 pub mod summary;
 

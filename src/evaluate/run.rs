@@ -9,7 +9,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use serde_json::{Map, Value};
 
+use super::shard::{self, Shard};
 use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
 use crate::judge::schedule::{self, Finished, Job, ProblemSource, Progress, ScheduleOptions};
 use crate::judge::{stop, Judge, LoadedProblem};
@@ -26,6 +28,28 @@ pub struct EvaluateOptions {
     pub submissions: SubmissionOptions,
     pub schedule: ScheduleOptions,
     pub override_existing: bool,
+    /// Judge only one shard of every dataset (`--shard K/N`): its own results file, no parquet
+    /// and no reports (`merge` writes those).
+    pub shard: Option<ShardRun>,
+}
+
+/// `--shard K/N` and the settings its record must carry (see [`super::shard`]).
+#[derive(Debug, Clone)]
+pub struct ShardRun {
+    pub shard: Shard,
+    /// The options that change results, recorded next to the shard's results.
+    pub settings: Map<String, Value>,
+}
+
+impl EvaluateOptions {
+    /// The name of a dataset's results file (without `.jsonl`): the dataset's config name, or
+    /// the shard's name for it.
+    fn results_stem(&self, config_name: &str) -> String {
+        match &self.shard {
+            Some(run) => run.shard.results_stem(config_name),
+            None => config_name.to_string(),
+        }
+    }
 }
 
 /// Where problems come from: CMS task folders, or open-r1/ioi rows with test-case sources.
@@ -94,6 +118,17 @@ impl Catalog {
                 bail!("--problems mixes CMS task folders and open-r1/ioi files: use one kind")
             }
         }
+    }
+
+    /// A hash of every problem as loaded (limits, subtasks, grader files): shards judged
+    /// against different problems must not be merged. Test data is not part of it (hashing
+    /// gigabytes of tests would cost more than judging a shard).
+    pub fn fingerprint(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for problem in self.problems() {
+            h.update(format!("{problem:?}").as_bytes());
+        }
+        h.finalize().to_hex()[..16].to_string()
     }
 
     /// Problem folders that could not be loaded, with why, for messages.
@@ -200,6 +235,9 @@ pub struct Plan {
     pub broken_problems: Vec<String>,
     /// What looks wrong but is judged anyway (an empty dataset, generations without code).
     pub warnings: Vec<String>,
+    /// The submissions of `bad_rows`, by dataset index (a shard records them, so that `merge`
+    /// does not wait for them).
+    pub left_out: Vec<(usize, SubmissionKey)>,
 }
 
 /// The end-of-run summary.
@@ -231,13 +269,25 @@ fn prepare(
     let mut files = Vec::new();
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
-        let submissions = dataset.load(&options.submissions)?;
+        let mut submissions = dataset.load(&options.submissions)?;
+        if let Some(run) = &options.shard {
+            submissions.retain(|s| run.shard.contains(&dataset.config_name, &s.key()));
+        }
         let (done, results) = if dry {
             (judged_keys(options, &dataset.config_name)?, None)
         } else {
+            if let Some(run) = &options.shard {
+                shard::begin(
+                    &options.local_results_path,
+                    &dataset.config_name,
+                    run.shard,
+                    &run.settings,
+                    options.override_existing,
+                )?;
+            }
             let file = ResultsFile::open(
                 &options.local_results_path,
-                &dataset.config_name,
+                &options.results_stem(&dataset.config_name),
                 &options.submissions.id_column,
                 options.override_existing,
             )?;
@@ -266,6 +316,7 @@ fn prepare(
                     known.join(", ")
                 ));
                 bad += 1;
+                plan.left_out.push((index, submission.key()));
                 continue;
             };
             *plan.per_problem.entry(problem_key.clone()).or_default() += 1;
@@ -339,7 +390,7 @@ pub fn dry_run(options: &EvaluateOptions, catalog: &Catalog) -> Result<Plan> {
 fn judged_keys(options: &EvaluateOptions, config_name: &str) -> Result<HashSet<SubmissionKey>> {
     let path = options
         .local_results_path
-        .join(format!("{config_name}.jsonl"));
+        .join(format!("{}.jsonl", options.results_stem(config_name)));
     if options.override_existing || !path.exists() {
         return Ok(HashSet::new());
     }
@@ -415,10 +466,24 @@ pub fn evaluate(
     }
     // The files (and their locks) stay open until the parquet and reports are written, so
     // that no other run appends meanwhile.
-    let results_files: Vec<PathBuf> = files
-        .iter()
-        .filter_map(|f| f.lock().ok().map(|f| f.path().to_path_buf()))
+    let files: Vec<ResultsFile> = files
+        .into_iter()
+        .filter_map(|f| f.into_inner().ok())
         .collect();
+    let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
+    let failed = failures.into_inner().unwrap_or_default();
+    if let Some(run) = &options.shard {
+        mark_complete_shards(options, run, &files, &pending, &plan.left_out)?;
+        // A shard writes neither parquet nor reports: `merge` does, from all the shards.
+        return Ok(Summary {
+            bad_rows: plan.bad_rows.len(),
+            judged: jobs.len() - failed.len(),
+            failed,
+            elapsed: started.elapsed(),
+            results_files,
+            ..Summary::default()
+        });
+    }
     let mut parquet_files = Vec::new();
     for path in &results_files {
         if let Some(out) = super::export_results_file(path, &options.results_dir)? {
@@ -430,7 +495,6 @@ pub fn evaluate(
         &options.results_dir,
         &options.submissions.id_column,
     )?;
-    let failed = failures.into_inner().unwrap_or_default();
     Ok(Summary {
         bad_rows: plan.bad_rows.len(),
         judged: jobs.len() - failed.len(),
@@ -440,6 +504,44 @@ pub fn evaluate(
         parquet_files,
         reports,
     })
+}
+
+/// Records, for every dataset whose shard now holds a row for each of its submissions, that
+/// the shard is complete (what `slurm evaluate` looks at to leave it out when submitting again).
+fn mark_complete_shards(
+    options: &EvaluateOptions,
+    run: &ShardRun,
+    files: &[ResultsFile],
+    pending: &[Pending],
+    left_out: &[(usize, SubmissionKey)],
+) -> Result<()> {
+    for (index, dataset) in options.datasets.iter().enumerate() {
+        let Some(file) = files.get(index) else {
+            continue;
+        };
+        let complete = pending
+            .iter()
+            .filter(|p| p.dataset == index)
+            .all(|p| file.is_done(&p.submission.key()));
+        if complete {
+            let record = shard::ShardRecord {
+                dataset: dataset.config_name.clone(),
+                shard: run.shard,
+                settings: run.settings.clone(),
+                complete: true,
+                left_out: left_out
+                    .iter()
+                    .filter(|(d, _)| *d == index)
+                    .map(|(_, key)| key.clone())
+                    .collect(),
+            };
+            record.write(
+                &run.shard
+                    .sidecar_path(&options.local_results_path, &dataset.config_name),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Resolves `--problems`/`--tests` items: local paths as they are, hub ids downloaded.

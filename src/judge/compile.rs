@@ -8,11 +8,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Status, Stdio};
 
+use super::cache::CacheStore;
 use super::stop;
 use crate::problem::{GraderFile, Problem};
 
@@ -159,7 +160,8 @@ type SharedCompile = Arc<OnceLock<Result<Compiled, String>>>;
 
 /// The compile cache: a directory of `<hash>/` entries holding `program` or `error.json`.
 pub struct CompileCache {
-    dir: PathBuf,
+    /// Where finished compiles are kept (shared between processes and hosts).
+    store: CacheStore,
     max_bytes: u64,
     /// Largest compiled program accepted (a bigger one is a CE), see [`DEFAULT_MAX_PROGRAM_BYTES`].
     max_program_bytes: u64,
@@ -167,9 +169,6 @@ pub struct CompileCache {
     /// once. Finished compiles leave the map (memory stays bounded over a long run or a
     /// server's life) and are found on disk afterwards.
     in_memory: Mutex<HashMap<String, SharedCompile>>,
-    /// Bytes in the cache directory, once known (scanned on first use, then kept up to date),
-    /// so that the directory is only walked again when the size bound is crossed.
-    size: Mutex<Option<u64>>,
     /// Compiler runs so far (entries found on disk or in memory do not count).
     builds: AtomicUsize,
     /// Compiles answered without the compiler: found on disk, or shared with an identical
@@ -191,14 +190,11 @@ pub fn default_cache_dir() -> PathBuf {
 impl CompileCache {
     /// A cache in `dir`, trimmed to about `max_bytes` (least recently used entries go first).
     pub fn new(dir: PathBuf, max_bytes: u64) -> Result<CompileCache> {
-        fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create the compile cache {}", dir.display()))?;
         Ok(CompileCache {
-            dir,
+            store: CacheStore::new(dir, max_bytes)?,
             max_bytes,
             max_program_bytes: DEFAULT_MAX_PROGRAM_BYTES.min(max_bytes),
             in_memory: Mutex::new(HashMap::new()),
-            size: Mutex::new(None),
             builds: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
             pch: super::pch::PchStore::new(std::env::var_os("IOI_RUN_NO_PCH").is_none()),
@@ -217,7 +213,7 @@ impl CompileCache {
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.store.dir()
     }
 
     /// Sets the largest compiled program accepted (never above the cache's own bound, so that
@@ -353,9 +349,7 @@ impl CompileCache {
     }
 
     fn load_or_build(&self, sandbox: &Sandbox, key: &str, job: &CompileJob) -> Result<Compiled> {
-        let entry = self.dir.join(key);
-        if let Some(found) = read_entry(&entry) {
-            touch(&entry);
+        if let Some(found) = self.store.lookup(key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(found);
         }
@@ -384,12 +378,12 @@ impl CompileCache {
         match built {
             // Only what the compiler decided by itself is stored: the same bytes would give
             // the same verdict again.
-            BuildResult::Binary(path) => self.store(&entry, Stored::Program(&path)),
+            BuildResult::Binary(path) => self.store.publish_program_file(key, &path),
             BuildResult::Error {
                 exit_code,
                 stderr,
                 cacheable: true,
-            } => self.store(&entry, Stored::Error(exit_code, &stderr)),
+            } => self.store.publish_error(key, exit_code, &stderr),
             BuildResult::Error {
                 exit_code, stderr, ..
             } => Ok(Compiled::Error { exit_code, stderr }),
@@ -401,103 +395,10 @@ impl CompileCache {
         self.max_program_bytes
     }
 
-    /// Writes a finished compile as the cache entry `entry` (atomically: staged, then renamed),
-    /// counting its size against the bound at once.
-    fn store(&self, entry: &Path, what: Stored) -> Result<Compiled> {
-        let staging = tempfile::Builder::new()
-            .prefix(".staging-")
-            .tempdir_in(&self.dir)
-            .with_context(|| format!("cannot write to the compile cache {}", self.dir.display()))?;
-        let result = match what {
-            Stored::Program(path) => {
-                let stored = staging.path().join("program");
-                // Copied by the kernel, never read into ioi-run's memory.
-                fs::copy(path, &stored).with_context(|| {
-                    format!("cannot copy {} into the compile cache", path.display())
-                })?;
-                set_executable(&stored)?;
-                Compiled::Binary(entry.join("program"))
-            }
-            Stored::Error(exit_code, stderr) => {
-                let json = serde_json::json!({ "exit_code": exit_code, "stderr": stderr });
-                fs::write(staging.path().join("error.json"), json.to_string())?;
-                Compiled::Error {
-                    exit_code,
-                    stderr: stderr.to_string(),
-                }
-            }
-        };
-        let added = dir_size(staging.path());
-        // Another process may have stored the same entry meanwhile: either copy is right.
-        if fs::rename(staging.path(), entry).is_err() && read_entry(entry).is_none() {
-            bail!("cannot store {} in the compile cache", entry.display());
-        }
-        let _ = staging.keep();
-        self.account(added);
-        Ok(result)
-    }
-    /// Adds a new entry's size to the running total, and trims when over the bound.
+    /// Counts a new entry written beside the compiles (precompiled headers) against the bound.
     pub(super) fn account(&self, added: u64) {
-        let Ok(mut size) = self.size.lock() else {
-            return;
-        };
-        let total = match *size {
-            Some(total) => total + added,
-            None => self.scan().iter().map(|(_, bytes, _)| bytes).sum(),
-        };
-        *size = Some(if total > self.max_bytes {
-            self.trim()
-        } else {
-            total
-        });
+        self.store.account(added);
     }
-
-    /// Every entry with its last use and size.
-    fn scan(&self) -> Vec<(SystemTime, u64, PathBuf)> {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| {
-                let used = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                (used, dir_size(&e.path()), e.path())
-            })
-            .collect()
-    }
-
-    /// Removes the least recently used entries until the cache fits its bound; returns the
-    /// size left. Entries used within the last hour are kept even over the bound: a submission
-    /// being judged keeps using its binary's path for all its tests.
-    fn trim(&self) -> u64 {
-        let mut all = self.scan();
-        let mut total: u64 = all.iter().map(|(_, s, _)| s).sum();
-        all.sort();
-        let recent = SystemTime::now() - Duration::from_secs(3600);
-        for (used, size, path) in all {
-            if total <= self.max_bytes || used > recent {
-                break;
-            }
-            if fs::remove_dir_all(&path).is_ok() {
-                total -= size;
-            }
-        }
-        total
-    }
-}
-
-pub(super) fn dir_size(dir: &Path) -> u64 {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .flatten()
-        .filter(|f| f.file_type().is_file())
-        .filter_map(|f| f.metadata().ok())
-        .map(|m| m.len())
-        .sum()
 }
 
 /// Files of the judge that never go next to a submission.
@@ -513,29 +414,6 @@ fn grader_files(problem: &Problem) -> Vec<(&str, &[u8])> {
         .collect()
 }
 
-fn read_entry(entry: &Path) -> Option<Compiled> {
-    let program = entry.join("program");
-    if program.is_file() {
-        return Some(Compiled::Binary(program));
-    }
-    let error: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(entry.join("error.json")).ok()?).ok()?;
-    Some(Compiled::Error {
-        exit_code: error["exit_code"].as_i64()? as i32,
-        stderr: error["stderr"].as_str()?.to_string(),
-    })
-}
-
-fn touch(entry: &Path) {
-    let _ = fs::File::open(entry).and_then(|f| f.set_modified(SystemTime::now()));
-}
-
-fn set_executable(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("cannot chmod {}", path.display()))
-}
-
 /// What one run of the compiler gave.
 pub(super) enum BuildResult {
     /// The compiled program, in the compile box.
@@ -549,12 +427,6 @@ pub(super) enum BuildResult {
         stderr: String,
         cacheable: bool,
     },
-}
-
-/// What goes into a cache entry.
-enum Stored<'a> {
-    Program(&'a Path),
-    Error(i32, &'a str),
 }
 
 /// Limits of a compile: generous, but a compiler bomb (templates, huge arrays) cannot take
@@ -679,39 +551,6 @@ pub(super) fn read_diagnostics(path: &Path, cap: usize) -> String {
 mod tests {
     use super::*;
 
-    fn entry(cache: &Path, name: &str, bytes: usize, age: Duration) {
-        let dir = cache.join(name);
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join("program"), vec![0u8; bytes]).unwrap();
-        fs::File::open(&dir)
-            .unwrap()
-            .set_modified(SystemTime::now() - age)
-            .unwrap();
-    }
-
-    #[test]
-    fn a_stored_program_counts_against_the_bound_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = CompileCache::new(dir.path().to_path_buf(), 1000).unwrap();
-        cache.account(0);
-        entry(dir.path(), "old", 800, Duration::from_secs(3 * 3600));
-        cache.account(800);
-        let built = tempfile::tempdir().unwrap();
-        let program = built.path().join("program");
-        fs::write(&program, vec![7u8; 600]).unwrap();
-        let stored = cache
-            .store(&dir.path().join("new"), Stored::Program(&program))
-            .unwrap();
-        assert_eq!(stored, Compiled::Binary(dir.path().join("new/program")));
-        // 1400 bytes is over the bound: the old entry went in the same call.
-        assert!(!dir.path().join("old").exists());
-        assert_eq!(*cache.size.lock().unwrap(), Some(600));
-        assert_eq!(
-            fs::read(dir.path().join("new/program")).unwrap(),
-            vec![7u8; 600]
-        );
-    }
-
     #[test]
     fn diagnostics_are_capped_and_decoded_lossily() {
         let dir = tempfile::tempdir().unwrap();
@@ -733,23 +572,5 @@ mod tests {
         assert!(ioi.contains(&"-static") && !reference.contains(&"-static"));
         let rest: Vec<&&str> = ioi.iter().filter(|f| **f != "-static").collect();
         assert_eq!(rest, reference.iter().collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn trimming_removes_least_recently_used_entries_but_not_recent_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = CompileCache::new(dir.path().to_path_buf(), 1000).unwrap();
-        entry(dir.path(), "old", 600, Duration::from_secs(3 * 3600));
-        entry(dir.path(), "older", 600, Duration::from_secs(4 * 3600));
-        entry(dir.path(), "fresh", 600, Duration::ZERO);
-        cache.account(0);
-        // Both old entries go (1800 → 1200 → 600 bytes); the fresh one stays.
-        assert!(!dir.path().join("older").exists() && !dir.path().join("old").exists());
-        assert!(dir.path().join("fresh").exists());
-        assert_eq!(*cache.size.lock().unwrap(), Some(600));
-        // Over the bound with only recent entries: nothing is removed.
-        entry(dir.path(), "fresh2", 600, Duration::ZERO);
-        cache.account(600);
-        assert!(dir.path().join("fresh").exists() && dir.path().join("fresh2").exists());
     }
 }

@@ -5,6 +5,7 @@
 //! spreads the tests of many submissions over all cores; [`plan`] decides which tests a
 //! submission needs so that early stopping matches the reference exactly.
 
+pub mod cache;
 pub mod check;
 pub mod compile;
 pub mod fake;

@@ -357,7 +357,7 @@ fn store(
         anyhow::bail!("cannot store {} in the compile cache", dir.display());
     }
     let _ = staging.keep();
-    cache.account(super::compile::dir_size(dir));
+    cache.account(super::cache::dir_size(dir));
     Ok(true)
 }
 

@@ -1,0 +1,597 @@
+//! Where compile results are kept: a folder of `<key>/` entries, safe to share between
+//! processes and between hosts on a network filesystem (NFS, Lustre), so that the shards of a
+//! Slurm array compile each distinct program once.
+//!
+//! - **Atomic publish.** An entry is written in a staging folder of a unique name
+//!   (`.staging-<host>-<pid>-…`), its file synced, then a `manifest.json` giving the file's
+//!   length and blake3 hash, synced, and the folder renamed to `<key>`. Another host sees the
+//!   whole entry or none of it; two writers racing for a key both succeed (either copy is right).
+//! - **Verified reads.** A reader trusts an entry only when its file matches the manifest: a
+//!   partial or corrupt entry (a crash of an older version, a torn copy) is ignored and replaced.
+//! - **Pins.** A program handed to the judge is first hard-linked into this process's pin folder
+//!   (`.pins/<host>-<pid>-…/<key>`), and the judge runs the pin: when another process trims the
+//!   entry, the pin keeps the file alive until this process is done with it. Pins go with their
+//!   process (on drop; the pins of a dead process on the same host are swept, those of other
+//!   hosts expire after [`PIN_EXPIRY`] without use).
+//! - **Trimming.** Over the size bound, the least recently used entries go first, but never one
+//!   used within the grace period (an hour), and an entry is renamed away before it is deleted,
+//!   so a reader never sees half of one.
+//!
+//! Hand-written rather than a crate: the caches on crates.io (cacache, …) assume one host and do
+//! not pin what they hand out.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use super::compile::Compiled;
+
+/// Entries used more recently than this are never trimmed.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
+/// Pins of processes on other hosts (whose liveness cannot be checked) are removed when their
+/// folder has not changed for this long.
+pub const PIN_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+const MANIFEST: &str = "manifest.json";
+const PROGRAM: &str = "program";
+const ERROR: &str = "error.json";
+const PINS: &str = ".pins";
+
+/// The on-disk store of compile results.
+pub struct CacheStore {
+    dir: PathBuf,
+    max_bytes: u64,
+    grace: Duration,
+    /// Bytes in the store, once known (scanned on first publish, then kept up to date).
+    size: Mutex<Option<u64>>,
+    /// This process's pin folder, created on first use.
+    pins: OnceLock<PathBuf>,
+}
+
+impl CacheStore {
+    /// A store in `dir`, trimmed to about `max_bytes`.
+    pub fn new(dir: PathBuf, max_bytes: u64) -> Result<CacheStore> {
+        fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create the compile cache {}", dir.display()))?;
+        Ok(CacheStore {
+            dir,
+            max_bytes,
+            grace: DEFAULT_GRACE,
+            size: Mutex::new(None),
+            pins: OnceLock::new(),
+        })
+    }
+
+    /// Changes the grace period (tests).
+    pub fn with_grace(mut self, grace: Duration) -> CacheStore {
+        self.grace = grace;
+        self
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The verified entry `key`, its program pinned for this process, or `None`.
+    pub fn lookup(&self, key: &str) -> Option<Compiled> {
+        let entry = self.dir.join(key);
+        let found = verify(&entry)?;
+        touch(&entry);
+        match found {
+            Verified::Program => self.pin(key, &entry.join(PROGRAM)).ok(),
+            Verified::Error { exit_code, stderr } => Some(Compiled::Error { exit_code, stderr }),
+        }
+    }
+
+    /// Stores a program under `key` and returns it (pinned).
+    pub fn publish_program(&self, key: &str, bytes: &[u8]) -> Result<Compiled> {
+        // A trim, or a writer replacing a corrupt entry, may take ours away in between: publish
+        // again (a few tries; each one leaves a verified entry).
+        for _ in 0..3 {
+            self.publish(key, PROGRAM, Content::Bytes(bytes), true)?;
+            if let Some(found) = self.lookup(key) {
+                return Ok(found);
+            }
+        }
+        bail!("the compile cache entry {key} keeps vanishing after publishing")
+    }
+
+    /// Stores the program at `path` (copied by the kernel, never read whole into memory)
+    /// under `key` and returns it (pinned).
+    pub fn publish_program_file(&self, key: &str, path: &Path) -> Result<Compiled> {
+        for _ in 0..3 {
+            self.publish(key, PROGRAM, Content::File(path), true)?;
+            if let Some(found) = self.lookup(key) {
+                return Ok(found);
+            }
+        }
+        bail!("the compile cache entry {key} keeps vanishing after publishing")
+    }
+
+    /// Stores a compilation error under `key`.
+    pub fn publish_error(&self, key: &str, exit_code: i32, stderr: &str) -> Result<Compiled> {
+        let text = json!({ "exit_code": exit_code, "stderr": stderr }).to_string();
+        self.publish(key, ERROR, Content::Bytes(text.as_bytes()), false)?;
+        Ok(Compiled::Error {
+            exit_code,
+            stderr: stderr.to_string(),
+        })
+    }
+
+    fn publish(&self, key: &str, name: &str, content: Content, executable: bool) -> Result<()> {
+        let entry = self.dir.join(key);
+        let staging = tempfile::Builder::new()
+            .prefix(&format!(".staging-{}-{}-", host(), std::process::id()))
+            .tempdir_in(&self.dir)
+            .with_context(|| format!("cannot write to the compile cache {}", self.dir.display()))?;
+        let file = staging.path().join(name);
+        match content {
+            Content::Bytes(bytes) => write_synced(&file, bytes, executable)?,
+            Content::File(source) => {
+                fs::copy(source, &file).with_context(|| {
+                    format!("cannot copy {} into the compile cache", source.display())
+                })?;
+                use std::os::unix::fs::PermissionsExt;
+                let mode = if executable { 0o755 } else { 0o644 };
+                fs::set_permissions(&file, fs::Permissions::from_mode(mode))
+                    .and_then(|_| fs::File::open(&file)?.sync_all())
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+            }
+        }
+        // The hash of what was written, read back from the staged file.
+        let (len, hash) =
+            hash_file(&file).with_context(|| format!("cannot read back {}", file.display()))?;
+        let manifest = json!({ "file": name, "len": len, "blake3": hash });
+        write_synced(
+            &staging.path().join(MANIFEST),
+            manifest.to_string().as_bytes(),
+            false,
+        )?;
+        fs::File::open(staging.path())
+            .and_then(|d| d.sync_all())
+            .ok();
+        if fs::rename(staging.path(), &entry).is_err() {
+            // Someone else published it first (fine), or what is there cannot be trusted:
+            // move that aside and publish ours.
+            if verify(&entry).is_some() {
+                return Ok(());
+            }
+            self.discard(&entry);
+            if fs::rename(staging.path(), &entry).is_err() && verify(&entry).is_none() {
+                bail!("cannot store {} in the compile cache", entry.display());
+            }
+        }
+        let _ = staging.keep();
+        self.account(dir_size(&entry));
+        Ok(())
+    }
+
+    /// Hard-links `program` into this process's pin folder; the judge runs the pin.
+    fn pin(&self, key: &str, program: &Path) -> Result<Compiled> {
+        let folder = match self.pins.get() {
+            Some(folder) => folder.clone(),
+            None => {
+                let root = self.dir.join(PINS);
+                fs::create_dir_all(&root)
+                    .with_context(|| format!("cannot create {}", root.display()))?;
+                let made = tempfile::Builder::new()
+                    .prefix(&format!("{}-{}-", host(), std::process::id()))
+                    .tempdir_in(&root)
+                    .with_context(|| format!("cannot create a pin folder in {}", root.display()))?
+                    .keep();
+                self.pins.get_or_init(|| made).clone()
+            }
+        };
+        let pinned = folder.join(key);
+        use std::os::unix::fs::MetadataExt;
+        let inode = |p: &Path| fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+        // A pin of an older copy of the entry (replaced since) is re-linked to the current one.
+        if inode(&pinned).is_none() || inode(&pinned) != inode(program) {
+            let fresh = folder.join(format!(".{key}.{}", std::process::id()));
+            let _ = fs::remove_file(&fresh);
+            fs::hard_link(program, &fresh)
+                .and_then(|_| fs::rename(&fresh, &pinned))
+                .with_context(|| {
+                    format!("cannot link {} to {}", program.display(), pinned.display())
+                })?;
+        }
+        Ok(Compiled::Binary(pinned))
+    }
+
+    /// Renames an entry away (readers stop seeing it at once), then deletes it.
+    fn discard(&self, entry: &Path) -> bool {
+        let Ok(trash) = tempfile::Builder::new()
+            .prefix(".trash-")
+            .tempdir_in(&self.dir)
+            .map(|t| t.keep())
+        else {
+            return false;
+        };
+        // Renaming onto the empty folder just made replaces it atomically.
+        let moved = fs::rename(entry, &trash).is_ok();
+        let _ = fs::remove_dir_all(&trash);
+        moved
+    }
+
+    /// Adds a new entry's size to the running total, and trims when over the bound.
+    pub(crate) fn account(&self, added: u64) {
+        let Ok(mut size) = self.size.lock() else {
+            return;
+        };
+        let total = match *size {
+            Some(total) => total + added,
+            None => self.scan().iter().map(|(_, bytes, _)| bytes).sum(),
+        };
+        *size = Some(if total > self.max_bytes {
+            self.trim()
+        } else {
+            total
+        });
+    }
+
+    /// Every entry with its last use and size.
+    fn scan(&self) -> Vec<(SystemTime, u64, PathBuf)> {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| (modified(&e.path()), dir_size(&e.path()), e.path()))
+            .collect()
+    }
+
+    /// Removes the least recently used entries until the store fits its bound, keeping those
+    /// used within the grace period, and the leftovers of crashed writers; returns the size
+    /// left.
+    pub fn trim(&self) -> u64 {
+        let now = SystemTime::now();
+        let old = |t: SystemTime, age: Duration| now.duration_since(t).is_ok_and(|d| d > age);
+        self.sweep_leftovers(&old);
+        let mut all = self.scan();
+        let mut total: u64 = all.iter().map(|(_, s, _)| s).sum();
+        all.sort();
+        for (used, size, path) in all {
+            if total <= self.max_bytes || !old(used, self.grace) {
+                break;
+            }
+            if self.discard(&path) {
+                total -= size;
+            }
+        }
+        total
+    }
+
+    /// Staging and trash folders of crashed writers, and pins of dead processes.
+    fn sweep_leftovers(&self, old: &dyn Fn(SystemTime, Duration) -> bool) {
+        if let Ok(entries) = fs::read_dir(&self.dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let leftover = name.starts_with(".staging-") || name.starts_with(".trash-");
+                if leftover && old(modified(&e.path()), self.grace) {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let Ok(pins) = fs::read_dir(self.dir.join(PINS)) else {
+            return;
+        };
+        let own = self.pins.get();
+        let here = format!("{}-", host());
+        for e in pins.flatten() {
+            let path = e.path();
+            if own == Some(&path) {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let dead_here = name
+                .strip_prefix(&here)
+                .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
+                .is_some_and(|pid| {
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                        == Err(nix::errno::Errno::ESRCH)
+                });
+            if dead_here || old(modified(&path), PIN_EXPIRY) {
+                let _ = fs::remove_dir_all(&path);
+            }
+        }
+    }
+}
+
+impl Drop for CacheStore {
+    fn drop(&mut self) {
+        if let Some(pins) = self.pins.get() {
+            let _ = fs::remove_dir_all(pins);
+        }
+    }
+}
+
+/// What an entry is made of.
+enum Content<'a> {
+    Bytes(&'a [u8]),
+    /// A file to copy (the compiled program, in its compile box).
+    File(&'a Path),
+}
+
+/// Length and blake3 hash of a file, read in pieces.
+fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
+    let mut hasher = blake3::Hasher::new();
+    let len = std::io::copy(&mut fs::File::open(path)?, &mut hasher)?;
+    Ok((len, hasher.finalize().to_hex().to_string()))
+}
+
+enum Verified {
+    Program,
+    Error { exit_code: i32, stderr: String },
+}
+
+/// Reads an entry's manifest and checks its file against it (length, then blake3).
+fn verify(entry: &Path) -> Option<Verified> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(entry.join(MANIFEST)).ok()?).ok()?;
+    let name = manifest["file"].as_str()?;
+    if name != PROGRAM && name != ERROR {
+        return None;
+    }
+    let bytes = fs::read(entry.join(name)).ok()?;
+    if bytes.len() as u64 != manifest["len"].as_u64()?
+        || blake3::hash(&bytes).to_hex().as_str() != manifest["blake3"].as_str()?
+    {
+        tracing::warn!(
+            "{}: ignoring a corrupt compile cache entry",
+            entry.display()
+        );
+        return None;
+    }
+    if name == PROGRAM {
+        return Some(Verified::Program);
+    }
+    let error: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    Some(Verified::Error {
+        exit_code: error["exit_code"].as_i64()? as i32,
+        stderr: error["stderr"].as_str()?.to_string(),
+    })
+}
+
+fn write_synced(path: &Path, bytes: &[u8], executable: bool) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(if executable { 0o755 } else { 0o644 })
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(bytes)
+        .and_then(|_| file.sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn modified(path: &Path) -> SystemTime {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+fn touch(entry: &Path) {
+    let _ = fs::File::open(entry).and_then(|f| f.set_modified(SystemTime::now()));
+}
+
+pub(crate) fn dir_size(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|f| f.file_type().is_file())
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// This host's name, in the names of staging and pin folders (pids repeat across hosts).
+fn host() -> &'static str {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| {
+                h.trim()
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect()
+            })
+            .unwrap_or_else(|_| "host".into())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content(key: &str) -> Vec<u8> {
+        // Large enough that a torn write would show, and different for every key.
+        key.bytes().cycle().take(300_000).collect()
+    }
+
+    fn entry(cache: &Path, name: &str, bytes: usize, age: Duration) {
+        let store = CacheStore::new(cache.to_path_buf(), u64::MAX).unwrap();
+        store
+            .publish(name, PROGRAM, Content::Bytes(&vec![0u8; bytes]), true)
+            .unwrap();
+        fs::File::open(cache.join(name))
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+    }
+
+    #[test]
+    fn trimming_removes_least_recently_used_entries_but_not_recent_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        entry(dir.path(), "old", 600, Duration::from_secs(3 * 3600));
+        entry(dir.path(), "older", 600, Duration::from_secs(4 * 3600));
+        entry(dir.path(), "fresh", 600, Duration::ZERO);
+        let cache = CacheStore::new(dir.path().to_path_buf(), 1000).unwrap();
+        let manifest = dir_size(&dir.path().join("fresh"));
+        cache.account(0);
+        // Both old entries go; the fresh one stays.
+        assert!(!dir.path().join("older").exists() && !dir.path().join("old").exists());
+        assert!(dir.path().join("fresh").exists());
+        assert_eq!(*cache.size.lock().unwrap(), Some(manifest));
+        // Over the bound with only recent entries: nothing is removed.
+        entry(dir.path(), "fresh2", 600, Duration::ZERO);
+        cache.account(600);
+        assert!(dir.path().join("fresh").exists() && dir.path().join("fresh2").exists());
+    }
+
+    #[test]
+    fn a_stored_program_counts_against_the_bound_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        entry(dir.path(), "old", 800, Duration::from_secs(3 * 3600));
+        let store = CacheStore::new(dir.path().to_path_buf(), 1000).unwrap();
+        store.account(0);
+        let built = tempfile::tempdir().unwrap();
+        let program = built.path().join("program");
+        fs::write(&program, vec![7u8; 600]).unwrap();
+        let Compiled::Binary(pinned) = store.publish_program_file("new", &program).unwrap() else {
+            panic!("a program")
+        };
+        // Over the bound: the old entry went in the same call.
+        assert!(!dir.path().join("old").exists());
+        assert!(fs::read(pinned).unwrap() == vec![7u8; 600]);
+        assert_eq!(
+            *store.size.lock().unwrap(),
+            Some(dir_size(&dir.path().join("new")))
+        );
+    }
+
+    #[test]
+    fn partial_or_corrupt_entries_are_never_trusted_and_get_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CacheStore::new(dir.path().to_path_buf(), u64::MAX).unwrap();
+        // An entry of an older layout, or a torn copy: a program and no manifest.
+        fs::create_dir_all(dir.path().join("k1")).unwrap();
+        fs::write(dir.path().join("k1/program"), b"half").unwrap();
+        assert!(store.lookup("k1").is_none());
+        // A manifest whose file was cut short.
+        store.publish_program("k2", &content("k2")).unwrap();
+        fs::write(dir.path().join("k2/program"), &content("k2")[..1000]).unwrap();
+        assert!(store.lookup("k2").is_none());
+        // Publishing replaces both.
+        for key in ["k1", "k2"] {
+            let Compiled::Binary(path) = store.publish_program(key, &content(key)).unwrap() else {
+                panic!("a program")
+            };
+            assert!(
+                fs::read(path).unwrap() == content(key),
+                "{key}: the right bytes"
+            );
+        }
+        let error = store.publish_error("k3", 1, "oops").unwrap();
+        assert_eq!(store.lookup("k3"), Some(error));
+    }
+
+    #[test]
+    fn a_trim_by_another_process_never_breaks_a_pinned_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = CacheStore::new(dir.path().to_path_buf(), u64::MAX).unwrap();
+        let Compiled::Binary(pinned) = user.publish_program("k", &content("k")).unwrap() else {
+            panic!("a program")
+        };
+        // Another process with a zero bound and no grace trims everything.
+        let trimmer = CacheStore::new(dir.path().to_path_buf(), 0)
+            .unwrap()
+            .with_grace(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(trimmer.trim(), 0);
+        assert!(!dir.path().join("k").exists(), "the entry was trimmed");
+        assert_eq!(
+            fs::read(&pinned).unwrap(),
+            content("k"),
+            "the pin still runs"
+        );
+        drop(user);
+        assert!(!pinned.exists(), "pins go with their process");
+    }
+
+    /// Run by [`concurrent_processes_fill_one_cache_without_corruption`] in child processes.
+    #[test]
+    fn cache_writer_child() {
+        let Some(dir) = std::env::var_os("IOI_RUN_CACHE_CHILD") else {
+            return;
+        };
+        let store = CacheStore::new(PathBuf::from(dir), u64::MAX).unwrap();
+        for round in 0..3 {
+            for i in 0..24 {
+                let key = format!("key{i:02}");
+                let got = match store.lookup(&key) {
+                    Some(found) => found,
+                    None if i % 4 == 3 => store.publish_error(&key, i, &key).unwrap(),
+                    None => store.publish_program(&key, &content(&key)).unwrap(),
+                };
+                match got {
+                    Compiled::Binary(path) => {
+                        assert!(
+                            fs::read(&path).unwrap() == content(&key),
+                            "{key} round {round}"
+                        )
+                    }
+                    Compiled::Error { exit_code, stderr } => {
+                        assert_eq!((exit_code, stderr.as_str()), (i, key.as_str()))
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn concurrent_processes_fill_one_cache_without_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                std::process::Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "judge::cache::tests::cache_writer_child",
+                        "--nocapture",
+                    ])
+                    .env("IOI_RUN_CACHE_CHILD", dir.path())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{text}");
+            assert!(text.contains("1 passed"), "the child ran: {text}");
+        }
+        // Every entry is whole and right; no staging folder is left; the children's pins went.
+        let store = CacheStore::new(dir.path().to_path_buf(), u64::MAX).unwrap();
+        for i in 0..24 {
+            let key = format!("key{i:02}");
+            match store.lookup(&key).unwrap() {
+                Compiled::Binary(path) => {
+                    assert!(fs::read(path).unwrap() == content(&key), "{key}")
+                }
+                Compiled::Error { exit_code, .. } => assert_eq!(exit_code, i),
+            }
+        }
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.starts_with(".staging-")),
+            "{names:?}"
+        );
+        assert_eq!(names.len(), 25, "24 entries and .pins: {names:?}");
+        assert_eq!(fs::read_dir(dir.path().join(PINS)).unwrap().count(), 1);
+    }
+}
