@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ioi_run::judge::compile::{CompileCache, Compiled};
+use ioi_run::judge::compile::{CompileCache, CompileProfile, Compiled};
 use ioi_run::problem::Problem;
 use ioi_sandbox::{Sandbox, SandboxOptions};
 
@@ -74,8 +74,25 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
     // executables are byte for byte those of the plain compile.
     let second = format!("{SOLUTION}// another submission\n");
     for code in [SOLUTION, second.as_str()] {
-        let expected = binary(plain.submission(&sandbox, &problem, code).unwrap());
-        let got = binary(fast.submission(&sandbox, &problem, code).unwrap());
+        let expected = binary(
+            plain
+                .submission(
+                    &sandbox,
+                    &problem,
+                    code.as_bytes(),
+                    CompileProfile::Reference,
+                )
+                .unwrap(),
+        );
+        let got = binary(
+            fast.submission(
+                &sandbox,
+                &problem,
+                code.as_bytes(),
+                CompileProfile::Reference,
+            )
+            .unwrap(),
+        );
         assert!(
             expected == got,
             "the precompiled header changed the executable"
@@ -96,8 +113,22 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
     // A compilation error: the same exit code and message as the plain compile (the plain
     // compile produces it, after the accelerated one failed).
     let broken = SOLUTION.replace("return {best, at};", "return {best, at}");
-    let expected = plain.submission(&sandbox, &problem, &broken).unwrap();
-    let got = fast.submission(&sandbox, &problem, &broken).unwrap();
+    let expected = plain
+        .submission(
+            &sandbox,
+            &problem,
+            broken.as_bytes(),
+            CompileProfile::Reference,
+        )
+        .unwrap();
+    let got = fast
+        .submission(
+            &sandbox,
+            &problem,
+            broken.as_bytes(),
+            CompileProfile::Reference,
+        )
+        .unwrap();
     assert!(matches!(expected, Compiled::Error { .. }));
     assert_eq!(expected, got);
     assert_eq!(fast.pch_stats().fallbacks, 1);
@@ -107,8 +138,25 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
         "#include <bits/stdc++.h>",
         "#include <vector>\n#include <numeric>\n#include <climits>\n#include <cstdlib>",
     );
-    let expected = binary(plain.submission(&sandbox, &problem, &vector_only).unwrap());
-    let got = binary(fast.submission(&sandbox, &problem, &vector_only).unwrap());
+    let expected = binary(
+        plain
+            .submission(
+                &sandbox,
+                &problem,
+                vector_only.as_bytes(),
+                CompileProfile::Reference,
+            )
+            .unwrap(),
+    );
+    let got = binary(
+        fast.submission(
+            &sandbox,
+            &problem,
+            vector_only.as_bytes(),
+            CompileProfile::Reference,
+        )
+        .unwrap(),
+    );
     assert!(expected == got);
     assert_eq!(fast.pch_stats().used, 2);
 }
@@ -118,7 +166,15 @@ fn a_damaged_precompiled_header_is_never_trusted() {
     let Some(sandbox) = sandbox() else { return };
     let problem = orchard();
     let (_dir, plain, fast) = caches();
-    binary(fast.submission(&sandbox, &problem, SOLUTION).unwrap());
+    binary(
+        fast.submission(
+            &sandbox,
+            &problem,
+            SOLUTION.as_bytes(),
+            CompileProfile::Reference,
+        )
+        .unwrap(),
+    );
     assert_eq!(fast.pch_stats().used, 1);
 
     // Replace the .gch with something g++ rejects: the next submission must still get the
@@ -127,8 +183,25 @@ fn a_damaged_precompiled_header_is_never_trusted() {
     std::fs::remove_file(&gch).unwrap();
     std::fs::write(&gch, b"gpch.013 not a real precompiled header").unwrap();
     let code = format!("{SOLUTION}// variant after damage\n");
-    let expected = binary(plain.submission(&sandbox, &problem, &code).unwrap());
-    let got = binary(fast.submission(&sandbox, &problem, &code).unwrap());
+    let expected = binary(
+        plain
+            .submission(
+                &sandbox,
+                &problem,
+                code.as_bytes(),
+                CompileProfile::Reference,
+            )
+            .unwrap(),
+    );
+    let got = binary(
+        fast.submission(
+            &sandbox,
+            &problem,
+            code.as_bytes(),
+            CompileProfile::Reference,
+        )
+        .unwrap(),
+    );
     assert!(expected == got);
     let stats = fast.pch_stats();
     assert_eq!((stats.used, stats.fallbacks), (1, 1));

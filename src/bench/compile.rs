@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Sandbox, SandboxOptions};
 
 use crate::evaluate::submissions::{load_submissions, SubmissionOptions};
-use crate::judge::compile::{CompileCache, Compiled};
+use crate::judge::compile::{CompileCache, CompileProfile, Compiled};
 
 /// CPU seconds of the processes this one waited for (the sandboxes and their compilers).
 fn children_cpu() -> f64 {
@@ -87,8 +87,22 @@ pub fn run(rounds: usize) -> Result<()> {
                 "{}\n// bench round {round}\n",
                 s.code.as_deref().unwrap_or("")
             );
-            let a = slow.add(|| plain.submission(&sandbox, problem, &code))?;
-            let b = quick.add(|| fast.submission(&sandbox, problem, &code))?;
+            let a = slow.add(|| {
+                plain.submission(
+                    &sandbox,
+                    problem,
+                    code.as_bytes(),
+                    CompileProfile::Reference,
+                )
+            })?;
+            let b = quick.add(|| {
+                fast.submission(
+                    &sandbox,
+                    problem,
+                    code.as_bytes(),
+                    CompileProfile::Reference,
+                )
+            })?;
             let same = match (&a, &b) {
                 (Compiled::Binary(x), Compiled::Binary(y)) => {
                     std::fs::read(x)? == std::fs::read(y)?

@@ -63,7 +63,7 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
         let jobs: Vec<Job> = (0..workers * options.per_worker)
             .map(|i| Job {
                 problem: format!("p{}", i % 4),
-                code: Some(format!("submission {i}")),
+                code: Some(format!("submission {i}").into_bytes()),
             })
             .collect();
         let source = FakeProblems(problems());

@@ -314,6 +314,7 @@ impl CompileCache {
             sources: vec![source],
             flags,
             output: "program",
+            submission: false,
         };
         self.compile(sandbox, job)
     }

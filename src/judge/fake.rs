@@ -70,7 +70,9 @@ impl FakeRunner {
 }
 
 impl SubmissionRunner for FakeRunner {
-    fn compile(&self, _problem: &LoadedProblem, code: &str) -> Result<Build> {
+    fn compile(&self, _problem: &LoadedProblem, code: &[u8]) -> Result<Build> {
+        // Scripted programs are text: their code says what they do.
+        let code = std::str::from_utf8(code).context("fake program code is text")?;
         self.compiles.fetch_add(1, Ordering::Relaxed);
         if !self.compile_time.is_zero() {
             std::thread::sleep(self.compile_time);
@@ -113,6 +115,7 @@ impl SubmissionRunner for FakeRunner {
             time: run.duration.as_secs_f64(),
             wall_time: run.duration.as_secs_f64(),
             memory: (code.len() + test.len()) as u64,
+            status: None,
         };
         self.inside_runs
             .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);

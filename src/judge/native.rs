@@ -456,7 +456,7 @@ fn check_manager_output(
     private: &tempfile::TempDir,
     manager_run: &Outcome,
 ) -> Result<(f64, String)> {
-    if manager_run.status != Status::Ok {
+    if manager_run.status != SandboxStatus::Ok {
         bail!(
             "the manager failed on test {}: {} (stderr: {})",
             test.name,
@@ -514,11 +514,11 @@ pub(crate) fn manager_output(
         (manager_run, user_runs)
     });
     for (i, run) in user_runs.iter().enumerate() {
-        if run.status != Status::Ok {
+        if run.status != SandboxStatus::Ok {
             bail!("user process {i}: {}", run.message);
         }
     }
-    if manager_run.status != Status::Ok {
+    if manager_run.status != SandboxStatus::Ok {
         bail!(
             "the manager: {} (stderr: {})",
             manager_run.message,

@@ -49,7 +49,7 @@ pub trait ProblemSource: Sync {
 /// What the scheduler needs done: compile one submission, run one of its tests. The
 /// [`Judge`] does it in the sandbox; tests and benchmarks use a scripted runner.
 pub trait SubmissionRunner: Sync {
-    fn compile(&self, problem: &LoadedProblem, code: &str) -> Result<Build>;
+    fn compile(&self, problem: &LoadedProblem, code: &[u8]) -> Result<Build>;
     fn run_test(
         &self,
         problem: &LoadedProblem,
@@ -68,7 +68,7 @@ pub trait SubmissionRunner: Sync {
 }
 
 impl SubmissionRunner for Judge {
-    fn compile(&self, problem: &LoadedProblem, code: &str) -> Result<Build> {
+    fn compile(&self, problem: &LoadedProblem, code: &[u8]) -> Result<Build> {
         Judge::compile(self, problem, code)
     }
 

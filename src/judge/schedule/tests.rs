@@ -66,9 +66,9 @@ fn jobs() -> Vec<Job> {
         .map(|i| Job {
             problem: format!("p{}", i % 3 + 1),
             code: match i % 9 {
-                4 => Some(format!("CE {i}")),
+                4 => Some(format!("CE {i}").into_bytes()),
                 7 => None,
-                _ => Some(format!("solution {i}")),
+                _ => Some(format!("solution {i}").into_bytes()),
             },
         })
         .collect()
@@ -106,6 +106,7 @@ fn reference(problem: &Problem, code: Option<&str>, batch: usize) -> Vec<Subtask
                         time: 0.0,
                         wall_time: 0.0,
                         memory: (code.len() + t.len()) as u64,
+                        status: None,
                     };
                     known.insert(t.clone(), verdict.into_result(&t));
                 }
@@ -167,7 +168,13 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
     for batch in [1, 2] {
         let expected: Vec<Vec<SubtaskResult>> = jobs
             .iter()
-            .map(|j| reference(&problems[&j.problem], j.code.as_deref(), batch))
+            .map(|j| {
+                reference(
+                    &problems[&j.problem],
+                    j.code.as_deref().map(|c| std::str::from_utf8(c).unwrap()),
+                    batch,
+                )
+            })
             .collect();
         for (workers, seed) in [(1, 0), (2, 1), (3, 2), (8, 3), (64, 4), (256, 5), (256, 6)] {
             // Durations from 0 to 3 ms, different for every seed: the completion order
@@ -375,6 +382,7 @@ impl FirstWrong for Vec<SubtaskResult> {
                         time: 0.0,
                         wall_time: 0.0,
                         memory: ("x".len() + t.test_name.len()) as u64,
+                        status: None,
                     }
                     .into_result(&t.test_name)
                 } else {
@@ -435,7 +443,7 @@ fn wide_tests_take_their_slots_and_a_test_wider_than_the_machine_runs_alone() {
             let problem = ["comm", "batch", "huge"][i % 3];
             Job {
                 problem: problem.into(),
-                code: Some(format!("{problem} {i}")),
+                code: Some(format!("{problem} {i}").into_bytes()),
             }
         })
         .collect();
@@ -493,7 +501,7 @@ fn slots_never_exceed_the_jobs_without_the_widest() {
             let problem = ["comm", "batch"][i % 2];
             Job {
                 problem: problem.into(),
-                code: Some(format!("{problem} {i}")),
+                code: Some(format!("{problem} {i}").into_bytes()),
             }
         })
         .collect();
