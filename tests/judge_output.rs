@@ -134,7 +134,7 @@ fn the_usage_line_names_the_two_positionals() {
     let out = judge(&[&sumpairs().join("solutions/ac.cpp")], None);
     assert!(!out.status.success());
     assert!(
-        text(&out.stderr).contains("give a CMS task folder and a solution"),
+        text(&out.stderr).contains("give a CMS or TPS task folder and a solution"),
         "{}",
         text(&out.stderr)
     );
