@@ -242,6 +242,7 @@ impl PchStore {
         built
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn accelerated(
         &self,
         cache: &CompileCache,
