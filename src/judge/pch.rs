@@ -322,8 +322,11 @@ impl PchStore {
                 None
             }
             Err(e) => {
-                // A judge-side problem (disk, sandbox): try again next time.
-                tracing::warn!("precompiled header {key}: {e:#}");
+                // A judge-side problem (disk, sandbox): try again next time. Runs killed by an
+                // interrupt of ioi-run are not a problem to report (the handler says it once).
+                if !stop::requested() {
+                    tracing::warn!("precompiled header {key}: {e:#}");
+                }
                 entries.remove(key);
                 None
             }
@@ -407,6 +410,7 @@ fn gcc(sandbox: &Sandbox, workdir: &BoxDir, args: Vec<String>, binds: Vec<Bind>)
     spec.binds = binds;
     spec.stderr = Stdio::Path(workdir.join(".compile-stderr"));
     let outcome = sandbox.run(&spec);
+    stop::check_outcome(&outcome)?;
     if outcome.status == Status::InternalError {
         anyhow::bail!("cannot compile: {}", outcome.message);
     }
