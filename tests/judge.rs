@@ -325,3 +325,110 @@ fn the_submission_cannot_embed_the_checker_source() {
         "{test}"
     );
 }
+
+/// Busy loops that occupy the machine while alive; killed by pid (and reaped) when dropped,
+/// even when the test fails.
+struct OutsideLoad(Vec<std::process::Child>);
+
+impl OutsideLoad {
+    fn start(loops: usize) -> OutsideLoad {
+        OutsideLoad(
+            (0..loops)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("sh runs")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for OutsideLoad {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Issue 9: a Communication test (a manager and two user processes at once) gives the same
+/// verdicts, scores and feedback, and about the same CPU times, alone at `--jobs 1` and at
+/// `--jobs 8` (our own scheduler filling the cores: a test counts for its three processes) beside
+/// busy loops on eight times the cores. The time limit is CPU time: `slow_ac.cpp` uses 0.6 s per
+/// test and stays AC. The loops run in this test's session, so where the kernel groups tasks by
+/// session (autogroup) they take one share of the CPU; loops in sessions of their own still make
+/// a Communication test's blocked peers pay wall time for a starved process (see issue 9's note).
+#[test]
+fn communication_verdicts_and_cpu_times_hold_at_full_parallelism_beside_busy_loops() {
+    let dir = problem_dir("relay");
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let tests = |v: &Value| -> Vec<(String, String, f64)> {
+        v["subtasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["tests"].as_array().unwrap().iter())
+            .map(|t| {
+                (
+                    t["test_name"].as_str().unwrap().to_string(),
+                    t["status"].as_str().unwrap().to_string(),
+                    t["time"].as_f64().unwrap_or(0.0),
+                )
+            })
+            .collect()
+    };
+    let strip = |mut v: Value| {
+        for s in v["subtasks"].as_array_mut().unwrap() {
+            for t in s["tests"].as_array_mut().unwrap() {
+                let t = t.as_object_mut().unwrap();
+                t.remove("time");
+                t.remove("wall_time");
+                t.remove("memory");
+            }
+        }
+        v
+    };
+    for solution in ["slow_ac.cpp", "decimal_pa.cpp", "sender_burn_tle.cpp"] {
+        let sol = dir.join("solutions").join(solution);
+        let args = |jobs: &'static str| {
+            vec![
+                "--jobs".to_string(),
+                jobs.to_string(),
+                dir.to_str().unwrap().to_string(),
+                sol.to_str().unwrap().to_string(),
+            ]
+        };
+        let quiet_args = args("1");
+        let quiet = judge_json(&quiet_args.iter().map(String::as_str).collect::<Vec<_>>());
+        let loaded = {
+            let _load = OutsideLoad::start(8 * cores);
+            let loaded_args = args("8");
+            judge_json(&loaded_args.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        for ((name, status, a), (_, _, b)) in tests(&quiet).iter().zip(tests(&loaded).iter()) {
+            if status == "SKIPPED" {
+                continue;
+            }
+            // CPU time does not grow with waiting for a CPU; the margin covers cache effects.
+            assert!(
+                (a - b).abs() <= 0.25 + 0.5 * a.max(*b),
+                "{solution} test {name}: {a} s CPU alone, {b} s under load"
+            );
+        }
+        if solution == "slow_ac.cpp" {
+            assert_eq!(
+                loaded["total"].as_f64(),
+                Some(100.0),
+                "{solution}: {loaded}"
+            );
+        }
+        assert_eq!(
+            strip(quiet),
+            strip(loaded),
+            "{solution}: verdicts differ between --jobs 1 alone and --jobs 8 under load"
+        );
+    }
+}
