@@ -318,6 +318,11 @@ impl Sandbox {
         };
         let start = Instant::now();
         let mut waited = WaitClock::new(pid, start);
+        // This box's credit, or its wait group's when it runs with peers (see `WaitGroup`).
+        let credit = |waited: &WaitClock| match &spec.wait_group {
+            Some(group) => group.share(waited.credit()),
+            None => waited.credit(),
+        };
         if nix::unistd::write(&go_write, b"g").is_err() {
             kill_init();
         }
@@ -341,7 +346,7 @@ impl Sandbox {
             // Sleep until the report arrives, or until the earliest moment a limit could be hit.
             let mut wait = Duration::from_millis(500);
             if let Some(wall) = limits.wall_time {
-                let charged = start.elapsed().saturating_sub(waited.credit());
+                let charged = start.elapsed().saturating_sub(credit(&waited));
                 wait = wait.min(wall.saturating_sub(charged));
             }
             if let Some(cpu) = limits.cpu_time {
@@ -400,7 +405,7 @@ impl Sandbox {
                     // Sampled at every wake-up (at most every 500 ms), so that processes
                     // that end in between (a compiler's passes) keep most of their credit.
                     waited.sample(Instant::now());
-                    if start.elapsed().saturating_sub(waited.credit()) >= wall {
+                    if start.elapsed().saturating_sub(credit(&waited)) >= wall {
                         limit_hit = Some(Status::WallTimeLimit);
                     }
                 }

@@ -74,6 +74,31 @@ pub struct RunSpec {
     pub stdout: Stdio,
     pub stderr: Stdio,
     pub limits: Limits,
+    /// Boxes that run together and wait on one another (a Communication test's manager and user
+    /// processes) share this: the time any of them waited for a CPU is not charged to the wall
+    /// limit of any of them, since a peer blocked on a starved process is not idle by choice.
+    pub wait_group: Option<std::sync::Arc<WaitGroup>>,
+}
+
+/// The waiting-for-a-CPU credit shared by boxes that run together (see [`RunSpec::wait_group`]).
+/// The largest credit of any member counts for all: never more than the time that passed.
+#[derive(Debug, Default)]
+pub struct WaitGroup(std::sync::atomic::AtomicU64);
+
+impl WaitGroup {
+    /// A group with no credit yet.
+    pub fn new() -> std::sync::Arc<WaitGroup> {
+        std::sync::Arc::new(WaitGroup::default())
+    }
+
+    /// Publishes a member's credit; returns the group's (the largest so far).
+    pub(crate) fn share(&self, credit: Duration) -> Duration {
+        let nanos = u64::try_from(credit.as_nanos()).unwrap_or(u64::MAX);
+        let before = self
+            .0
+            .fetch_max(nanos, std::sync::atomic::Ordering::Relaxed);
+        Duration::from_nanos(before.max(nanos))
+    }
 }
 
 /// Where the box directory appears inside the sandbox.
@@ -116,6 +141,7 @@ impl RunSpec {
             stdout: Stdio::Null,
             stderr: Stdio::Null,
             limits: Limits::default(),
+            wait_group: None,
         }
     }
 }

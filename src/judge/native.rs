@@ -323,6 +323,20 @@ pub fn run_communication(
         })
         .collect();
 
+    // The manager and the users wait on one another: a peer blocked on a process that waits
+    // for a CPU is not charged wall time for it (issue 9).
+    let group = ioi_sandbox::WaitGroup::new();
+    let manager_spec = RunSpec {
+        wait_group: Some(group.clone()),
+        ..manager_spec
+    };
+    let user_specs: Vec<RunSpec> = user_specs
+        .into_iter()
+        .map(|spec| RunSpec {
+            wait_group: Some(group.clone()),
+            ..spec
+        })
+        .collect();
     let (manager_run, user_runs, released) = converse(sandbox, &manager_spec, &user_specs, &fifos);
 
     let usage = combined_usage(&user_runs);
