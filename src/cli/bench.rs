@@ -38,6 +38,10 @@ enum What {
         work: u64,
         #[arg(long, short = 'j')]
         jobs: Option<usize>,
+        /// Judge once more beside this many busy loops (each a session of its own): every test
+        /// must be accepted again.
+        #[arg(long, default_value_t = 0)]
+        outside_load: usize,
     },
     /// Dataset throughput on the demo scaled up, and peak memory while streaming a large tests
     /// file.
@@ -108,9 +112,12 @@ pub fn run(args: Args) -> Result<i32> {
             caller_mib,
             stdio_files,
         } => bench_sandbox(runs, caller_mib, stdio_files),
-        What::Judge { tests, work, jobs } => {
-            super::bench_judge::run(tests, work, super::jobs_or_default(jobs))
-        }
+        What::Judge {
+            tests,
+            work,
+            jobs,
+            outside_load,
+        } => super::bench_judge::run(tests, work, super::jobs_or_default(jobs), outside_load),
         What::Evaluate {
             submissions,
             jobs,

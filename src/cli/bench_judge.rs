@@ -91,7 +91,7 @@ fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(
     ))
 }
 
-pub fn run(tests: usize, work: u64, jobs: usize) -> Result<i32> {
+pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<i32> {
     let root = tempfile::tempdir()?;
     let task = root.path().join("task");
     write_problem(&task, tests, work)?;
@@ -105,6 +105,14 @@ pub fn run(tests: usize, work: u64, jobs: usize) -> Result<i32> {
     })?;
     let (ours, cpu) = judge_once(&judge, &task, tests, jobs)?;
     let (warm, _) = judge_once(&judge, &task, tests, jobs)?;
+    // The same again beside busy loops (each a session of its own, as independent work is):
+    // every test must still be accepted (judge_once fails otherwise).
+    let loaded = if outside_load > 0 {
+        let _load = BusyLoops::start(outside_load)?;
+        Some(judge_once(&judge, &task, tests, jobs)?)
+    } else {
+        None
+    };
 
     // Piston-style: a fresh box per test, compile + run in it, one test at a time per worker.
     let scripts_judge = Judge::new(JudgeOptions {
@@ -160,5 +168,46 @@ pub fn run(tests: usize, work: u64, jobs: usize) -> Result<i32> {
         "overhead per test (sandbox, box, output check; cached run: wall × workers − solution CPU): {:.1} ms",
         ((warm * jobs as f64) - cpu) / tests as f64 * 1e3
     );
+    if let Some((wall, loaded_cpu)) = loaded {
+        println!(
+            "beside {outside_load} busy loops: every test accepted again (identical verdicts), \
+             {wall:.2} s, solution CPU {:.1} ms per test (quiet: {:.1} ms)",
+            loaded_cpu / tests as f64 * 1e3,
+            cpu / tests as f64 * 1e3
+        );
+    }
     Ok(0)
+}
+
+/// Busy loops started for a measurement, killed by pid (and reaped) when dropped.
+struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    fn start(count: usize) -> Result<BusyLoops> {
+        use std::os::unix::process::CommandExt;
+        let mut loops = BusyLoops(Vec::new());
+        for _ in 0..count {
+            let mut cmd = std::process::Command::new("sh");
+            cmd.args(["-c", "while :; do :; done"]);
+            // SAFETY: setsid is async-signal-safe and touches no memory.
+            unsafe {
+                cmd.pre_exec(|| {
+                    nix::unistd::setsid()
+                        .map(|_| ())
+                        .map_err(std::io::Error::from)
+                });
+            }
+            loops.0.push(cmd.spawn()?);
+        }
+        Ok(loops)
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
