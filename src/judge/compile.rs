@@ -535,13 +535,8 @@ fn build(
 /// The first `cap` bytes of the compiler's diagnostics (the rest is never read), decoded
 /// lossily: diagnostics quote the source, which need not be UTF-8.
 pub(super) fn read_diagnostics(path: &Path, cap: usize) -> String {
-    use std::io::Read;
-    let mut bytes = Vec::new();
     let total = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    if let Ok(file) = fs::File::open(path) {
-        let _ = file.take(cap as u64).read_to_end(&mut bytes);
-    }
-    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    let mut text = super::workdir::read_prefix(path, cap as u64);
     if total > cap as u64 {
         text.push_str("\n[compiler output truncated]");
     }

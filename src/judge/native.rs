@@ -280,63 +280,16 @@ pub fn run_communication(
     let n = params.num_processes.max(1);
     let fifos = Fifos::new(n)?;
     let private = private_dir()?;
-    let mut manager_spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, ["/tools/manager".to_string()]);
-    manager_spec
-        .binds
-        .push(Bind::read_only(manager, "/tools/manager"));
-    for i in 0..n {
-        let inside = format!("/fifo{i}");
-        manager_spec
-            .binds
-            .push(Bind::writable(fifos.dir(i), &inside));
-        manager_spec.argv.push(format!("{inside}/u{i}_to_m"));
-        manager_spec.argv.push(format!("{inside}/m_to_u{i}"));
-    }
-    manager_spec
-        .argv
-        .extend(params.manager_args.iter().cloned());
-    manager_spec.stdin = Stdio::Path(test.input.clone());
-    manager_spec.stdout = Stdio::Path(private.path().join("manager.out"));
-    manager_spec.stderr = Stdio::Path(private.path().join("manager.err"));
+    let (mut manager_spec, user_specs) = communication_specs(
+        params,
+        manager,
+        program,
+        &test.input,
+        private.path(),
+        &fifos,
+        &solution_limits(problem),
+    );
     manager_spec.limits = tool_limits(problem, n);
-
-    let user_specs: Vec<RunSpec> = (0..n)
-        .map(|i| {
-            let mut spec = RunSpec::in_tmpfs(problem.memory_limit, [PROGRAM.to_string()]);
-            spec.binds.push(Bind::read_only(program, PROGRAM));
-            match params.user_io {
-                UserIo::StdIo => {
-                    spec.stdin = Stdio::Existing(fifos.to_user(i));
-                    spec.stdout = Stdio::Existing(fifos.to_manager(i));
-                }
-                UserIo::FifoIo => {
-                    spec.binds.push(Bind::writable(fifos.dir(i), "/fifo"));
-                    spec.argv.push(format!("/fifo/m_to_u{i}"));
-                    spec.argv.push(format!("/fifo/u{i}_to_m"));
-                }
-            }
-            if n > 1 {
-                spec.argv.push(i.to_string());
-            }
-            spec.limits = solution_limits(problem);
-            spec
-        })
-        .collect();
-
-    // The manager and the users wait on one another: a peer blocked on a process that waits
-    // for a CPU is not charged wall time for it (issue 9).
-    let group = ioi_sandbox::WaitGroup::new();
-    let manager_spec = RunSpec {
-        wait_group: Some(group.clone()),
-        ..manager_spec
-    };
-    let user_specs: Vec<RunSpec> = user_specs
-        .into_iter()
-        .map(|spec| RunSpec {
-            wait_group: Some(group.clone()),
-            ..spec
-        })
-        .collect();
     let (manager_run, user_runs, released) = converse(sandbox, &manager_spec, &user_specs, &fifos);
 
     let usage = combined_usage(&user_runs);
@@ -546,9 +499,9 @@ pub(crate) fn manager_output(
 
 /// The manager's and the user processes' run specs of a Communication test (SPEC §2.3), users
 /// with `user_limits`; the manager's stdout and stderr go to `manager.out` / `manager.err` in
-/// the root-only folder `private`.
-// `run_communication` builds the same specs inline; it is left as it is to keep concurrent
-// changes to it easy to merge.
+/// the root-only folder `private`. The manager and the users wait on one another, so they
+/// share one wait group: a peer blocked on a process that waits for a CPU is not charged wall
+/// time for it (issue 9).
 fn communication_specs(
     params: &Communication,
     manager: &Path,
@@ -559,7 +512,9 @@ fn communication_specs(
     user_limits: &Limits,
 ) -> (RunSpec, Vec<RunSpec>) {
     let n = params.num_processes.max(1);
+    let group = ioi_sandbox::WaitGroup::new();
     let mut manager_spec = RunSpec::in_tmpfs(TOOL_BOX_BYTES, ["/tools/manager".to_string()]);
+    manager_spec.wait_group = Some(group.clone());
     manager_spec
         .binds
         .push(Bind::read_only(manager, "/tools/manager"));
@@ -597,6 +552,7 @@ fn communication_specs(
                 spec.argv.push(i.to_string());
             }
             spec.limits = user_limits.clone();
+            spec.wait_group = Some(group.clone());
             spec
         })
         .collect();

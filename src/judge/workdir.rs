@@ -60,10 +60,16 @@ impl BoxDir {
 /// The first MiB of a file written by a sandboxed tool (its stdout or stderr), as text; empty
 /// when the file is missing.
 pub(crate) fn read_capped(path: &Path) -> String {
+    read_prefix(path, 1 << 20)
+}
+
+/// The first `cap` bytes of a file a program wrote (the rest is never read), decoded lossily:
+/// the one reader for output of untrusted programs, whose text need not be UTF-8.
+pub(crate) fn read_prefix(path: &Path, cap: u64) -> String {
     use std::io::Read;
     let mut text = Vec::new();
     if let Ok(file) = fs::File::open(path) {
-        let _ = file.take(1 << 20).read_to_end(&mut text);
+        let _ = file.take(cap).read_to_end(&mut text);
     }
     String::from_utf8_lossy(&text).into_owned()
 }
