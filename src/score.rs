@@ -5,10 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Status of one test or one subtask. The declaration order is the "worst first" order of
+/// Verdict of one test or one subtask. The declaration order is the "worst first" order of
 /// SPEC §2.5, so `min()` over statuses gives the subtask status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Status {
+pub enum Verdict {
     #[serde(rename = "CE")]
     CompilationError,
     #[serde(rename = "RE")]
@@ -27,60 +27,60 @@ pub enum Status {
     Skipped,
 }
 
-impl Status {
+impl Verdict {
     /// The short word used in results and reports (`AC`, `WA`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
-            Status::CompilationError => "CE",
-            Status::RuntimeError => "RE",
-            Status::WrongAnswer => "WA",
-            Status::MemoryLimit => "MLE",
-            Status::TimeLimit => "TLE",
-            Status::Partial => "PA",
-            Status::Accepted => "AC",
-            Status::Skipped => "SKIPPED",
+            Verdict::CompilationError => "CE",
+            Verdict::RuntimeError => "RE",
+            Verdict::WrongAnswer => "WA",
+            Verdict::MemoryLimit => "MLE",
+            Verdict::TimeLimit => "TLE",
+            Verdict::Partial => "PA",
+            Verdict::Accepted => "AC",
+            Verdict::Skipped => "SKIPPED",
         }
     }
 
     /// Parses the short word back (`AC`, `WA`, ...), as found in results files.
-    pub fn parse(word: &str) -> Option<Status> {
+    pub fn parse(word: &str) -> Option<Verdict> {
         Some(match word {
-            "CE" => Status::CompilationError,
-            "RE" => Status::RuntimeError,
-            "WA" => Status::WrongAnswer,
-            "MLE" => Status::MemoryLimit,
-            "TLE" => Status::TimeLimit,
-            "PA" => Status::Partial,
-            "AC" => Status::Accepted,
-            "SKIPPED" => Status::Skipped,
+            "CE" => Verdict::CompilationError,
+            "RE" => Verdict::RuntimeError,
+            "WA" => Verdict::WrongAnswer,
+            "MLE" => Verdict::MemoryLimit,
+            "TLE" => Verdict::TimeLimit,
+            "PA" => Verdict::Partial,
+            "AC" => Verdict::Accepted,
+            "SKIPPED" => Verdict::Skipped,
             _ => return None,
         })
     }
 
     /// The status of a test that ran, derived from score and feedback exactly as the Python
     /// pipeline does (substring matches on the feedback when the score is 0).
-    pub fn of_run(score: f64, feedback: &str) -> Status {
+    pub fn of_run(score: f64, feedback: &str) -> Verdict {
         if score == 0.0 {
             if feedback.contains("Compilation error") {
-                Status::CompilationError
+                Verdict::CompilationError
             } else if feedback.contains("Memory limit exceeded") {
-                Status::MemoryLimit
+                Verdict::MemoryLimit
             } else if feedback.contains("Time limit exceeded") {
-                Status::TimeLimit
+                Verdict::TimeLimit
             } else if feedback.contains("Output isn't correct") {
-                Status::WrongAnswer
+                Verdict::WrongAnswer
             } else {
-                Status::RuntimeError
+                Verdict::RuntimeError
             }
         } else if score == 1.0 {
-            Status::Accepted
+            Verdict::Accepted
         } else {
-            Status::Partial
+            Verdict::Partial
         }
     }
 }
 
-impl std::fmt::Display for Status {
+impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -92,7 +92,7 @@ impl std::fmt::Display for Status {
 pub struct TestResult {
     pub test_name: String,
     pub score: f64,
-    pub status: Status,
+    pub status: Verdict,
     pub feedback: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<f64>,
@@ -108,7 +108,7 @@ impl TestResult {
         TestResult {
             test_name: test_name.to_string(),
             score: 0.0,
-            status: Status::Skipped,
+            status: Verdict::Skipped,
             feedback: None,
             time: None,
             wall_time: None,
@@ -143,12 +143,12 @@ impl SubtaskResult {
     }
 
     /// Worst status of the tests (SKIPPED when there are none).
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> Verdict {
         self.test_results
             .iter()
             .map(|t| t.status)
             .min()
-            .unwrap_or(Status::Skipped)
+            .unwrap_or(Verdict::Skipped)
     }
 
     fn min_score(&self) -> Option<f64> {
@@ -167,7 +167,7 @@ pub fn round_like_python(x: f64, ndigits: u32) -> f64 {
 mod tests {
     use super::*;
 
-    fn test(name: &str, score: f64, status: Status) -> TestResult {
+    fn test(name: &str, score: f64, status: Verdict) -> TestResult {
         TestResult {
             score,
             status,
@@ -178,33 +178,33 @@ mod tests {
     #[test]
     fn status_from_feedback_uses_substrings_like_python() {
         assert_eq!(
-            Status::of_run(0.0, "Compilation error exit code 1\nx"),
-            Status::CompilationError
+            Verdict::of_run(0.0, "Compilation error exit code 1\nx"),
+            Verdict::CompilationError
         );
         assert_eq!(
-            Status::of_run(0.0, "Time limit exceeded (2.1s)"),
-            Status::TimeLimit
+            Verdict::of_run(0.0, "Time limit exceeded (2.1s)"),
+            Verdict::TimeLimit
         );
         assert_eq!(
-            Status::of_run(0.0, "Memory limit exceeded"),
-            Status::MemoryLimit
+            Verdict::of_run(0.0, "Memory limit exceeded"),
+            Verdict::MemoryLimit
         );
         assert_eq!(
-            Status::of_run(0.0, "Output isn't correct"),
-            Status::WrongAnswer
+            Verdict::of_run(0.0, "Output isn't correct"),
+            Verdict::WrongAnswer
         );
         assert_eq!(
-            Status::of_run(0.0, "Execution killed with signal 11"),
-            Status::RuntimeError
+            Verdict::of_run(0.0, "Execution killed with signal 11"),
+            Verdict::RuntimeError
         );
-        assert_eq!(Status::of_run(1.0, "Output is correct"), Status::Accepted);
-        assert_eq!(Status::of_run(0.5, "partial"), Status::Partial);
+        assert_eq!(Verdict::of_run(1.0, "Output is correct"), Verdict::Accepted);
+        assert_eq!(Verdict::of_run(0.5, "partial"), Verdict::Partial);
     }
 
     #[test]
     fn memory_is_checked_before_time_like_the_reference() {
         let feedback = "Memory limit exceeded (Time limit exceeded while cleaning up)";
-        assert_eq!(Status::of_run(0.0, feedback), Status::MemoryLimit);
+        assert_eq!(Verdict::of_run(0.0, feedback), Verdict::MemoryLimit);
     }
 
     #[test]
@@ -215,14 +215,14 @@ mod tests {
             points: 7.0,
             score_precision: 2,
             test_results: vec![
-                test("a", 1.0, Status::Accepted),
-                test("b", 0.3333333, Status::Partial),
-                test("c", 0.0, Status::Skipped),
-                test("d", 0.5, Status::Partial),
+                test("a", 1.0, Verdict::Accepted),
+                test("b", 0.3333333, Verdict::Partial),
+                test("c", 0.0, Verdict::Skipped),
+                test("d", 0.5, Verdict::Partial),
             ],
         };
         assert_eq!(st.score(), 0.0);
-        assert_eq!(st.status(), Status::Partial);
+        assert_eq!(st.status(), Verdict::Partial);
         let st = SubtaskResult {
             test_results: st.test_results[..2].to_vec(),
             ..st
@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn status_order_is_the_spec_order() {
-        use Status::*;
+        use Verdict::*;
         let order = [
             CompilationError,
             RuntimeError,
@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(
             order
                 .iter()
-                .map(|s| Status::parse(s.as_str()).unwrap())
+                .map(|s| Verdict::parse(s.as_str()).unwrap())
                 .collect::<Vec<_>>(),
             order
         );

@@ -10,7 +10,7 @@ use ioi_run::judge::JudgeOptions;
 use ioi_run::problem::cms::load_cms;
 use ioi_run::problem::config::ensure_grader_config;
 use ioi_run::problem::Problem;
-use ioi_run::score::Status;
+use ioi_run::score::Verdict;
 use ioi_run::server::piston::client_view;
 use ioi_run::server::{Executor, JudgeExecutor, Response, ServeOptions, Server};
 use serde_json::{json, Value};
@@ -161,9 +161,9 @@ fn judge_fixture(server: &TestServer, problem: &str, name: &str, test: &str) -> 
     server.judge(&body)
 }
 
-fn status(view: &(String, String)) -> Status {
+fn status(view: &(String, String)) -> Verdict {
     let score: f64 = view.0.parse().expect("a numeric score");
-    Status::of_run(score, &view.1)
+    Verdict::of_run(score, &view.1)
 }
 
 #[test]
@@ -171,53 +171,53 @@ fn batch_with_checker_every_verdict() {
     let server = TestServer::start(shared_executor());
     // (solution, test, status, score, feedback prefix)
     let cases = [
-        ("ac", "06", Status::Accepted, "1", "Output is correct"),
+        ("ac", "06", Verdict::Accepted, "1", "Output is correct"),
         (
             "ordered_pa",
             "01",
-            Status::Partial,
+            Verdict::Partial,
             "0.5",
             "Output is partially correct",
         ),
         (
             "int_overflow",
             "05",
-            Status::WrongAnswer,
+            Verdict::WrongAnswer,
             "0",
             "Output isn't correct",
         ),
         (
             "burn_tle",
             "05",
-            Status::TimeLimit,
+            Verdict::TimeLimit,
             "0",
             "Time limit exceeded",
         ),
         (
             "mle",
             "01",
-            Status::MemoryLimit,
+            Verdict::MemoryLimit,
             "0",
             "Memory limit exceeded",
         ),
         (
             "segv",
             "01",
-            Status::RuntimeError,
+            Verdict::RuntimeError,
             "0",
             "Runtime error: killed by signal 11",
         ),
         (
             "exit3",
             "01",
-            Status::RuntimeError,
+            Verdict::RuntimeError,
             "0",
             "Runtime error: exit code 3",
         ),
         (
             "ce",
             "01",
-            Status::CompilationError,
+            Verdict::CompilationError,
             "0",
             "Compilation error exit code 1\n",
         ),
@@ -260,7 +260,7 @@ fn a_sleeper_is_a_hard_timeout_that_the_client_reads_as_tle() {
     let response: Response = serde_json::from_value(answer).unwrap();
     let view = client_view(&response).unwrap();
     assert_eq!(view, ("0".into(), "Time limit exceeded".into()));
-    assert_eq!(status(&view), Status::TimeLimit);
+    assert_eq!(status(&view), Verdict::TimeLimit);
 }
 
 #[test]
@@ -271,7 +271,7 @@ fn communication_accepted_and_early_failure() {
     let early = judge_fixture(&server, "guess", "exit3_early", "01");
     assert_eq!(
         (status(&early), early.1.as_str()),
-        (Status::RuntimeError, "Runtime error: exit code 3")
+        (Verdict::RuntimeError, "Runtime error: exit code 3")
     );
 }
 

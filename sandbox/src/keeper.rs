@@ -19,7 +19,7 @@ use crate::mounts::{self, SystemLayout};
 use crate::namespaces;
 use crate::uids::{UidPool, UidRange};
 use crate::waiting::WaitClock;
-use crate::{rlimits, seccomp, Outcome, RunSpec, Status, Stdio};
+use crate::{rlimits, seccomp, Outcome, RunSpec, Stdio, Termination};
 
 /// Options of a [`Sandbox`].
 #[derive(Debug, Clone)]
@@ -165,7 +165,7 @@ impl Sandbox {
     }
 
     /// Runs one command and reports what happened. Never fails: a broken setup is an
-    /// [`Outcome`] with [`Status::InternalError`], never blamed on the program.
+    /// [`Outcome`] with [`Termination::InternalError`], never blamed on the program.
     pub fn run(&self, spec: &RunSpec) -> Outcome {
         match self.try_run(spec) {
             Ok(outcome) => outcome,
@@ -332,7 +332,7 @@ impl Sandbox {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1) as u32;
-        let mut limit_hit: Option<Status> = None;
+        let mut limit_hit: Option<Termination> = None;
         let mut report_bytes = [0u8; Report::SIZE];
         let mut got = 0usize;
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
@@ -397,7 +397,7 @@ impl Sandbox {
                     None => false,
                 };
                 if cpu_over {
-                    limit_hit = Some(Status::TimeLimit);
+                    limit_hit = Some(Termination::TimeLimit);
                 } else if let Some(wall) = limits.wall_time {
                     // The wall limit charges only time the box did not spend waiting for a
                     // CPU (see `waiting`): a busy host never turns a CPU-bound run into a
@@ -406,7 +406,7 @@ impl Sandbox {
                     // that end in between (a compiler's passes) keep most of their credit.
                     waited.sample(Instant::now());
                     if start.elapsed().saturating_sub(credit(&waited)) >= wall {
-                        limit_hit = Some(Status::WallTimeLimit);
+                        limit_hit = Some(Termination::WallTimeLimit);
                     }
                 }
                 if limit_hit.is_some() {
@@ -484,14 +484,14 @@ struct Stats {
 /// limit, signals and exit codes.
 fn classify(
     report: Option<Report>,
-    limit_hit: Option<Status>,
+    limit_hit: Option<Termination>,
     stats: &Stats,
     wall: Duration,
     spec: &RunSpec,
     plan: &ChildPlan,
 ) -> Outcome {
     let mut out = Outcome {
-        status: Status::Ok,
+        status: Termination::Ok,
         exit_code: None,
         signal: None,
         cpu_time: stats.cpu.as_secs_f64(),
@@ -505,11 +505,11 @@ fn classify(
             let err = std::io::Error::from_raw_os_error(errno);
             if step == Step::EXEC {
                 // A missing or non-executable program is the caller's command, not the sandbox.
-                out.status = Status::RuntimeError;
+                out.status = Termination::RuntimeError;
                 out.exit_code = Some(127);
                 out.message = format!("cannot execute {}: {err}", spec.argv[0]);
             } else {
-                out.status = Status::InternalError;
+                out.status = Termination::InternalError;
                 out.message = format!("sandbox setup failed: cannot {what}: {err}");
             }
             return out;
@@ -517,7 +517,7 @@ fn classify(
         Some(Report::Exited(code)) => out.exit_code = Some(code),
         Some(Report::Signaled(sig)) => out.signal = Some(sig),
         None if limit_hit.is_none() => {
-            out.status = Status::InternalError;
+            out.status = Termination::InternalError;
             out.message = "the sandbox init died without reporting".into();
             return out;
         }
@@ -532,33 +532,33 @@ fn classify(
     (out.status, out.message) =
         if stats.oom_kills > 0 || (killed && memory_near && limit_hit.is_none()) {
             (
-                Status::MemoryLimit,
+                Termination::MemoryLimit,
                 format!("memory limit exceeded (peak {} bytes)", stats.memory),
             )
-        } else if cpu_over || limit_hit == Some(Status::TimeLimit) {
+        } else if cpu_over || limit_hit == Some(Termination::TimeLimit) {
             (
-                Status::TimeLimit,
+                Termination::TimeLimit,
                 format!("time limit exceeded ({:.3} s CPU)", stats.cpu.as_secs_f64()),
             )
-        } else if limit_hit == Some(Status::WallTimeLimit) {
+        } else if limit_hit == Some(Termination::WallTimeLimit) {
             (
-                Status::WallTimeLimit,
+                Termination::WallTimeLimit,
                 format!("wall time limit exceeded ({:.3} s)", wall.as_secs_f64()),
             )
         } else if out.signal == Some(libc::SIGXFSZ) {
-            (Status::OutputLimit, "output limit exceeded".into())
+            (Termination::OutputLimit, "output limit exceeded".into())
         } else if let Some(sig) = out.signal {
             (
-                Status::Signaled,
+                Termination::Signaled,
                 format!("killed by signal {sig} ({})", crate::signal_name(sig)),
             )
         } else if out.exit_code != Some(0) {
             (
-                Status::RuntimeError,
+                Termination::RuntimeError,
                 format!("exited with code {}", out.exit_code.unwrap_or(-1)),
             )
         } else {
-            (Status::Ok, "ok".into())
+            (Termination::Ok, "ok".into())
         };
     out
 }

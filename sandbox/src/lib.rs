@@ -224,7 +224,7 @@ impl Default for Limits {
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum Termination {
     /// Exited with code 0 within every limit.
     Ok,
     /// Exited with a non-zero code.
@@ -246,7 +246,7 @@ pub enum Status {
 /// What happened in one run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
-    pub status: Status,
+    pub status: Termination,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     /// CPU seconds (user+sys) of the program and its descendants.
@@ -267,7 +267,7 @@ impl Outcome {
 
     pub(crate) fn internal(message: impl Into<String>) -> Outcome {
         Outcome {
-            status: Status::InternalError,
+            status: Termination::InternalError,
             exit_code: None,
             signal: None,
             cpu_time: 0.0,

@@ -4,7 +4,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use ioi_sandbox::{Limits, Status, Stdio};
+use ioi_sandbox::{Limits, Stdio, Termination};
 
 #[test]
 fn plain_program_runs_and_reports_usage() {
@@ -15,7 +15,7 @@ fn plain_program_runs_and_reports_usage() {
         int main(){ std::vector<char> v(64<<20, 1); long s=0; for(char c: v) s+=c; printf("%ld\n", s); }"#,
         limits(2.0, 256),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert_eq!(b.read("stdout").trim(), (64u64 << 20).to_string());
     assert!(
         o.memory >= 64 << 20 && o.memory < 128 << 20,
@@ -31,7 +31,7 @@ fn exit_code_and_signal_are_reported() {
     let o = b.run_cpp("int main(){ return 3; }", limits(1.0, 64));
     assert_eq!(
         (o.status, o.exit_code),
-        (Status::RuntimeError, Some(3)),
+        (Termination::RuntimeError, Some(3)),
         "{o:?}"
     );
     let o = b.run_cpp(
@@ -40,7 +40,7 @@ fn exit_code_and_signal_are_reported() {
     );
     assert_eq!(
         (o.status, o.signal),
-        (Status::Signaled, Some(libc::SIGSEGV)),
+        (Termination::Signaled, Some(libc::SIGSEGV)),
         "{o:?}"
     );
 }
@@ -57,7 +57,10 @@ fn fork_bomb_is_contained_by_the_pids_limit() {
         },
     );
     assert!(
-        matches!(o.status, Status::TimeLimit | Status::WallTimeLimit),
+        matches!(
+            o.status,
+            Termination::TimeLimit | Termination::WallTimeLimit
+        ),
         "{o:?}"
     );
     // Runnable forks waiting for a CPU are not charged to the wall limit (issue 9): on a busy
@@ -75,7 +78,7 @@ fn memory_bomb_touching_pages_is_memory_limit() {
         int main(){ for(int i=0;i<64;i++){ char *p=(char*)malloc(16<<20); memset(p, 1, 16<<20); } return 0; }"#,
         limits(5.0, 128),
     );
-    assert_eq!(o.status, Status::MemoryLimit, "{o:?}");
+    assert_eq!(o.status, Termination::MemoryLimit, "{o:?}");
 }
 
 #[test]
@@ -87,7 +90,7 @@ fn address_space_alone_is_not_memory() {
         int main(){ void *p = mmap(0, 4ul<<30, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0); return p == MAP_FAILED; }"#,
         limits(1.0, 64),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
 }
 
 #[test]
@@ -103,7 +106,7 @@ fn cpu_time_counts_every_thread() {
         int main(){ std::vector<std::thread> t; for(int i=0;i<4;i++) t.emplace_back([]{ volatile unsigned long x=0; while (thread_cpu() < 0.3) x++; }); for(auto&th:t) th.join(); }"#,
         Limits { wall_time: Some(Duration::from_secs_f64(20.0 * time_scale())), ..limits(5.0, 256) },
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert!(o.cpu_time >= 1.2 && o.cpu_time < 2.0, "{o:?}");
 }
 
@@ -116,7 +119,7 @@ fn threads_burning_cpu_hit_the_time_limit() {
         int main(){ std::vector<std::thread> t; for(int i=0;i<4;i++) t.emplace_back([]{ volatile unsigned long x=0; for(;;) x++; }); for(auto&th:t) th.join(); }"#,
         Limits { wall_time: Some(Duration::from_secs_f64(20.0 * time_scale())), ..limits(1.0, 256) },
     );
-    assert_eq!(o.status, Status::TimeLimit, "{o:?}");
+    assert_eq!(o.status, Termination::TimeLimit, "{o:?}");
     assert!(o.cpu_time > 1.0, "{o:?}");
 }
 
@@ -127,7 +130,7 @@ fn sleeping_forever_hits_the_wall_limit() {
         "#include <unistd.h>\nint main(){ for(;;) pause(); }",
         limits(0.5, 64),
     );
-    assert_eq!(o.status, Status::WallTimeLimit, "{o:?}");
+    assert_eq!(o.status, Termination::WallTimeLimit, "{o:?}");
     assert!(
         o.cpu_time < 0.1 && o.wall_time >= 2.5 && o.wall_time < 4.0,
         "{o:?}"
@@ -141,7 +144,7 @@ fn endless_stdout_hits_the_output_limit() {
         "#include <cstdio>\nint main(){ for(;;) puts(\"all work and no play makes jack a dull boy\"); }",
         Limits { output_size: Some(1 << 20), ..limits(5.0, 64) },
     );
-    assert_eq!(o.status, Status::OutputLimit, "{o:?}");
+    assert_eq!(o.status, Termination::OutputLimit, "{o:?}");
     assert!(std::fs::metadata(b.path().join("stdout")).unwrap().len() <= 1 << 20);
 }
 
@@ -154,7 +157,7 @@ fn huge_file_hits_the_output_limit() {
         int main(){ FILE *f = fopen("big", "w"); std::vector<char> buf(1<<20, 'x'); for(int i=0;i<1024;i++) fwrite(buf.data(), 1, buf.size(), f); fclose(f); }"#,
         Limits { output_size: Some(8 << 20), ..limits(5.0, 64) },
     );
-    assert_eq!(o.status, Status::OutputLimit, "{o:?}");
+    assert_eq!(o.status, Termination::OutputLimit, "{o:?}");
 }
 
 #[test]
@@ -169,7 +172,7 @@ fn network_sockets_are_killed() {
     );
     assert_eq!(
         (o.status, o.signal),
-        (Status::Signaled, Some(libc::SIGSYS)),
+        (Termination::Signaled, Some(libc::SIGSYS)),
         "{o:?}"
     );
 }
@@ -183,7 +186,7 @@ fn ptrace_is_killed() {
     );
     assert_eq!(
         (o.status, o.signal),
-        (Status::Signaled, Some(libc::SIGSYS)),
+        (Termination::Signaled, Some(libc::SIGSYS)),
         "{o:?}"
     );
 }
@@ -201,7 +204,7 @@ fn host_files_outside_the_box_are_invisible() {
         secret.display()
     );
     let o = b.run_cpp(&source, limits(1.0, 64));
-    assert_eq!(o.status, Status::Ok, "{o:?} {}", b.read("stdout"));
+    assert_eq!(o.status, Termination::Ok, "{o:?} {}", b.read("stdout"));
 }
 
 #[test]
@@ -213,7 +216,7 @@ fn writing_outside_the_box_fails() {
         int main(){ int ok = 0; for (const char *p : {"/usr/bin/evil", "/etc/passwd", "/evil", "/proc/sys/kernel/hostname"}) if (FILE *f = fopen(p, "w")) { if (fputs("x", f) >= 0 && fclose(f) == 0) { printf("wrote %s\n", p); ok++; } } FILE *f = fopen("inside", "w"); return ok + (f == nullptr) * 100; }"#,
         limits(1.0, 64),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?} {}", b.read("stdout"));
+    assert_eq!(o.status, Termination::Ok, "{o:?} {}", b.read("stdout"));
     assert!(b.path().join("inside").exists());
 }
 
@@ -239,7 +242,7 @@ fn kill_minus_one_reaches_nothing_outside() {
     let _ = sentinel.kill();
     let _ = sentinel.wait();
     assert!(alive, "kill(-1) inside the sandbox killed a host process");
-    assert_ne!(o.status, Status::InternalError, "{o:?}");
+    assert_ne!(o.status, Termination::InternalError, "{o:?}");
 }
 
 #[test]
@@ -253,7 +256,7 @@ fn double_forked_daemon_does_not_survive() {
         ),
         limits(1.0, 64),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     std::thread::sleep(Duration::from_millis(100));
     let survivors: Vec<_> = std::fs::read_dir("/proc")
         .unwrap()
@@ -273,7 +276,7 @@ fn deep_recursion_uses_an_unlimited_stack() {
         int main(){ printf("%d\n", depth(1000000)); }"#,
         limits(5.0, 512),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert!(
         o.memory > 100 << 20,
         "the stack should really have been used: {o:?}"
@@ -286,7 +289,7 @@ fn missing_program_is_the_command_not_the_sandbox() {
     let o = sandbox().run(&b.spec(&["/box/does-not-exist"]));
     assert_eq!(
         (o.status, o.exit_code),
-        (Status::RuntimeError, Some(127)),
+        (Termination::RuntimeError, Some(127)),
         "{o:?}"
     );
     assert!(o.message.contains("cannot execute"), "{o:?}");
@@ -305,7 +308,7 @@ fn gcc_and_bash_work_inside() {
     spec.stdout = Stdio::Path(b.path().join("out"));
     spec.stderr = Stdio::Path(b.path().join("err"));
     let o = sandbox().run(&spec);
-    assert_eq!(o.status, Status::Ok, "{o:?} {}", b.read("err"));
+    assert_eq!(o.status, Termination::Ok, "{o:?} {}", b.read("err"));
     assert_eq!(b.read("out").trim(), "42");
 }
 
@@ -321,7 +324,7 @@ fn stdin_comes_from_a_host_file() {
     spec.stdin = Stdio::Path(input.path().to_path_buf());
     spec.stdout = Stdio::Path(b.path().join("out"));
     let o = sandbox().run(&spec);
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert_eq!(b.read("out").trim(), "42");
 }
 
@@ -349,9 +352,9 @@ fn parallel_runs_do_not_interfere() {
     });
     for (i, o) in verdicts {
         let expected = if i % 2 == 0 {
-            Status::Ok
+            Termination::Ok
         } else {
-            Status::TimeLimit
+            Termination::TimeLimit
         };
         assert_eq!(o.status, expected, "run {i}: {o:?}");
         if i % 2 == 0 {
@@ -388,7 +391,7 @@ fn a_tmpfs_box_cannot_fill_the_host_disk() {
     };
     let o = sandbox().run(&spec);
     assert!(
-        matches!(o.status, Status::Ok | Status::MemoryLimit),
+        matches!(o.status, Termination::Ok | Termination::MemoryLimit),
         "{o:?}"
     );
     assert!(o.memory < 200 << 20, "{o:?}");
@@ -407,7 +410,7 @@ fn clone3_answers_enosys_and_x32_calls_are_killed() {
           long r = syscall(SYS_clone3, &a, sizeof a); return (r == -1 && errno == ENOSYS) ? 0 : 1; }"#,
         limits(1.0, 64),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     // An x32 system call number (bit 30 set) is killed whatever the kernel supports.
     let o = b.run_cpp(
         "#include <unistd.h>\n#include <sys/syscall.h>\nint main(){ syscall(0x40000000L | SYS_getpid); return 0; }",
@@ -415,7 +418,7 @@ fn clone3_answers_enosys_and_x32_calls_are_killed() {
     );
     assert_eq!(
         (o.status, o.signal),
-        (Status::Signaled, Some(libc::SIGSYS)),
+        (Termination::Signaled, Some(libc::SIGSYS)),
         "{o:?}"
     );
 }

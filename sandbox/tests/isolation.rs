@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use ioi_sandbox::{Limits, Outcome, RunSpec, Status, Stdio};
+use ioi_sandbox::{Limits, Outcome, RunSpec, Stdio, Termination};
 
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
@@ -84,7 +84,7 @@ fn every_box_is_a_session_of_its_own_without_a_terminal() {
         }"#,
         limits(1.0, 64),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert_eq!(
         out.trim(),
         format!("sid=1 pgrp=1 tty=-1 sti=-1/{}", libc::EPERM),
@@ -123,14 +123,14 @@ fn a_terminal_is_never_given_to_a_box() {
     spec.limits = limits(1.0, 64);
     spec.stdout = Stdio::Fd(Arc::new(slave));
     let o = sandbox().run(&spec);
-    assert_eq!(o.status, Status::InternalError, "{o:?}");
+    assert_eq!(o.status, Termination::InternalError, "{o:?}");
     assert!(o.message.contains("terminal"), "{o:?}");
     // Named by its path, the terminal is refused too.
     let mut spec = b.spec(&["/bin/true"]);
     spec.limits = limits(1.0, 64);
     spec.stderr = Stdio::Existing(slave_path);
     let o = sandbox().run(&spec);
-    assert_eq!(o.status, Status::InternalError, "{o:?}");
+    assert_eq!(o.status, Termination::InternalError, "{o:?}");
     assert!(o.message.contains("terminal"), "{o:?}");
 }
 
@@ -158,7 +158,7 @@ fn kill_and_renice_from_one_box_do_not_reach_another() {
     );
     // The attacker only reached itself.
     assert_eq!(attack.0.signal, Some(libc::SIGKILL), "{:?}", attack.0);
-    assert_eq!(victim.status, Status::Ok, "{victim:?}");
+    assert_eq!(victim.status, Termination::Ok, "{victim:?}");
     assert_eq!(out, "ready\nnice=0\n");
 }
 
@@ -206,7 +206,7 @@ fn one_box_cannot_shrink_the_pipes_of_another() {
             )
         },
     );
-    assert_eq!(hog.status, Status::Ok, "{hog:?}");
+    assert_eq!(hog.status, Termination::Ok, "{hog:?}");
     let reserved: u64 = out
         .split_whitespace()
         .nth(1)
@@ -216,7 +216,7 @@ fn one_box_cannot_shrink_the_pipes_of_another() {
     // shrank to the minimum.
     assert!(reserved > 0 && reserved < 2000, "{out:?}");
     assert_eq!(out.split_whitespace().nth(2), Some("8192"), "{out:?}");
-    assert_eq!(probe.status, Status::Ok, "{probe:?}");
+    assert_eq!(probe.status, Termination::Ok, "{probe:?}");
     assert_eq!(probe_out.trim(), "65536", "the other box's pipe shrank");
 }
 
@@ -245,7 +245,7 @@ fn file_locks_leases_and_notifications_are_refused() {
         }"#,
         limits(1.0, 64),
     );
-    assert_eq!(o.status, Status::Ok, "{o:?}");
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
     let (nolck, perm) = (libc::ENOLCK, libc::EPERM);
     assert_eq!(
         out.trim(),
@@ -279,9 +279,9 @@ fn two_boxes_cannot_signal_through_a_lock_on_a_shared_file() {
             )
         },
     );
-    assert_eq!(holder.status, Status::Ok, "{holder:?}");
+    assert_eq!(holder.status, Termination::Ok, "{holder:?}");
     assert_eq!(out.trim(), "ready -1", "the holder got a lock");
-    assert_eq!(probe.status, Status::Ok, "{probe:?}");
+    assert_eq!(probe.status, Termination::Ok, "{probe:?}");
     assert_eq!(probe_out.trim(), "0", "the probe saw the holder's lock");
 }
 
@@ -338,13 +338,13 @@ fn ipc_objects_and_abstract_sockets_are_private_to_a_box() {
             )
         },
     );
-    assert_eq!(holder.status, Status::Ok, "{holder:?}");
+    assert_eq!(holder.status, Termination::Ok, "{holder:?}");
     assert_eq!(
         out.trim(),
         "ready 1 1 1 1 1",
         "the holder could not create its objects"
     );
-    assert_eq!(probe.status, Status::Ok, "{probe:?}");
+    assert_eq!(probe.status, Termination::Ok, "{probe:?}");
     assert_eq!(
         probe_out.trim(),
         "0 0 0 0 0",
@@ -362,7 +362,7 @@ fn keyrings_are_out_of_reach() {
     );
     assert_eq!(
         (o.status, o.signal),
-        (Status::Signaled, Some(libc::SIGSYS)),
+        (Termination::Signaled, Some(libc::SIGSYS)),
         "{o:?}"
     );
 }
@@ -407,7 +407,7 @@ fn the_box_learns_no_host_path_and_no_host_command_line() {
     spec.stderr = Stdio::Append(data.path().join("secret-errors.txt"));
     let o = sandbox().run(&spec);
     let out = std::fs::read_to_string(&output).unwrap();
-    assert_eq!(o.status, Status::Ok, "{o:?} {out}");
+    assert_eq!(o.status, Termination::Ok, "{o:?} {out}");
     for secret in [
         "secret-",
         &data.path().display().to_string(),
@@ -470,7 +470,7 @@ fn a_busy_host_changes_no_verdict_and_still_stops_sleepers() {
         let mut spec = b.spec(&["./prog"]);
         spec.limits = limits(0.5, 64);
         let o = sandbox().run(&spec);
-        assert_eq!(o.status, Status::Ok, "run {run}: {o:?}");
+        assert_eq!(o.status, Termination::Ok, "run {run}: {o:?}");
     }
     // A sleeper, and a process blocked forever opening a FIFO, are still stopped at the wall
     // limit, within a bounded time, load or not.
@@ -479,7 +479,7 @@ fn a_busy_host_changes_no_verdict_and_still_stops_sleepers() {
     let mut spec = sleeper.spec(&["./prog"]);
     spec.limits = limits(0.5, 64);
     let o = sandbox().run(&spec);
-    assert_eq!(o.status, Status::WallTimeLimit, "{o:?}");
+    assert_eq!(o.status, Termination::WallTimeLimit, "{o:?}");
     assert!(o.wall_time >= 2.5 && o.wall_time < 20.0, "{o:?}");
 
     let blocked = TestBox::new();
@@ -491,7 +491,7 @@ fn a_busy_host_changes_no_verdict_and_still_stops_sleepers() {
     let mut spec: RunSpec = blocked.spec(&["./prog"]);
     spec.limits = limits(0.5, 64);
     let o = sandbox().run(&spec);
-    assert_eq!(o.status, Status::WallTimeLimit, "{o:?}");
+    assert_eq!(o.status, Termination::WallTimeLimit, "{o:?}");
     assert!(o.wall_time >= 2.5 && o.wall_time < 20.0, "{o:?}");
 }
 
@@ -539,13 +539,13 @@ fn no_unix_socket_outlives_its_box() {
         spec.limits = limits(1.0, 64);
         spec.stdout = Stdio::Path(leaver_box.path().join("out"));
         let o = sandbox().run(&spec);
-        assert_eq!(o.status, Status::Ok, "{o:?}");
+        assert_eq!(o.status, Termination::Ok, "{o:?}");
         assert_eq!(leaver_box.read("out"), "left\n");
         let mut spec = probe_box.spec(&["./prog"]);
         spec.limits = limits(1.0, 64);
         spec.stdout = Stdio::Path(probe_box.path().join("out"));
         let o = sandbox().run(&spec);
-        assert_eq!(o.status, Status::Ok, "{o:?}");
+        assert_eq!(o.status, Termination::Ok, "{o:?}");
         assert_eq!(probe_box.read("out"), "alone\n", "round {round}");
     }
 }

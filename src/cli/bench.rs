@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Status};
+use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
 
 use crate::server::bench::BenchServeOptions;
 
@@ -209,7 +209,7 @@ fn bench_sandbox(runs: usize, caller_mib: usize, stdio_files: bool) -> Result<i3
         let outcome = sandbox.run(&spec);
         sandboxed.push(t.elapsed());
         anyhow::ensure!(
-            outcome.status == Status::Ok,
+            outcome.status == Termination::Ok,
             "sandboxed /bin/true failed: {}",
             outcome.message
         );

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::output::outln;
 use anyhow::Result;
-use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Status, Stdio};
+use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Stdio, Termination};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {}
@@ -120,13 +120,13 @@ fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {
     let o = run(&["/bin/true"]);
     out.push((
         "run /bin/true",
-        o.status == Status::Ok,
+        o.status == Termination::Ok,
         described(o.status, &o.message),
     ));
     let o = run(&["bash", "-c", "while :; do :; done"]);
     out.push((
         "CPU time limit",
-        o.status == Status::TimeLimit,
+        o.status == Termination::TimeLimit,
         format!("{} after {:.2} s CPU", word(o.status), o.cpu_time),
     ));
     // A generous CPU limit: the memory limit must stop it first, even where page faults are
@@ -141,20 +141,20 @@ fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {
     );
     out.push((
         "memory limit",
-        o.status == Status::MemoryLimit,
+        o.status == Termination::MemoryLimit,
         format!("{}, peak {} MiB", word(o.status), o.memory >> 20),
     ));
     let o = run(&["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22"]);
     out.push((
         "no network",
-        o.status != Status::Ok,
+        o.status != Termination::Ok,
         described(o.status, &o.message),
     ));
     out
 }
 
 /// The word `ioi-run sandbox` prints for a status (`ok`, `time_limit`, ...), not its Rust name.
-fn word(status: Status) -> String {
+fn word(status: Termination) -> String {
     serde_json::to_value(status)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -162,7 +162,7 @@ fn word(status: Status) -> String {
 }
 
 /// `word: message`, or only the word when the message says nothing more.
-fn described(status: Status, message: &str) -> String {
+fn described(status: Termination, message: &str) -> String {
     let word = word(status);
     if message.is_empty() || message == word {
         word

@@ -10,7 +10,7 @@ use super::output::outln;
 use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions, TestObserver};
 use crate::judge::Judge;
 use crate::problem::{Problem, TestSet};
-use crate::score::{Status, SubtaskResult, TestResult};
+use crate::score::{SubtaskResult, TestResult, Verdict};
 
 #[derive(Debug, clap::Args)]
 #[command(allow_missing_positional = true)]
@@ -270,7 +270,7 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
     let compile_error = results
         .iter()
         .flat_map(|s| &s.test_results)
-        .find(|t| t.status == Status::CompilationError);
+        .find(|t| t.status == Verdict::CompilationError);
     match compile_error {
         // Every test has the same feedback: show the compiler's messages once instead.
         Some(t) => {
@@ -325,7 +325,7 @@ fn print_tests(
             match rows.iter_mut().find(|(r, _)| r.test_name == t.test_name) {
                 Some((r, subtasks)) => {
                     subtasks.push(&s.subtask);
-                    if r.status == Status::Skipped && t.status != Status::Skipped {
+                    if r.status == Verdict::Skipped && t.status != Verdict::Skipped {
                         *r = t;
                     }
                 }
@@ -448,11 +448,11 @@ fn terminal_width() -> Option<usize> {
         .filter(|&c: &usize| c > 0)
 }
 
-fn status_color(status: Status) -> &'static str {
+fn status_color(status: Verdict) -> &'static str {
     match status {
-        Status::Accepted => "32",
-        Status::Partial => "33",
-        Status::Skipped => "2",
+        Verdict::Accepted => "32",
+        Verdict::Partial => "33",
+        Verdict::Skipped => "2",
         _ => "31",
     }
 }

@@ -111,10 +111,10 @@ pub fn run(args: Args) -> Result<i32> {
     for relay in relays {
         over_limit |= relay.join().unwrap_or(false);
     }
-    if over_limit && outcome.status != ioi_sandbox::Status::InternalError {
+    if over_limit && outcome.status != ioi_sandbox::Termination::InternalError {
         // The relay stopped reading past the limit: whatever happened to the program next
         // (SIGPIPE, most often) is the output limit's doing.
-        outcome.status = ioi_sandbox::Status::OutputLimit;
+        outcome.status = ioi_sandbox::Termination::OutputLimit;
         outcome.message = format!(
             "output limit exceeded (more than {} bytes written to a standard stream)",
             args.output_limit.unwrap_or(0)
@@ -144,8 +144,8 @@ pub fn run(args: Args) -> Result<i32> {
         eprintln!("message    {}", outcome.message);
     }
     Ok(match outcome.status {
-        ioi_sandbox::Status::Ok => 0,
-        ioi_sandbox::Status::InternalError => 2,
+        ioi_sandbox::Termination::Ok => 0,
+        ioi_sandbox::Termination::InternalError => 2,
         _ => 1,
     })
 }

@@ -17,7 +17,7 @@ use super::results::read_results;
 use super::roundrobin::{self, Candidate};
 use super::submissions::{reasoning_length, SubmissionKey};
 use crate::dataset::Row;
-use crate::score::{round_like_python, Status};
+use crate::score::{round_like_python, Verdict};
 
 /// One subtask of a judged submission, as reports show it.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +26,7 @@ pub struct SubtaskCell {
     /// Unweighted 0–1 score.
     pub score: f64,
     pub weighted_score: f64,
-    pub status: Status,
+    pub status: Verdict,
     /// `weighted/points (STATUS)`, numbers written as Python writes them.
     pub text: String,
 }
@@ -46,7 +46,7 @@ pub struct JudgedSubmission {
     pub target_subtask: Option<String>,
     pub has_code: bool,
     pub code_compiles: bool,
-    pub first_subtask_status: Status,
+    pub first_subtask_status: Verdict,
     /// `all_subtasks_points`.
     pub total: f64,
     pub subtasks: Vec<SubtaskCell>,
@@ -97,7 +97,7 @@ impl JudgedSubmission {
                 row.location()
             ),
         };
-        let first_subtask_status = subtasks.first().map_or(Status::Skipped, |c| c.status);
+        let first_subtask_status = subtasks.first().map_or(Verdict::Skipped, |c| c.status);
         let label = match text("label")? {
             Some(label) => Some(label),
             None => text("description")?,
@@ -153,7 +153,7 @@ fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
     let cell = || -> Result<SubtaskCell> {
         let word = sub.str("status")?;
         let status =
-            Status::parse(word).with_context(|| format!("`status` is not a status: {word:?}"))?;
+            Verdict::parse(word).with_context(|| format!("`status` is not a status: {word:?}"))?;
         let (Some(weighted), Some(points)) = (sub.get("weighted_score"), sub.get("points")) else {
             bail!("`weighted_score` and `points` are required");
         };

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use super::submissions::{Submission, SubmissionKey};
 use crate::dataset::{kind, Row};
 use crate::problem::Problem;
-use crate::score::{Status, SubtaskResult};
+use crate::score::{SubtaskResult, Verdict};
 
 /// Builds the results row of a judged submission (SPEC §3): every submission field but
 /// `subtask`, then the target subtask's score and status, whether the code compiles, the total and
@@ -57,7 +57,7 @@ pub fn result_row(
     let compiles = submission.code.is_some()
         && results
             .iter()
-            .all(|r| r.status() != Status::CompilationError);
+            .all(|r| r.status() != Verdict::CompilationError);
     row.insert("code_compiles".into(), json!(compiles));
     let total: f64 = results.iter().map(SubtaskResult::weighted_score).sum();
     row.insert("all_subtasks_points".into(), json!(total));
@@ -302,7 +302,7 @@ mod tests {
         Submission::from_row(&row, &SubmissionOptions::default()).unwrap()
     }
 
-    fn test(name: &str, score: f64, status: Status, feedback: &str) -> TestResult {
+    fn test(name: &str, score: f64, status: Verdict, feedback: &str) -> TestResult {
         TestResult {
             score,
             status,
@@ -331,14 +331,14 @@ mod tests {
             subtask(
                 "00-samples",
                 0.0,
-                vec![test("0-01", 1.0, Status::Accepted, "Output is correct")],
+                vec![test("0-01", 1.0, Verdict::Accepted, "Output is correct")],
             ),
             subtask(
                 "01-a",
                 7.0,
                 vec![
-                    test("1-01", 1.0, Status::Accepted, "Output is correct"),
-                    test("1-02", 0.5, Status::Partial, "half"),
+                    test("1-01", 1.0, Verdict::Accepted, "Output is correct"),
+                    test("1-02", 0.5, Verdict::Partial, "half"),
                 ],
             ),
             subtask("02-b", 12.5, vec![TestResult::skipped("2-01")]),
@@ -400,7 +400,7 @@ mod tests {
         let ce = test(
             "0-01",
             0.0,
-            Status::CompilationError,
+            Verdict::CompilationError,
             "Compilation error exit code 1",
         );
         let row = result_row(&s, &problem(), &[subtask("00-samples", 0.0, vec![ce])]);

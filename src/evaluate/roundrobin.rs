@@ -12,7 +12,7 @@
 use std::cmp::Ordering;
 use std::collections::{HashSet, VecDeque};
 
-use crate::score::Status;
+use crate::score::Verdict;
 
 /// At most this many submissions are selected.
 pub const SUBMISSION_LIMIT: usize = 50;
@@ -24,8 +24,8 @@ pub struct Candidate {
     pub target_subtask: Option<String>,
     /// Whether it had code at all.
     pub has_code: bool,
-    /// Status of its first subtask (the samples); CE drops the submission.
-    pub first_subtask_status: Status,
+    /// Verdict of its first subtask (the samples); CE drops the submission.
+    pub first_subtask_status: Verdict,
     /// Unweighted score of each subtask, in subtask order.
     pub subtask_scores: Vec<f64>,
     /// Length of the reasoning (tokens, else characters): the tie-breaker, longer first.
@@ -56,7 +56,7 @@ pub fn select(subtasks: &[String], candidates: &[Candidate]) -> Vec<usize> {
         .map(|s| (Some(s.as_str()), VecDeque::new()))
         .collect();
     for (i, c) in candidates.iter().enumerate() {
-        if !c.has_code || c.first_subtask_status == Status::CompilationError {
+        if !c.has_code || c.first_subtask_status == Verdict::CompilationError {
             continue;
         }
         let target = c.target_subtask.as_deref();
@@ -150,9 +150,9 @@ mod tests {
             target_subtask: Some(target.to_string()),
             has_code: true,
             first_subtask_status: if scores[0] == 1.0 {
-                Status::Accepted
+                Verdict::Accepted
             } else {
-                Status::WrongAnswer
+                Verdict::WrongAnswer
             },
             subtask_scores: scores.to_vec(),
             reasoning_length: len,
@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn empty_groups_are_exhausted_and_skipped() {
         let mut ce = cand("s1", &[0.0, 0.0, 0.0], 50);
-        ce.first_subtask_status = Status::CompilationError;
+        ce.first_subtask_status = Verdict::CompilationError;
         let mut no_code = cand("s1", &[1.0, 1.0, 1.0], 50);
         no_code.has_code = false;
         let c = vec![

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::reports::JudgedSubmission;
-use crate::score::Status;
+use crate::score::Verdict;
 
 /// One line of the table.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +52,7 @@ fn summary(year: i64, id: &str, submissions: &[JudgedSubmission]) -> ProblemSumm
             Some(status) => status as u8,
             None => u8::MAX,
         };
-        let word = verdict.map_or("no code", Status::as_str).to_string();
+        let word = verdict.map_or("no code", Verdict::as_str).to_string();
         *counts.entry((rank, word)).or_default() += 1;
     }
     let total: f64 = submissions.iter().map(|s| s.total).sum();
@@ -68,20 +68,20 @@ fn summary(year: i64, id: &str, submissions: &[JudgedSubmission]) -> ProblemSumm
 }
 
 /// The verdict of one submission; `None` when it has no code.
-fn verdict(s: &JudgedSubmission) -> Option<Status> {
+fn verdict(s: &JudgedSubmission) -> Option<Verdict> {
     if !s.has_code {
         return None;
     }
     if !s.code_compiles {
-        return Some(Status::CompilationError);
+        return Some(Verdict::CompilationError);
     }
     Some(
         s.subtasks
             .iter()
             .map(|c| c.status)
-            .filter(|&status| status != Status::Skipped)
+            .filter(|&status| status != Verdict::Skipped)
             .min()
-            .unwrap_or(Status::Skipped),
+            .unwrap_or(Verdict::Skipped),
     )
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use ioi_sandbox::{Limits, RunSpec, Sandbox, Status, Stdio};
+use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::cache::CacheStore;
 use super::stop;
@@ -486,7 +486,7 @@ fn build(
         })
     };
     match outcome.status {
-        Status::Ok => {
+        Termination::Ok => {
             // Checked before anything reads it: its size, and that it is a plain file.
             let meta = fs::symlink_metadata(&program).with_context(|| {
                 format!("the compiler succeeded but produced no {}", job.output)
@@ -499,7 +499,7 @@ fn build(
             }
             Ok(BuildResult::Binary(program))
         }
-        Status::RuntimeError => {
+        Termination::RuntimeError => {
             let mut stderr = stderr;
             // The driver exits with an error when one of its programs (cc1plus, as, ld) was
             // killed by a signal: the OOM killer (reported as a memory limit above), a compiler
@@ -518,13 +518,13 @@ fn build(
             }
             error(outcome.exit_code.unwrap_or(1), stderr, cacheable)
         }
-        Status::InternalError => bail!("cannot compile: {}", outcome.message),
-        Status::TimeLimit | Status::MemoryLimit | Status::OutputLimit => error(
+        Termination::InternalError => bail!("cannot compile: {}", outcome.message),
+        Termination::TimeLimit | Termination::MemoryLimit | Termination::OutputLimit => error(
             -1,
             format!("{stderr}\ncompiler stopped: {}", outcome.message),
             true,
         ),
-        Status::Signaled | Status::WallTimeLimit => error(
+        Termination::Signaled | Termination::WallTimeLimit => error(
             -1,
             format!("{stderr}\ncompiler stopped: {}", outcome.message),
             false,

@@ -25,7 +25,7 @@ use anyhow::{bail, Result};
 use ioi_sandbox::{Sandbox, SandboxOptions};
 
 use crate::problem::{Problem, TaskType, TestCase, TestSet};
-use crate::score::{Status, TestResult};
+use crate::score::{TestResult, Verdict};
 use compile::{CompileCache, CompileProfile, Compiled};
 pub use workdir::BoxDir;
 
@@ -91,7 +91,7 @@ pub struct TestVerdict {
     /// The status, when the runner knows what happened (native: a program that ended normally
     /// and was scored 0 is WA whatever the checker's wording). `None` in script mode, where
     /// only the text is known: the status is derived from the feedback as the reference does.
-    pub status: Option<Status>,
+    pub status: Option<Verdict>,
 }
 
 impl TestVerdict {
@@ -101,7 +101,7 @@ impl TestVerdict {
             score: self.score,
             status: self
                 .status
-                .unwrap_or_else(|| Status::of_run(self.score, &self.feedback)),
+                .unwrap_or_else(|| Verdict::of_run(self.score, &self.feedback)),
             feedback: Some(self.feedback),
             time: Some(self.time),
             wall_time: Some(self.wall_time),

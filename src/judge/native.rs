@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Status as SandboxStatus, Stdio};
+use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Stdio, Termination};
 
 use super::check::{self, CORRECT, WRONG};
 use super::stop;
 use super::workdir::read_capped;
 use super::{ProblemTools, TestVerdict};
 use crate::problem::{Communication, Problem, TestCase, UserIo};
-use crate::score::Status;
+use crate::score::Verdict;
 
 /// Where the program binary appears inside its box.
 pub(crate) const PROGRAM: &str = "/sol/program";
@@ -57,36 +57,36 @@ fn tool_limits(problem: &Problem, processes: usize) -> Limits {
 
 /// The verdict of a user process that did not end normally (status and feedback), or `None`
 /// when it exited 0. A run that ioi-run stopped itself is [`stop::Aborted`], never a verdict.
-pub(crate) fn failure(outcome: &Outcome, limits: &Limits) -> Result<Option<(Status, String)>> {
+pub(crate) fn failure(outcome: &Outcome, limits: &Limits) -> Result<Option<(Verdict, String)>> {
     stop::check_outcome(outcome)?;
     Ok(Some(match outcome.status {
-        SandboxStatus::Ok => return Ok(None),
-        SandboxStatus::TimeLimit | SandboxStatus::WallTimeLimit => {
-            (Status::TimeLimit, "Time limit exceeded".to_string())
+        Termination::Ok => return Ok(None),
+        Termination::TimeLimit | Termination::WallTimeLimit => {
+            (Verdict::TimeLimit, "Time limit exceeded".to_string())
         }
-        SandboxStatus::MemoryLimit => (Status::MemoryLimit, "Memory limit exceeded".to_string()),
-        SandboxStatus::OutputLimit => (
-            Status::WrongAnswer,
+        Termination::MemoryLimit => (Verdict::MemoryLimit, "Memory limit exceeded".to_string()),
+        Termination::OutputLimit => (
+            Verdict::WrongAnswer,
             format!(
                 "{WRONG}: output limit exceeded (more than {} bytes)",
                 limits.output_size.unwrap_or(u64::MAX)
             ),
         ),
-        SandboxStatus::Signaled => (
-            Status::RuntimeError,
+        Termination::Signaled => (
+            Verdict::RuntimeError,
             format!(
                 "Runtime error: killed by signal {}",
                 outcome.signal.unwrap_or(0)
             ),
         ),
-        SandboxStatus::RuntimeError => (
-            Status::RuntimeError,
+        Termination::RuntimeError => (
+            Verdict::RuntimeError,
             format!(
                 "Runtime error: exit code {}",
                 outcome.exit_code.unwrap_or(-1)
             ),
         ),
-        SandboxStatus::InternalError => bail!("sandbox failure: {}", outcome.message),
+        Termination::InternalError => bail!("sandbox failure: {}", outcome.message),
     }))
 }
 
@@ -107,16 +107,16 @@ pub const OUTPUT_MARGIN: u64 = 64 << 20;
 /// normally: 0 is WA whatever the wording, 1 AC, anything else PA.
 fn scored(score: f64, feedback: String, usage: &Outcome) -> TestVerdict {
     let status = if score == 0.0 {
-        Status::WrongAnswer
+        Verdict::WrongAnswer
     } else if score == 1.0 {
-        Status::Accepted
+        Verdict::Accepted
     } else {
-        Status::Partial
+        Verdict::Partial
     };
     verdict(score, feedback, status, usage)
 }
 
-fn verdict(score: f64, feedback: String, status: Status, usage: &Outcome) -> TestVerdict {
+fn verdict(score: f64, feedback: String, status: Verdict, usage: &Outcome) -> TestVerdict {
     TestVerdict {
         score,
         feedback,
@@ -191,7 +191,7 @@ fn run_checker(
     let stderr = read_capped(&private.join("checker.err"));
     match run.status {
         // testlib checkers may exit non-zero on WA while still printing the score.
-        SandboxStatus::Ok | SandboxStatus::RuntimeError => {
+        Termination::Ok | Termination::RuntimeError => {
             check::parse_verdict(&stdout, &stderr, "checker")
                 .with_context(|| format!("checker on test {} ({})", test.name, run.message))
         }
@@ -423,7 +423,7 @@ fn check_manager_output(
     private: &tempfile::TempDir,
     manager_run: &Outcome,
 ) -> Result<(f64, String)> {
-    if manager_run.status != SandboxStatus::Ok {
+    if manager_run.status != Termination::Ok {
         bail!(
             "the manager failed on test {}: {} (stderr: {})",
             test.name,
@@ -481,11 +481,11 @@ pub(crate) fn manager_output(
         (manager_run, user_runs)
     });
     for (i, run) in user_runs.iter().enumerate() {
-        if run.status != SandboxStatus::Ok {
+        if run.status != Termination::Ok {
             bail!("user process {i}: {}", run.message);
         }
     }
-    if manager_run.status != SandboxStatus::Ok {
+    if manager_run.status != Termination::Ok {
         bail!(
             "the manager: {} (stderr: {})",
             manager_run.message,

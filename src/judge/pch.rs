@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use ioi_sandbox::{Bind, RunSpec, Sandbox, Status, Stdio};
+use ioi_sandbox::{Bind, RunSpec, Sandbox, Stdio, Termination};
 
 use super::compile::{
     compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache,
@@ -411,10 +411,10 @@ fn gcc(sandbox: &Sandbox, workdir: &BoxDir, args: Vec<String>, binds: Vec<Bind>)
     spec.stderr = Stdio::Path(workdir.join(".compile-stderr"));
     let outcome = sandbox.run(&spec);
     stop::check_outcome(&outcome)?;
-    if outcome.status == Status::InternalError {
+    if outcome.status == Termination::InternalError {
         anyhow::bail!("cannot compile: {}", outcome.message);
     }
-    Ok(outcome.status == Status::Ok)
+    Ok(outcome.status == Termination::Ok)
 }
 
 /// Moves a file the sandbox wrote into an entry, owned by us and read-only.
@@ -544,7 +544,7 @@ fn compile_with(
     // A compile that ioi-run stopped is not a verdict (and never cached).
     stop::check_outcome(&outcome)?;
     Ok(match outcome.status {
-        Status::Ok => {
+        Termination::Ok => {
             // Checked before anything reads it; the plain compile reports an oversized program.
             let program = workdir.join(request.output);
             match fs::symlink_metadata(&program) {
@@ -556,7 +556,7 @@ fn compile_with(
         }
         // The plain compile does strictly more work: it would be stopped too. These limits are
         // measured on the compiler alone, so they are its verdict (cached, as in `build`).
-        Status::TimeLimit | Status::MemoryLimit => Some(BuildResult::Error {
+        Termination::TimeLimit | Termination::MemoryLimit => Some(BuildResult::Error {
             exit_code: -1,
             stderr: format!(
                 "{}\ncompiler stopped: {}",

@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::problem::Problem;
-use crate::score::{Status, SubtaskResult, TestResult};
+use crate::score::{SubtaskResult, TestResult, Verdict};
 
 /// The subtasks to judge for one submission, with the batch size.
 #[derive(Debug, Clone)]
@@ -171,7 +171,7 @@ impl SubmissionPlan {
                 .collect();
             let failed_already = tests
                 .iter()
-                .any(|t| t.status != Status::Skipped && t.score == 0.0);
+                .any(|t| t.status != Verdict::Skipped && t.score == 0.0);
             if !failed_already {
                 // Positions too: a name repeated in a subtask fills only its own slot.
                 let uncached: Vec<(usize, &str)> = subtask
@@ -248,7 +248,7 @@ mod tests {
         };
         TestResult {
             score,
-            status: Status::of_run(score, feedback),
+            status: Verdict::of_run(score, feedback),
             feedback: Some(feedback.into()),
             ..TestResult::skipped(name)
         }
@@ -293,11 +293,11 @@ mod tests {
         let (ran, results) = judge_sequentially(&plan, &truth);
         // s1 once (shared), a1 fails so a2/a3 are skipped in 01-a; 02-b runs a2 and b1.
         assert_eq!(ran, ["s1", "a1", "a2", "b1"]);
-        let statuses: Vec<Vec<Status>> = results
+        let statuses: Vec<Vec<Verdict>> = results
             .iter()
             .map(|s| s.test_results.iter().map(|t| t.status).collect())
             .collect();
-        use Status::*;
+        use Verdict::*;
         assert_eq!(
             statuses,
             vec![
@@ -317,8 +317,8 @@ mod tests {
         let truth = HashMap::from([("x", 0.0), ("y", 1.0), ("z", 1.0)]);
         let (ran, results) = judge_sequentially(&plan, &truth);
         assert_eq!(ran, ["x"]);
-        assert_eq!(results[1].test_results[0].status, Status::Skipped);
-        assert_eq!(results[1].test_results[1].status, Status::WrongAnswer);
+        assert_eq!(results[1].test_results[0].status, Verdict::Skipped);
+        assert_eq!(results[1].test_results[1].status, Verdict::WrongAnswer);
     }
 
     #[test]
@@ -327,10 +327,10 @@ mod tests {
         let plan = SubmissionPlan::new(&p, None, 1);
         let truth = HashMap::from([("a", 0.5), ("b", 0.0)]);
         let (_, results) = judge_sequentially(&plan, &truth);
-        let statuses: Vec<Status> = results[0].test_results.iter().map(|t| t.status).collect();
+        let statuses: Vec<Verdict> = results[0].test_results.iter().map(|t| t.status).collect();
         assert_eq!(
             statuses,
-            [Status::Partial, Status::WrongAnswer, Status::Skipped]
+            [Verdict::Partial, Verdict::WrongAnswer, Verdict::Skipped]
         );
     }
 
@@ -341,8 +341,8 @@ mod tests {
         let truth = HashMap::from([("a", 0.0), ("b", 1.0), ("c", 1.0), ("d", 1.0), ("e", 1.0)]);
         let (ran, results) = judge_sequentially(&plan, &truth);
         assert_eq!(ran, ["a", "b"]);
-        assert_eq!(results[0].test_results[1].status, Status::Accepted);
-        assert_eq!(results[0].test_results[2].status, Status::Skipped);
+        assert_eq!(results[0].test_results[1].status, Verdict::Accepted);
+        assert_eq!(results[0].test_results[2].status, Verdict::Skipped);
     }
 
     #[test]
@@ -360,7 +360,7 @@ mod tests {
         assert_eq!(plan.replay(&everything), Replay::Done(sequential.clone()));
         assert_eq!(
             sequential[1].test_results[2].status,
-            Status::Skipped,
+            Verdict::Skipped,
             "t4 is after a zero in 02"
         );
     }
@@ -426,11 +426,11 @@ mod tests {
         let plan = SubmissionPlan::new(&p, Some(&["02".to_string()]), 1);
         let ce = plan.uniform(|t| TestResult {
             feedback: Some("Compilation error exit code 1\nx".into()),
-            status: Status::CompilationError,
+            status: Verdict::CompilationError,
             ..TestResult::skipped(t)
         });
         assert_eq!(ce.len(), 1);
         assert_eq!(ce[0].subtask, "02");
-        assert_eq!(ce[0].status(), Status::CompilationError);
+        assert_eq!(ce[0].status(), Verdict::CompilationError);
     }
 }

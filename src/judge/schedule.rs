@@ -29,7 +29,7 @@ use anyhow::{anyhow, Context, Result};
 use super::plan::{Replay, SubmissionPlan};
 use super::{Build, Judge, LoadedProblem, Program, TestVerdict};
 use crate::problem::TaskType;
-use crate::score::{Status, SubtaskResult, TestResult};
+use crate::score::{SubtaskResult, TestResult, Verdict};
 
 /// One submission to judge.
 #[derive(Debug, Clone)]
@@ -640,7 +640,7 @@ impl Shared<'_> {
             let used: HashSet<&str> = results
                 .iter()
                 .flat_map(|s| s.test_results.iter())
-                .filter(|t| t.status != Status::Skipped)
+                .filter(|t| t.status != Verdict::Skipped)
                 .map(|t| t.test_name.as_str())
                 .collect();
             let discarded = a
@@ -718,7 +718,7 @@ impl Shared<'_> {
                             let feedback = Build::error_feedback(exit_code, &stderr);
                             let results = a.plan.uniform(|t| TestResult {
                                 score: 0.0,
-                                status: Status::CompilationError,
+                                status: Verdict::CompilationError,
                                 feedback: Some(feedback.clone()),
                                 ..TestResult::skipped(t)
                             });

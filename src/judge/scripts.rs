@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ioi_sandbox::{Limits, RunSpec, Sandbox, Status, Stdio};
+use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::workdir::{read_capped, BoxDir};
 use super::TestVerdict;
@@ -78,8 +78,8 @@ pub fn compile(
     super::stop::check_outcome(&outcome)?;
     let stderr = read_capped(&work.join(".compile-stderr"));
     Ok(match outcome.status {
-        Status::Ok => ScriptBuild::Box(Arc::new(work)),
-        Status::InternalError => {
+        Termination::Ok => ScriptBuild::Box(Arc::new(work)),
+        Termination::InternalError => {
             anyhow::bail!("cannot run the compile script: {}", outcome.message)
         }
         _ => ScriptBuild::Error {
@@ -114,14 +114,16 @@ pub fn run_test(
     super::stop::check_outcome(&outcome)?;
     let stdout = read_capped(&private.path().join("stdout"));
     let stderr = read_capped(&private.path().join("stderr"));
-    if outcome.status == Status::InternalError {
+    if outcome.status == Termination::InternalError {
         anyhow::bail!("cannot run the run script: {}", outcome.message);
     }
     // The Python client's reading of a Piston response: stdout is the score; a hard time-out
     // is a time limit; anything else is an unknown error.
     let (score, feedback) = match stdout.trim().parse::<f64>() {
         Ok(score) if !stdout.trim().is_empty() => (score, stderr.trim().to_string()),
-        _ if outcome.status == Status::WallTimeLimit => (0.0, "Time limit exceeded".to_string()),
+        _ if outcome.status == Termination::WallTimeLimit => {
+            (0.0, "Time limit exceeded".to_string())
+        }
         _ => (0.0, format!("Unknown error: {}", stderr.trim())),
     };
     Ok(TestVerdict {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
-use ioi_sandbox::{Bind, Limits, RunSpec, Status, Stdio};
+use ioi_sandbox::{Bind, Limits, RunSpec, Stdio, Termination};
 use rayon::prelude::*;
 
 use super::compile::Compiled;
@@ -317,7 +317,7 @@ fn make_input(
             let run = judge.sandbox().run(&spec);
             let message = super::workdir::read_capped(&stderr);
             let _ = fs::remove_file(&stderr);
-            if run.status != Status::Ok {
+            if run.status != Termination::Ok {
                 bail!(
                     "generator {program} {}: {} (stderr: {})",
                     args.join(" "),
@@ -401,7 +401,7 @@ fn validate(
         let run = judge.sandbox().run(&spec);
         let message = super::workdir::read_capped(&stderr);
         let _ = fs::remove_file(&stderr);
-        if run.status != Status::Ok {
+        if run.status != Termination::Ok {
             bail!(
                 "the input is refused by the validator `{command}` (subtasks {}): {} (stderr: {})",
                 subtasks.join(", "),
@@ -455,7 +455,7 @@ fn make_output(
             spec.stdout = Stdio::Path(output);
             spec.limits = limits;
             let run = judge.sandbox().run(&spec);
-            if run.status != Status::Ok {
+            if run.status != Termination::Ok {
                 bail!("{}", run.message);
             }
         }
@@ -492,7 +492,7 @@ fn run_data_py(judge: &Judge, dir: &Path, script: &[u8]) -> Result<String> {
     spec.limits.wall_time = Some(Duration::from_secs(300));
     let run = judge.sandbox().run(&spec);
     let origin = dir.join("gen/data.py");
-    if run.status != Status::Ok {
+    if run.status != Termination::Ok {
         bail!(
             "{}: python3 failed (it must be installed in the host's /usr): {} (stderr: {})",
             origin.display(),

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Status, Stdio};
+use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Stdio, Termination};
 
 use super::codeforces::{
     checker_passed, copy_without_empty_lines, normalize_expected, normalize_input, outputs_match,
@@ -214,14 +214,14 @@ impl JudgeExecutor {
             stack: None,
         };
         let run = self.judge().sandbox().run(&spec);
-        if run.status == Status::InternalError {
+        if run.status == Termination::InternalError {
             bail!("sandbox failure running the checker: {}", run.message);
         }
         let stdout = super::judged::read_capped(&stdout_path)?;
         // The package passes a test only when the checker prints 1 or 100 and exits 0; a
         // checker that fails on a malformed output is that output's fault.
         let (passed, note) = match run.status {
-            Status::Ok => (checker_passed(&stdout), String::new()),
+            Termination::Ok => (checker_passed(&stdout), String::new()),
             _ => (false, format!("the checker failed: {}", run.message)),
         };
         Ok(CfVerdict::Judged {
@@ -267,18 +267,18 @@ fn program_limits(job: &CfJob) -> Limits {
 /// The verdict of a run that did not end well, or `None` when it exited 0.
 fn failure(job: &CfJob, run: &Outcome) -> anyhow::Result<Option<CfVerdict>> {
     Ok(Some(match run.status {
-        Status::Ok => return Ok(None),
-        Status::TimeLimit | Status::WallTimeLimit => CfVerdict::TimeLimit {
+        Termination::Ok => return Ok(None),
+        Termination::TimeLimit | Termination::WallTimeLimit => CfVerdict::TimeLimit {
             seconds: job.time_limit,
         },
-        Status::MemoryLimit => CfVerdict::MemoryLimit {
+        Termination::MemoryLimit => CfVerdict::MemoryLimit {
             megabytes: job.memory_limit as f64 / 1048576.0,
         },
-        Status::OutputLimit => CfVerdict::RuntimeError {
+        Termination::OutputLimit => CfVerdict::RuntimeError {
             code: 128 + libc::SIGXFSZ,
             what: "Runtime error: output limit exceeded".to_string(),
         },
-        Status::Signaled => {
+        Termination::Signaled => {
             let signal = run.signal.unwrap_or(0);
             CfVerdict::RuntimeError {
                 code: 128 + signal,
@@ -289,14 +289,14 @@ fn failure(job: &CfJob, run: &Outcome) -> anyhow::Result<Option<CfVerdict>> {
                 ),
             }
         }
-        Status::RuntimeError => {
+        Termination::RuntimeError => {
             let code = run.exit_code.unwrap_or(1);
             CfVerdict::RuntimeError {
                 code,
                 what: format!("Runtime error with exit code {code}"),
             }
         }
-        Status::InternalError => bail!("sandbox failure: {}", run.message),
+        Termination::InternalError => bail!("sandbox failure: {}", run.message),
     }))
 }
 

@@ -21,7 +21,7 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::Context;
-use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Status, Stdio};
+use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Stdio, Termination};
 
 use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
 use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
@@ -163,7 +163,7 @@ impl JudgeExecutor {
             stack: None,
         };
         let outcome = sandbox.run(&spec);
-        if outcome.status == Status::InternalError {
+        if outcome.status == Termination::InternalError {
             anyhow::bail!("sandbox failure: {}", outcome.message);
         }
         let (code, signal) = piston_exit(&outcome);
@@ -241,13 +241,13 @@ fn one_test_problem(job: IoiJob) -> Result<(Problem, TestSet), RequestError> {
 /// was killed; a limit kill is `SIGKILL`, as in Piston.
 fn piston_exit(outcome: &Outcome) -> (Option<i32>, Option<String>) {
     match outcome.status {
-        Status::Ok | Status::RuntimeError => (outcome.exit_code, None),
-        Status::Signaled => (None, outcome.signal.map(signal_name)),
-        Status::TimeLimit
-        | Status::WallTimeLimit
-        | Status::MemoryLimit
-        | Status::OutputLimit
-        | Status::InternalError => (None, Some(HARD_TIMEOUT_SIGNAL.to_string())),
+        Termination::Ok | Termination::RuntimeError => (outcome.exit_code, None),
+        Termination::Signaled => (None, outcome.signal.map(signal_name)),
+        Termination::TimeLimit
+        | Termination::WallTimeLimit
+        | Termination::MemoryLimit
+        | Termination::OutputLimit
+        | Termination::InternalError => (None, Some(HARD_TIMEOUT_SIGNAL.to_string())),
     }
 }
 
@@ -290,7 +290,7 @@ mod tests {
 
     use super::*;
 
-    fn outcome(status: Status, exit_code: Option<i32>, signal: Option<i32>) -> Outcome {
+    fn outcome(status: Termination, exit_code: Option<i32>, signal: Option<i32>) -> Outcome {
         Outcome {
             status,
             exit_code,
@@ -317,21 +317,21 @@ mod tests {
     #[test]
     fn plain_runs_report_exit_codes_and_signals_as_piston_does() {
         assert_eq!(
-            piston_exit(&outcome(Status::Ok, Some(0), None)),
+            piston_exit(&outcome(Termination::Ok, Some(0), None)),
             (Some(0), None)
         );
         assert_eq!(
-            piston_exit(&outcome(Status::RuntimeError, Some(3), None)),
+            piston_exit(&outcome(Termination::RuntimeError, Some(3), None)),
             (Some(3), None)
         );
         assert_eq!(
-            piston_exit(&outcome(Status::Signaled, None, Some(11))),
+            piston_exit(&outcome(Termination::Signaled, None, Some(11))),
             (None, Some("SIGSEGV".into()))
         );
         for limit in [
-            Status::TimeLimit,
-            Status::WallTimeLimit,
-            Status::MemoryLimit,
+            Termination::TimeLimit,
+            Termination::WallTimeLimit,
+            Termination::MemoryLimit,
         ] {
             assert_eq!(
                 piston_exit(&outcome(limit, None, Some(9))),

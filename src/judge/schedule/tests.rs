@@ -84,7 +84,7 @@ fn reference(problem: &Problem, code: Option<&str>, batch: usize) -> Vec<Subtask
         let feedback = Build::error_feedback(1, &format!("scripted error in {code}"));
         return plan.uniform(|t| TestResult {
             score: 0.0,
-            status: Status::CompilationError,
+            status: Verdict::CompilationError,
             feedback: Some(feedback.clone()),
             ..TestResult::skipped(t)
         });
@@ -250,7 +250,7 @@ fn compilation_errors_and_judge_side_failures() {
     assert!(ce
         .iter()
         .flat_map(|s| s.test_results.iter())
-        .all(|t| t.status == Status::CompilationError
+        .all(|t| t.status == Verdict::CompilationError
             && t.feedback.as_deref()
                 == Some("Compilation error exit code 1\nscripted error in CE broken")));
     assert_eq!(ce.len(), problems["p1"].subtasks.len());
@@ -259,7 +259,7 @@ fn compilation_errors_and_judge_side_failures() {
     let no_problem = got.next().unwrap().unwrap_err();
     assert!(format!("{no_problem:#}").contains("no problem p4"));
     let fine = got.next().unwrap().unwrap();
-    assert!(fine.iter().all(|s| s.status() == Status::Accepted));
+    assert!(fine.iter().all(|s| s.status() == Verdict::Accepted));
     // Only the submission that compiled ran tests.
     assert_eq!(runner.runs(), problems["p3"].test_names().len());
 }
