@@ -28,6 +28,11 @@ enum What {
         /// bound into the box to hide their host paths), instead of /dev/null.
         #[arg(long)]
         stdio_files: bool,
+        /// Also time the `ioi-run sandbox -- /bin/true` command end to end (a process start,
+        /// the sandbox's set-up and one run) against running `/bin/true` directly, over this
+        /// many runs of each (0: skip).
+        #[arg(long, default_value_t = 60)]
+        command_runs: usize,
     },
     /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
     Judge {
@@ -111,7 +116,8 @@ pub fn run(args: Args) -> Result<i32> {
             runs,
             caller_mib,
             stdio_files,
-        } => bench_sandbox(runs, caller_mib, stdio_files),
+            command_runs,
+        } => bench_sandbox(runs, caller_mib, stdio_files, command_runs),
         What::Judge {
             tests,
             work,
@@ -173,7 +179,52 @@ fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
     )
 }
 
-fn bench_sandbox(runs: usize, caller_mib: usize, stdio_files: bool) -> Result<i32> {
+/// CPU time spent so far by the kernel's own threads (kworkers, RCU, the network namespace
+/// cleanup): children of `kthreadd` (pid 2). The kernel tears namespaces and memory cgroups down
+/// there, after a run is over and outside its latency, but on the same cores. Threads that exit
+/// in between are missed, so the figure is a lower bound.
+fn kernel_threads_cpu() -> Duration {
+    let ticks_per_second = match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
+        Ok(Some(t)) if t > 0 => t as f64,
+        _ => 100.0,
+    };
+    let mut ticks = 0u64;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // state ppid ... utime (field 14) stime (field 15): indices 0, 1, 11, 12 here.
+        let kernel_thread = fields.get(1) == Some(&"2");
+        if kernel_thread {
+            let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+            ticks += field(11).unwrap_or(0) + field(12).unwrap_or(0);
+        }
+    }
+    Duration::from_secs_f64(ticks as f64 / ticks_per_second)
+}
+
+/// Runs `sample` `runs` times; returns the latencies and the kernel threads' CPU per run.
+fn timed_runs(
+    runs: usize,
+    mut sample: impl FnMut() -> Result<Duration>,
+) -> Result<(Vec<Duration>, Duration)> {
+    let kernel_before = kernel_threads_cpu();
+    let latencies = (0..runs).map(|_| sample()).collect::<Result<Vec<_>>>()?;
+    let kernel = kernel_threads_cpu().saturating_sub(kernel_before);
+    Ok((latencies, kernel / runs.max(1) as u32))
+}
+
+fn bench_sandbox(
+    runs: usize,
+    caller_mib: usize,
+    stdio_files: bool,
+    command_runs: usize,
+) -> Result<i32> {
     let runs = runs.max(10);
     let held = std::hint::black_box(vec![1u8; caller_mib << 20]);
     let sandbox = Sandbox::new(SandboxOptions::default())?;
@@ -194,28 +245,33 @@ fn bench_sandbox(runs: usize, caller_mib: usize, stdio_files: bool) -> Result<i3
         spec.stderr = ioi_sandbox::Stdio::Path(dir.path().join("stderr"));
     }
 
-    let plain: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            let status = std::process::Command::new("/bin/true").status();
-            (t.elapsed(), status)
-        })
-        .map(|(d, s)| s.map(|_| d))
-        .collect::<std::io::Result<_>>()
-        .context("cannot run /bin/true")?;
-    let mut sandboxed = Vec::with_capacity(runs);
-    for _ in 0..runs {
+    let run_plain = |program: &mut std::process::Command| -> Result<Duration> {
+        let t = Instant::now();
+        let status = program
+            .stdout(std::process::Stdio::null())
+            .status()
+            .with_context(|| format!("cannot run {program:?}"))?;
+        let elapsed = t.elapsed();
+        anyhow::ensure!(status.success(), "{program:?} failed: {status}");
+        Ok(elapsed)
+    };
+    let (plain, plain_kernel) = timed_runs(runs, || {
+        run_plain(&mut std::process::Command::new("/bin/true"))
+    })?;
+    let (sandboxed, sandboxed_kernel) = timed_runs(runs, || {
         let t = Instant::now();
         let outcome = sandbox.run(&spec);
-        sandboxed.push(t.elapsed());
+        let elapsed = t.elapsed();
         anyhow::ensure!(
             outcome.status == Termination::Ok,
             "sandboxed /bin/true failed: {}",
             outcome.message
         );
-    }
+        Ok(elapsed)
+    })?;
     let (plain_med, plain_p90) = summary(plain);
     let (sb_med, sb_p90) = summary(sandboxed);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
         "runs of /bin/true         {runs} (ioi-run holding {} MiB more, stdio {})",
         held.len() >> 20,
@@ -230,5 +286,54 @@ fn bench_sandbox(runs: usize, caller_mib: usize, stdio_files: bool) -> Result<i3
         "overhead per run          median {:.3} ms",
         sb_med - plain_med
     );
+    println!(
+        "kernel threads' CPU per run (teardown, outside the latency): plain {:.3} ms, sandboxed {:.3} ms",
+        ms(plain_kernel),
+        ms(sandboxed_kernel)
+    );
+    if command_runs > 0 {
+        bench_sandbox_command(command_runs, &run_plain)?;
+    }
     Ok(0)
+}
+
+/// `ioi-run sandbox -- /bin/true` as a command against `/bin/true` run directly, interleaved
+/// in rounds so that a change of the machine's load weighs on both alike.
+fn bench_sandbox_command(
+    runs: usize,
+    run_plain: &dyn Fn(&mut std::process::Command) -> Result<Duration>,
+) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find the ioi-run executable")?;
+    let (mut direct, mut command) = (Vec::new(), Vec::new());
+    let (mut direct_kernel, mut command_kernel) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..runs.div_ceil(10) {
+        let (d, k) = timed_runs(10, || {
+            run_plain(&mut std::process::Command::new("/bin/true"))
+        })?;
+        direct.extend(d);
+        direct_kernel += k;
+        let (c, k) = timed_runs(10, || {
+            run_plain(
+                std::process::Command::new(&exe)
+                    .args(["sandbox", "--", "/bin/true"])
+                    .stderr(std::process::Stdio::null()),
+            )
+        })?;
+        command.extend(c);
+        command_kernel += k;
+    }
+    let rounds = runs.div_ceil(10) as u32;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (direct_med, direct_p90) = summary(direct);
+    let (command_med, command_p90) = summary(command);
+    println!("commands, {} runs of each, interleaved:", rounds * 10);
+    println!("/bin/true directly        median {direct_med:.3} ms   p90 {direct_p90:.3} ms");
+    println!("ioi-run sandbox -- /bin/true  median {command_med:.3} ms   p90 {command_p90:.3} ms");
+    println!(
+        "command overhead          median {:.3} ms; kernel threads' CPU per run: direct {:.3} ms, command {:.3} ms",
+        command_med - direct_med,
+        ms(direct_kernel / rounds),
+        ms(command_kernel / rounds)
+    );
+    Ok(())
 }
