@@ -65,66 +65,119 @@ pub(crate) struct ChildPlan<'a> {
 pub(crate) enum Report {
     Exited(i32),
     Signaled(i32),
-    /// Setup failed at `step` with `errno` (see [`Step`]).
+    /// Setup failed at `step` with `errno`.
     SetupFailed {
-        step: u32,
+        step: Step,
         errno: i32,
     },
 }
 
-/// Setup steps, for error messages. Mount operations are numbered from `MOUNTS`.
-pub(crate) struct Step;
-impl Step {
-    pub const OPEN_STDIN: u32 = 1;
-    pub const OPEN_STDOUT: u32 = 2;
-    pub const OPEN_STDERR: u32 = 3;
-    pub const HOSTNAME: u32 = 4;
-    pub const PRIVATE_MOUNTS: u32 = 5;
-    pub const PIVOT_ROOT: u32 = 6;
-    pub const READONLY_ROOT: u32 = 7;
-    pub const FORK: u32 = 8;
-    pub const JOIN_CGROUP: u32 = 9;
-    pub const RLIMITS: u32 = 10;
-    pub const DUP_STDIO: u32 = 11;
-    pub const CHDIR: u32 = 12;
-    pub const SET_IDS: u32 = 13;
-    pub const DROP_CAPS: u32 = 14;
-    pub const SECCOMP: u32 = 15;
-    pub const EXEC: u32 = 16;
-    pub const SESSION: u32 = 17;
-    pub const TERMINAL: u32 = 18;
-    pub const HIDE_STDIO: u32 = 19;
-    pub const MOUNTS: u32 = 100;
+/// The named steps of setting up a box, in the order they happen; a failure is reported as
+/// the step and an errno, which the keeper turns into a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    OpenStdin,
+    OpenStdout,
+    OpenStderr,
+    Hostname,
+    PrivateMounts,
+    PivotRoot,
+    ReadonlyRoot,
+    Fork,
+    JoinCgroup,
+    Rlimits,
+    DupStdio,
+    Chdir,
+    SetIds,
+    DropCaps,
+    Seccomp,
+    Exec,
+    Session,
+    Terminal,
+    HideStdio,
+    /// The mount operation at this index of [`ChildPlan::mounts`].
+    Mount(u32),
+}
 
-    pub fn describe(step: u32, mounts: &[MountOp]) -> String {
-        match step {
-            Self::OPEN_STDIN => "open stdin".into(),
-            Self::OPEN_STDOUT => "open stdout".into(),
-            Self::OPEN_STDERR => "open stderr".into(),
-            Self::HOSTNAME => "set the hostname".into(),
-            Self::PRIVATE_MOUNTS => "make mounts private".into(),
-            Self::PIVOT_ROOT => "pivot_root into the box".into(),
-            Self::READONLY_ROOT => "make the root read-only".into(),
-            Self::FORK => "fork the program".into(),
-            Self::JOIN_CGROUP => "join the cgroup".into(),
-            Self::RLIMITS => "set resource limits".into(),
-            Self::DUP_STDIO => "set up stdin/stdout/stderr".into(),
-            Self::CHDIR => "enter the working directory".into(),
-            Self::SET_IDS => "switch to the sandbox user".into(),
-            Self::DROP_CAPS => "drop capabilities".into(),
-            Self::SECCOMP => "install the seccomp filter".into(),
-            Self::EXEC => "execute the program".into(),
-            Self::SESSION => "start a new session".into(),
-            Self::TERMINAL => {
+/// Wire numbers of the steps (the report pipe carries a `u32`); mounts from `MOUNTS` on.
+const WIRE: [Step; 19] = [
+    Step::OpenStdin,
+    Step::OpenStdout,
+    Step::OpenStderr,
+    Step::Hostname,
+    Step::PrivateMounts,
+    Step::PivotRoot,
+    Step::ReadonlyRoot,
+    Step::Fork,
+    Step::JoinCgroup,
+    Step::Rlimits,
+    Step::DupStdio,
+    Step::Chdir,
+    Step::SetIds,
+    Step::DropCaps,
+    Step::Seccomp,
+    Step::Exec,
+    Step::Session,
+    Step::Terminal,
+    Step::HideStdio,
+];
+const MOUNTS: u32 = 100;
+
+impl Step {
+    /// Opening standard stream `index` (0 stdin, 1 stdout, 2 stderr).
+    pub fn open_stdio(index: usize) -> Step {
+        match index {
+            0 => Step::OpenStdin,
+            1 => Step::OpenStdout,
+            _ => Step::OpenStderr,
+        }
+    }
+
+    fn to_wire(self) -> u32 {
+        match self {
+            Step::Mount(i) => MOUNTS.saturating_add(i),
+            step => WIRE
+                .iter()
+                .position(|&s| s == step)
+                .map_or(0, |i| i as u32 + 1),
+        }
+    }
+
+    fn from_wire(code: u32) -> Option<Step> {
+        if code >= MOUNTS {
+            return Some(Step::Mount(code - MOUNTS));
+        }
+        WIRE.get((code as usize).checked_sub(1)?).copied()
+    }
+
+    pub fn describe(self, mounts: &[MountOp]) -> String {
+        match self {
+            Step::OpenStdin => "open stdin".into(),
+            Step::OpenStdout => "open stdout".into(),
+            Step::OpenStderr => "open stderr".into(),
+            Step::Hostname => "set the hostname".into(),
+            Step::PrivateMounts => "make mounts private".into(),
+            Step::PivotRoot => "pivot_root into the box".into(),
+            Step::ReadonlyRoot => "make the root read-only".into(),
+            Step::Fork => "fork the program".into(),
+            Step::JoinCgroup => "join the cgroup".into(),
+            Step::Rlimits => "set resource limits".into(),
+            Step::DupStdio => "set up stdin/stdout/stderr".into(),
+            Step::Chdir => "enter the working directory".into(),
+            Step::SetIds => "switch to the sandbox user".into(),
+            Step::DropCaps => "drop capabilities".into(),
+            Step::Seccomp => "install the seccomp filter".into(),
+            Step::Exec => "execute the program".into(),
+            Step::Session => "start a new session".into(),
+            Step::Terminal => {
                 "give a terminal to the program (refused: a box never holds a terminal; use a file or a pipe)"
                     .into()
             }
-            Self::HIDE_STDIO => "bind stdin/stdout/stderr into the box".into(),
-            s if s >= Self::MOUNTS => mounts
-                .get((s - Self::MOUNTS) as usize)
+            Step::HideStdio => "bind stdin/stdout/stderr into the box".into(),
+            Step::Mount(i) => mounts
+                .get(i as usize)
                 .map(|m| m.describe())
-                .unwrap_or_else(|| format!("mount step {s}")),
-            s => format!("step {s}"),
+                .unwrap_or_else(|| format!("mount step {i}")),
         }
     }
 }
@@ -136,7 +189,7 @@ impl Report {
         let (kind, a, b): (u32, i32, i32) = match self {
             Report::Exited(c) => (0, c, 0),
             Report::Signaled(s) => (1, s, 0),
-            Report::SetupFailed { step, errno } => (2, step as i32, errno),
+            Report::SetupFailed { step, errno } => (2, step.to_wire() as i32, errno),
         };
         let mut out = [0u8; Self::SIZE];
         out[..4].copy_from_slice(&kind.to_ne_bytes());
@@ -152,7 +205,7 @@ impl Report {
             0 => Report::Exited(word(4)),
             1 => Report::Signaled(word(4)),
             2 => Report::SetupFailed {
-                step: word(4) as u32,
+                step: Step::from_wire(word(4) as u32)?,
                 errno: word(8),
             },
             _ => return None,
@@ -171,7 +224,7 @@ fn write_all(fd: libc::c_int, bytes: &[u8]) {
     }
 }
 
-fn fail(plan: &ChildPlan, step: u32, errno: i32) -> ! {
+fn fail(plan: &ChildPlan, step: Step, errno: i32) -> ! {
     write_all(
         plan.report_write,
         &Report::SetupFailed { step, errno }.encode(),
@@ -248,7 +301,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
         // setpriority(PRIO_PGRP, 0, ...) from the program reach only the box, never the
         // caller's process group (other boxes, compilers, ioi-run itself).
         if libc::setsid() < 0 {
-            fail(plan, Step::SESSION, errno());
+            fail(plan, Step::Session, errno());
         }
     }
     let mut fds = [-1; 3];
@@ -274,7 +327,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
                         )
                     };
                     if fd < 0 {
-                        fail(plan, Step::OPEN_STDIN + i as u32, errno());
+                        fail(plan, Step::open_stdio(i), errno());
                     }
                     // SAFETY: closing our own descriptor.
                     unsafe { libc::close(fd) };
@@ -283,17 +336,17 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             }
         };
         if fds[i] < 0 {
-            fail(plan, Step::OPEN_STDIN + i as u32, errno());
+            fail(plan, Step::open_stdio(i), errno());
         }
         // SAFETY: isatty on a descriptor we hold.
         if unsafe { libc::isatty(fds[i]) } == 1 {
-            fail(plan, Step::TERMINAL, libc::EPERM);
+            fail(plan, Step::Terminal, libc::EPERM);
         }
     }
     // SAFETY: raw system calls on prepared strings.
     unsafe {
         if libc::sethostname(c"ioi-box".as_ptr(), 7) != 0 {
-            fail(plan, Step::HOSTNAME, errno());
+            fail(plan, Step::Hostname, errno());
         }
         if libc::mount(
             std::ptr::null(),
@@ -303,12 +356,12 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             std::ptr::null(),
         ) != 0
         {
-            fail(plan, Step::PRIVATE_MOUNTS, errno());
+            fail(plan, Step::PrivateMounts, errno());
         }
     }
     for (i, op) in plan.mounts.iter().enumerate() {
         if let Err(e) = mounts::apply(op) {
-            fail(plan, Step::MOUNTS + i as u32, e);
+            fail(plan, Step::Mount(i as u32), e);
         }
     }
     for (i, stdio) in plan.stdio.iter().enumerate() {
@@ -321,7 +374,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
                     0o600,
                 );
                 if fd < 0 {
-                    fail(plan, Step::HIDE_STDIO, errno());
+                    fail(plan, Step::HideStdio, errno());
                 }
                 libc::close(fd);
                 if libc::mount(
@@ -333,7 +386,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
                 ) != 0
                 {
                     // Most often the host file is missing: say which stream.
-                    fail(plan, Step::OPEN_STDIN + i as u32, errno());
+                    fail(plan, Step::open_stdio(i), errno());
                 }
             }
         }
@@ -345,7 +398,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             || libc::umount2(c".".as_ptr(), libc::MNT_DETACH) != 0
             || libc::chdir(c"/".as_ptr()) != 0
         {
-            fail(plan, Step::PIVOT_ROOT, errno());
+            fail(plan, Step::PivotRoot, errno());
         }
     }
     // In order (stdin, stdout, stderr), for FIFO pairs between boxes (see `crate::Stdio`).
@@ -359,16 +412,16 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
                     0o644,
                 );
                 if fds[i] < 0 {
-                    fail(plan, Step::OPEN_STDIN + i as u32, errno());
+                    fail(plan, Step::open_stdio(i), errno());
                 }
                 if libc::isatty(fds[i]) == 1 {
-                    fail(plan, Step::TERMINAL, libc::EPERM);
+                    fail(plan, Step::Terminal, libc::EPERM);
                 }
                 // Detached, the open file shows only its own name relative to the bind.
                 if libc::umount2(inside.as_ptr(), libc::MNT_DETACH) != 0
                     || libc::unlink(inside.as_ptr()) != 0
                 {
-                    fail(plan, Step::HIDE_STDIO, errno());
+                    fail(plan, Step::HideStdio, errno());
                 }
             }
         }
@@ -384,13 +437,13 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             std::ptr::null(),
         ) != 0
         {
-            fail(plan, Step::READONLY_ROOT, errno());
+            fail(plan, Step::ReadonlyRoot, errno());
         }
     }
     let mut err_pipe = [-1; 2];
     // SAFETY: pipe2 into a local array.
     if unsafe { libc::pipe2(err_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        fail(plan, Step::FORK, errno());
+        fail(plan, Step::Fork, errno());
     }
     let start = ProgramStart {
         plan,
@@ -400,7 +453,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
     };
     let program = spawn_program(&start);
     if program < 0 {
-        fail(plan, Step::FORK, errno());
+        fail(plan, Step::Fork, errno());
     }
     // SAFETY: closing descriptors the init no longer needs: the program has its own copies, and
     // a FIFO peer must see end-of-file when the program exits.
@@ -416,6 +469,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
     if n == 8 {
         let step = u32::from_ne_bytes([failure[0], failure[1], failure[2], failure[3]]);
         let errno = i32::from_ne_bytes([failure[4], failure[5], failure[6], failure[7]]);
+        let step = Step::from_wire(step).unwrap_or(Step::Fork);
         write_all(
             plan.report_write,
             &Report::SetupFailed { step, errno }.encode(),
@@ -436,7 +490,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
         }
         if pid < 0 && errno() != libc::EINTR {
             break Report::SetupFailed {
-                step: Step::FORK,
+                step: Step::Fork,
                 errno: errno(),
             };
         }
@@ -449,33 +503,33 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
 
 /// The program: joins the cgroup, limits itself, becomes unprivileged, executes.
 fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> ! {
-    let fail = |step: u32, errno: i32| -> ! {
+    let fail = |step: Step, errno: i32| -> ! {
         let mut buf = [0u8; 8];
-        buf[..4].copy_from_slice(&step.to_ne_bytes());
+        buf[..4].copy_from_slice(&step.to_wire().to_ne_bytes());
         buf[4..].copy_from_slice(&errno.to_ne_bytes());
         write_all(err, &buf);
         // SAFETY: _exit.
         unsafe { libc::_exit(127) }
     };
     if let Err(e) = crate::cgroup::join_self(&plan.cgroup_procs) {
-        fail(Step::JOIN_CGROUP, e);
+        fail(Step::JoinCgroup, e);
     }
     // A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup shows `/`, not the
     // host's cgroup path (which names ioi-run's pid). Best effort: only information is at stake.
     // SAFETY: unshare of the calling process's cgroup namespace.
     unsafe { libc::unshare(libc::CLONE_NEWCGROUP) };
     if let Err(e) = rlimits::apply(&plan.rlimits) {
-        fail(Step::RLIMITS, e);
+        fail(Step::Rlimits, e);
     }
     // SAFETY: raw system calls on prepared values.
     unsafe {
         for (target, &fd) in fds.iter().enumerate() {
             if libc::dup2(fd, target as libc::c_int) < 0 {
-                fail(Step::DUP_STDIO, errno());
+                fail(Step::DupStdio, errno());
             }
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
-            fail(Step::CHDIR, errno());
+            fail(Step::Chdir, errno());
         }
         // Drop the capability bounding set while we still may (CAP_SETPCAP).
         for cap in 0..=63 {
@@ -486,12 +540,12 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
         if plan.clear_groups
             && libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) != 0
         {
-            fail(Step::SET_IDS, errno());
+            fail(Step::SetIds, errno());
         }
         if libc::syscall(libc::SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0
             || libc::syscall(libc::SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0
         {
-            fail(Step::SET_IDS, errno());
+            fail(Step::SetIds, errno());
         }
         libc::prctl(
             libc::PR_CAP_AMBIENT,
@@ -504,7 +558,7 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
         let header = [0x2008_0522u32, 0]; // _LINUX_CAPABILITY_VERSION_3, this process
         let data = [0u32; 6];
         if libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) != 0 {
-            fail(Step::DROP_CAPS, errno());
+            fail(Step::DropCaps, errno());
         }
         // Everything but stdio closes on exec (including the error pipe).
         libc::syscall(
@@ -515,7 +569,7 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
         );
     }
     if let Err(e) = crate::seccomp::install(plan.seccomp) {
-        fail(Step::SECCOMP, e);
+        fail(Step::Seccomp, e);
     }
     let mut last = libc::ENOENT;
     for exe in &plan.exe_candidates {
@@ -529,5 +583,39 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
             }
         }
     }
-    fail(Step::EXEC, last)
+    fail(Step::Exec, last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every report, with every step, comes back as it left the child; a number no step has is
+    /// refused rather than misnamed.
+    #[test]
+    fn reports_cross_the_pipe_unchanged() {
+        let steps = WIRE
+            .iter()
+            .copied()
+            .chain([Step::Mount(0), Step::Mount(41)]);
+        for step in steps {
+            let report = Report::SetupFailed {
+                step,
+                errno: libc::EACCES,
+            };
+            assert_eq!(Report::decode(&report.encode()), Some(report), "{step:?}");
+        }
+        for report in [Report::Exited(3), Report::Signaled(libc::SIGSEGV)] {
+            assert_eq!(Report::decode(&report.encode()), Some(report));
+        }
+        // Distinct steps have distinct wire numbers.
+        let mut codes: Vec<u32> = WIRE.iter().map(|s| s.to_wire()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), WIRE.len());
+        assert_eq!(Step::from_wire(0), None);
+        assert_eq!(Step::from_wire(WIRE.len() as u32 + 1), None);
+        let unknown = [2u8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+        assert_eq!(Report::decode(&unknown), None);
+    }
 }

@@ -501,9 +501,9 @@ fn classify(
     };
     match report {
         Some(Report::SetupFailed { step, errno }) => {
-            let what = Step::describe(step, &plan.mounts);
+            let what = step.describe(&plan.mounts);
             let err = std::io::Error::from_raw_os_error(errno);
-            if step == Step::EXEC {
+            if step == Step::Exec {
                 // A missing or non-executable program is the caller's command, not the sandbox.
                 out.status = Termination::RuntimeError;
                 out.exit_code = Some(127);
