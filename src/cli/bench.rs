@@ -208,15 +208,40 @@ fn kernel_threads_cpu() -> Duration {
     Duration::from_secs_f64(ticks as f64 / ticks_per_second)
 }
 
-/// Runs `sample` `runs` times; returns the latencies and the kernel threads' CPU per run.
-fn timed_runs(
-    runs: usize,
-    mut sample: impl FnMut() -> Result<Duration>,
-) -> Result<(Vec<Duration>, Duration)> {
+/// CPU time (user + system) of this process and of its children that were waited for (a
+/// box's init, and through it the program): unlike latency, load on the machine barely
+/// changes it.
+fn own_cpu() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let cpu = |who| {
+        getrusage(who).map_or(Duration::ZERO, |u| {
+            let t = |tv: nix::sys::time::TimeVal| {
+                Duration::new(tv.tv_sec().max(0) as u64, tv.tv_usec().max(0) as u32 * 1000)
+            };
+            t(u.user_time()) + t(u.system_time())
+        })
+    };
+    cpu(UsageWho::RUSAGE_SELF) + cpu(UsageWho::RUSAGE_CHILDREN)
+}
+
+/// What a batch of runs cost: latencies, and per run our CPU and the kernel threads' CPU.
+struct Timed {
+    latencies: Vec<Duration>,
+    cpu: Duration,
+    kernel: Duration,
+}
+
+/// Runs `sample` `runs` times.
+fn timed_runs(runs: usize, mut sample: impl FnMut() -> Result<Duration>) -> Result<Timed> {
     let kernel_before = kernel_threads_cpu();
+    let cpu_before = own_cpu();
     let latencies = (0..runs).map(|_| sample()).collect::<Result<Vec<_>>>()?;
-    let kernel = kernel_threads_cpu().saturating_sub(kernel_before);
-    Ok((latencies, kernel / runs.max(1) as u32))
+    let per_run = runs.max(1) as u32;
+    Ok(Timed {
+        latencies,
+        cpu: own_cpu().saturating_sub(cpu_before) / per_run,
+        kernel: kernel_threads_cpu().saturating_sub(kernel_before) / per_run,
+    })
 }
 
 fn bench_sandbox(
@@ -255,10 +280,10 @@ fn bench_sandbox(
         anyhow::ensure!(status.success(), "{program:?} failed: {status}");
         Ok(elapsed)
     };
-    let (plain, plain_kernel) = timed_runs(runs, || {
+    let plain = timed_runs(runs, || {
         run_plain(&mut std::process::Command::new("/bin/true"))
     })?;
-    let (sandboxed, sandboxed_kernel) = timed_runs(runs, || {
+    let sandboxed = timed_runs(runs, || {
         let t = Instant::now();
         let outcome = sandbox.run(&spec);
         let elapsed = t.elapsed();
@@ -269,9 +294,9 @@ fn bench_sandbox(
         );
         Ok(elapsed)
     })?;
-    let (plain_med, plain_p90) = summary(plain);
-    let (sb_med, sb_p90) = summary(sandboxed);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (plain_med, plain_p90) = summary(plain.latencies);
+    let (sb_med, sb_p90) = summary(sandboxed.latencies);
     println!(
         "runs of /bin/true         {runs} (ioi-run holding {} MiB more, stdio {})",
         held.len() >> 20,
@@ -287,9 +312,14 @@ fn bench_sandbox(
         sb_med - plain_med
     );
     println!(
+        "CPU per run (ioi-run + box)  plain {:.3} ms   sandboxed {:.3} ms",
+        ms(plain.cpu),
+        ms(sandboxed.cpu)
+    );
+    println!(
         "kernel threads' CPU per run (teardown, outside the latency): plain {:.3} ms, sandboxed {:.3} ms",
-        ms(plain_kernel),
-        ms(sandboxed_kernel)
+        ms(plain.kernel),
+        ms(sandboxed.kernel)
     );
     if command_runs > 0 {
         bench_sandbox_command(command_runs, &run_plain)?;
@@ -306,21 +336,24 @@ fn bench_sandbox_command(
     let exe = std::env::current_exe().context("cannot find the ioi-run executable")?;
     let (mut direct, mut command) = (Vec::new(), Vec::new());
     let (mut direct_kernel, mut command_kernel) = (Duration::ZERO, Duration::ZERO);
+    let (mut direct_cpu, mut command_cpu) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..runs.div_ceil(10) {
-        let (d, k) = timed_runs(10, || {
+        let d = timed_runs(10, || {
             run_plain(&mut std::process::Command::new("/bin/true"))
         })?;
-        direct.extend(d);
-        direct_kernel += k;
-        let (c, k) = timed_runs(10, || {
+        direct.extend(d.latencies);
+        direct_kernel += d.kernel;
+        direct_cpu += d.cpu;
+        let c = timed_runs(10, || {
             run_plain(
                 std::process::Command::new(&exe)
                     .args(["sandbox", "--", "/bin/true"])
                     .stderr(std::process::Stdio::null()),
             )
         })?;
-        command.extend(c);
-        command_kernel += k;
+        command.extend(c.latencies);
+        command_kernel += c.kernel;
+        command_cpu += c.cpu;
     }
     let rounds = runs.div_ceil(10) as u32;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -330,8 +363,16 @@ fn bench_sandbox_command(
     println!("/bin/true directly        median {direct_med:.3} ms   p90 {direct_p90:.3} ms");
     println!("ioi-run sandbox -- /bin/true  median {command_med:.3} ms   p90 {command_p90:.3} ms");
     println!(
-        "command overhead          median {:.3} ms; kernel threads' CPU per run: direct {:.3} ms, command {:.3} ms",
-        command_med - direct_med,
+        "command overhead          median {:.3} ms",
+        command_med - direct_med
+    );
+    println!(
+        "CPU per run               direct {:.3} ms   command {:.3} ms",
+        ms(direct_cpu / rounds),
+        ms(command_cpu / rounds)
+    );
+    println!(
+        "kernel threads' CPU per run: direct {:.3} ms, command {:.3} ms",
         ms(direct_kernel / rounds),
         ms(command_kernel / rounds)
     );
