@@ -9,9 +9,50 @@ use std::time::Duration;
 
 use ioi_sandbox::{Limits, Outcome, RunSpec, Sandbox, SandboxOptions};
 
+fn shared() -> &'static Result<Sandbox, String> {
+    static SANDBOX: OnceLock<Result<Sandbox, String>> = OnceLock::new();
+    SANDBOX.get_or_init(|| Sandbox::new(SandboxOptions::default()).map_err(|e| format!("{e:#}")))
+}
+
+/// The sandbox shared by the tests of this process (check [`sandbox_missing`] first).
 pub fn sandbox() -> &'static Sandbox {
-    static SANDBOX: OnceLock<Sandbox> = OnceLock::new();
-    SANDBOX.get_or_init(|| Sandbox::new(SandboxOptions::default()).expect("sandbox setup"))
+    match shared() {
+        Ok(sandbox) => sandbox,
+        Err(e) => panic!("sandbox setup: {e}"),
+    }
+}
+
+/// Prints `SKIPPED: <reason>` and returns true, so that a test that cannot run here says so
+/// instead of passing in silence; panics instead when `CI` is set (CI installs everything).
+pub fn skip(reason: &str) -> bool {
+    if std::env::var_os("CI").is_some() {
+        panic!("{reason} (required when CI is set)");
+    }
+    eprintln!("SKIPPED: {reason}");
+    true
+}
+
+/// Whether the sandbox cannot work here for want of privilege: as a normal user on cgroup v1
+/// (or without a delegated cgroup v2 subtree) it needs root. Then the test is skipped, loudly
+/// (see [`skip`]). As root the sandbox must work, so nothing is ever skipped: a failure fails.
+pub fn sandbox_missing() -> bool {
+    static WHY_NOT: OnceLock<Option<String>> = OnceLock::new();
+    let why_not = WHY_NOT.get_or_init(|| {
+        if nix::unistd::geteuid().is_root() {
+            return None;
+        }
+        let sandbox = match shared() {
+            Ok(sandbox) => sandbox,
+            Err(e) => return Some(e.clone()),
+        };
+        // Starting is not enough (the cgroup parent may exist, made by root): try a run.
+        let probe = sandbox.run(&RunSpec::in_tmpfs(1 << 20, ["/bin/true"]));
+        (probe.status == ioi_sandbox::Termination::InternalError).then_some(probe.message)
+    });
+    match why_not {
+        None => false,
+        Some(e) => skip(&format!("the sandbox needs root here: {e}")),
+    }
 }
 
 /// A box directory writable by the sandbox user, removed at drop.
