@@ -426,7 +426,14 @@ impl Sandbox {
             memory: cgroup.memory_peak()?,
             oom_kills: cgroup.oom_kills()?,
         };
-        Ok(classify(report, limit_hit, &stats, wall_time, spec, plan))
+        Ok(classify(
+            report,
+            limit_hit,
+            &stats,
+            wall_time,
+            spec,
+            &plan.mounts,
+        ))
     }
 
     fn write_id_maps(&self, pid: i32, uid: Option<u32>) -> Result<()> {
@@ -488,7 +495,7 @@ fn classify(
     stats: &Stats,
     wall: Duration,
     spec: &RunSpec,
-    plan: &ChildPlan,
+    mounts: &[mounts::MountOp],
 ) -> Outcome {
     let mut out = Outcome {
         status: Termination::Ok,
@@ -501,7 +508,7 @@ fn classify(
     };
     match report {
         Some(Report::SetupFailed { step, errno }) => {
-            let what = step.describe(&plan.mounts);
+            let what = step.describe(mounts);
             let err = std::io::Error::from_raw_os_error(errno);
             if step == Step::Exec {
                 // A missing or non-executable program is the caller's command, not the sandbox.
@@ -643,4 +650,216 @@ fn exe_candidates(argv0: &str, path_var: &str) -> Result<Vec<CString>> {
             ))?)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Limits;
+
+    /// One way a run can end, and what it must be called.
+    struct Row {
+        name: &'static str,
+        report: Option<Report>,
+        limit_hit: Option<Termination>,
+        cpu_ms: u64,
+        memory_mib: u64,
+        oom_kills: u64,
+        expected: Termination,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+        message: &'static str,
+    }
+
+    const fn row(name: &'static str, report: Option<Report>, expected: Termination) -> Row {
+        Row {
+            name,
+            report,
+            limit_hit: None,
+            cpu_ms: 10,
+            memory_mib: 1,
+            oom_kills: 0,
+            expected,
+            exit_code: None,
+            signal: None,
+            message: "",
+        }
+    }
+
+    /// Every way a run ends maps to its Termination (limits: 1 s CPU, 64 MiB): each row fails
+    /// if its mapping changes.
+    #[test]
+    fn every_ending_is_classified() {
+        use Report::*;
+        use Termination as T;
+        let kill = Some(Signaled(libc::SIGKILL));
+        let rows = [
+            Row {
+                exit_code: Some(0),
+                message: "ok",
+                ..row("exit 0", Some(Exited(0)), T::Ok)
+            },
+            Row {
+                exit_code: Some(3),
+                message: "exited with code 3",
+                ..row("exit 3", Some(Exited(3)), T::RuntimeError)
+            },
+            Row {
+                signal: Some(libc::SIGSEGV),
+                message: "SIGSEGV",
+                ..row("segfault", Some(Signaled(libc::SIGSEGV)), T::Signaled)
+            },
+            Row {
+                signal: Some(libc::SIGKILL),
+                message: "killed by signal 9",
+                ..row("killed, memory low", kill, T::Signaled)
+            },
+            Row {
+                signal: Some(libc::SIGXFSZ),
+                message: "output limit",
+                ..row(
+                    "file too large",
+                    Some(Signaled(libc::SIGXFSZ)),
+                    T::OutputLimit,
+                )
+            },
+            Row {
+                limit_hit: Some(T::TimeLimit),
+                cpu_ms: 1100,
+                signal: Some(libc::SIGKILL),
+                message: "time limit exceeded (1.100 s CPU)",
+                ..row("CPU limit, killed before reporting", None, T::TimeLimit)
+            },
+            Row {
+                limit_hit: Some(T::TimeLimit),
+                cpu_ms: 1100,
+                signal: Some(libc::SIGKILL),
+                message: "time limit",
+                ..row("CPU limit, killed and reported", kill, T::TimeLimit)
+            },
+            Row {
+                cpu_ms: 1200,
+                exit_code: Some(0),
+                message: "time limit",
+                ..row(
+                    "finished, but over the CPU limit",
+                    Some(Exited(0)),
+                    T::TimeLimit,
+                )
+            },
+            Row {
+                limit_hit: Some(T::WallTimeLimit),
+                signal: Some(libc::SIGKILL),
+                message: "wall time limit exceeded (2.000 s)",
+                ..row("wall limit", None, T::WallTimeLimit)
+            },
+            Row {
+                limit_hit: Some(T::WallTimeLimit),
+                memory_mib: 63,
+                signal: Some(libc::SIGKILL),
+                message: "wall time",
+                ..row(
+                    "wall limit with memory near the limit",
+                    kill,
+                    T::WallTimeLimit,
+                )
+            },
+            Row {
+                oom_kills: 1,
+                memory_mib: 64,
+                signal: Some(libc::SIGKILL),
+                message: "memory limit exceeded (peak 67108864 bytes)",
+                ..row("OOM kill", kill, T::MemoryLimit)
+            },
+            Row {
+                oom_kills: 1,
+                exit_code: Some(1),
+                message: "memory limit",
+                ..row(
+                    "a child OOM-killed, the parent exits 1",
+                    Some(Exited(1)),
+                    T::MemoryLimit,
+                )
+            },
+            Row {
+                oom_kills: 1,
+                limit_hit: Some(T::TimeLimit),
+                cpu_ms: 1100,
+                signal: Some(libc::SIGKILL),
+                message: "memory limit",
+                ..row("OOM kill and CPU limit: memory first", kill, T::MemoryLimit)
+            },
+            Row {
+                memory_mib: 63,
+                signal: Some(libc::SIGKILL),
+                message: "memory limit",
+                ..row(
+                    "killed at the memory limit, OOM not counted",
+                    kill,
+                    T::MemoryLimit,
+                )
+            },
+            Row {
+                exit_code: Some(127),
+                message: "cannot execute ./prog",
+                ..row(
+                    "program cannot execute",
+                    Some(SetupFailed {
+                        step: Step::Exec,
+                        errno: libc::ENOENT,
+                    }),
+                    T::RuntimeError,
+                )
+            },
+            Row {
+                message: "sandbox setup failed: cannot install the seccomp filter",
+                ..row(
+                    "setup failed",
+                    Some(SetupFailed {
+                        step: Step::Seccomp,
+                        errno: libc::EINVAL,
+                    }),
+                    T::InternalError,
+                )
+            },
+            Row {
+                message: "the sandbox init died without reporting",
+                ..row("init died without reporting", None, T::InternalError)
+            },
+        ];
+        let mut spec = RunSpec::new("/nonexistent", ["./prog"]);
+        spec.limits = Limits {
+            cpu_time: Some(Duration::from_secs(1)),
+            wall_time: Some(Duration::from_secs(2)),
+            memory: Some(64 << 20),
+            ..Limits::default()
+        };
+        for r in rows {
+            let stats = Stats {
+                cpu: Duration::from_millis(r.cpu_ms),
+                memory: r.memory_mib << 20,
+                oom_kills: r.oom_kills,
+            };
+            let o = classify(
+                r.report,
+                r.limit_hit,
+                &stats,
+                Duration::from_secs(2),
+                &spec,
+                &[],
+            );
+            assert_eq!(
+                (o.status, o.exit_code, o.signal),
+                (r.expected, r.exit_code, r.signal),
+                "{}: {o:?}",
+                r.name
+            );
+            assert!(
+                o.message.contains(r.message),
+                "{}: message {:?}",
+                r.name,
+                o.message
+            );
+        }
+    }
 }
