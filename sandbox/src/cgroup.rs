@@ -26,7 +26,9 @@ use cgroups_rs::fs::{Controller, MaxValue};
 /// Which cgroup hierarchy the host offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum CgroupVersion {
+    /// Separate `memory`, `cpuacct` and `pids` hierarchies.
     V1,
+    /// The unified hierarchy.
     V2,
 }
 

@@ -6,13 +6,17 @@ use std::path::Path;
 
 use nix::errno::Errno;
 
+/// The host's timing factors (CPU frequency scaling, SMT, ...) that move CPU times.
 pub mod timing;
 
 /// One check of the host and what to do when it fails.
 #[derive(Debug, Clone)]
 pub struct Check {
+    /// What is checked (a mechanism the sandbox needs).
     pub name: &'static str,
+    /// Whether the host has it.
     pub ok: bool,
+    /// What was found, and what to do when it is missing.
     pub detail: String,
 }
 

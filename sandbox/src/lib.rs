@@ -38,6 +38,8 @@
 //! copy of the caller; the program shares the init's memory until it executes (posix_spawn's
 //! way), so the caller's memory is copied once per run, not twice.
 
+#![warn(missing_docs)]
+
 mod cgroup;
 mod child;
 pub mod host;
@@ -70,9 +72,13 @@ pub struct RunSpec {
     pub cwd: PathBuf,
     /// Extra bind mounts.
     pub binds: Vec<Bind>,
+    /// The program's standard input (default: `/dev/null`).
     pub stdin: Stdio,
+    /// The program's standard output (default: `/dev/null`).
     pub stdout: Stdio,
+    /// The program's standard error (default: `/dev/null`).
     pub stderr: Stdio,
+    /// CPU, wall, memory, process, output, file and stack limits.
     pub limits: Limits,
     /// Boxes that run together and wait on one another (a Communication test's manager and user
     /// processes) share this: the time any of them waited for a CPU is not charged to the wall
@@ -149,13 +155,16 @@ impl RunSpec {
 /// A host file or directory made visible inside the box.
 #[derive(Debug, Clone)]
 pub struct Bind {
+    /// The host file or directory.
     pub host: PathBuf,
     /// Absolute path inside the sandbox.
     pub inside: PathBuf,
+    /// Whether the box may write to it (read-only otherwise).
     pub writable: bool,
 }
 
 impl Bind {
+    /// `host` visible read-only at `inside`.
     pub fn read_only(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Bind {
         Bind {
             host: host.into(),
@@ -163,6 +172,8 @@ impl Bind {
             writable: false,
         }
     }
+
+    /// `host` visible read-write at `inside`.
     pub fn writable(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Bind {
         Bind {
             host: host.into(),
@@ -177,6 +188,7 @@ impl Bind {
 /// sandboxes open without deadlock when the peer opens its write end first).
 #[derive(Debug, Clone)]
 pub enum Stdio {
+    /// `/dev/null`.
     Null,
     /// Read from this file (stdin) or create/truncate it (stdout/stderr).
     Path(PathBuf),
@@ -246,8 +258,11 @@ pub enum Termination {
 /// What happened in one run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
+    /// How the run ended.
     pub status: Termination,
+    /// The program's exit code, when it exited.
     pub exit_code: Option<i32>,
+    /// The signal that killed the program, when one did (SIGKILL when a limit stopped it).
     pub signal: Option<i32>,
     /// CPU seconds (user+sys) of the program and its descendants.
     pub cpu_time: f64,

@@ -31,7 +31,9 @@ pub const RANGE_VAR: &str = "IOI_RUN_UID_RANGE";
 /// A range of host uids, inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UidRange {
+    /// The box owner and group (see [`crate::uids`]).
     pub first: u32,
+    /// The last uid a run may get.
     pub last: u32,
 }
 

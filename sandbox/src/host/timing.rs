@@ -22,8 +22,11 @@ pub enum Advice {
 /// How much a factor moves CPU times and therefore verdicts near the limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Impact {
+    /// A large effect on CPU times.
     High,
+    /// A moderate effect.
     Medium,
+    /// A small effect (a few per cent at most).
     Low,
 }
 
@@ -40,12 +43,15 @@ impl std::fmt::Display for Impact {
 /// One timing factor of the host.
 #[derive(Debug, Clone)]
 pub struct TimingCheck {
+    /// The factor.
     pub name: &'static str,
+    /// Its state on this host.
     pub advice: Advice,
     /// What was found (and the fix when it is not good).
     pub detail: String,
     /// Why it matters for timing.
     pub why: &'static str,
+    /// How much it moves CPU times.
     pub impact: Impact,
 }
 
