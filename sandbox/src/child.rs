@@ -285,10 +285,31 @@ fn spawn_program(start: &ProgramStart) -> libc::pid_t {
     }
 }
 
-/// The init: sets up the box, forks the program, reaps until it exits, reports, exits.
+/// The init: sets up the box, forks the program, reaps until it exits, reports, exits. A list
+/// of named steps, each of which reports its failure and exits.
 pub(crate) fn init_main(plan: &ChildPlan) -> ! {
     close_others(&plan.keep_fds);
-    // SAFETY: prctl/read on plain values.
+    wait_for_go(plan);
+    new_session(plan);
+    let mut fds = open_stdio_outside(plan);
+    name_the_host_and_privatise_mounts(plan);
+    build_the_root(plan);
+    bind_hidden_stdio(plan);
+    pivot_into_the_root(plan);
+    open_hidden_stdio(plan, &mut fds);
+    make_the_root_read_only(plan);
+    let (program, exec_errors) = start_program(plan, fds);
+    await_exec(plan, exec_errors);
+    let report = reap_until_exit(program);
+    write_all(plan.report_write, &report.encode());
+    // Exiting kills every process left in the pid namespace.
+    // SAFETY: _exit.
+    unsafe { libc::_exit(0) }
+}
+
+/// Dies with the keeper, and waits until the keeper has written the id maps.
+fn wait_for_go(plan: &ChildPlan) {
+    // SAFETY: prctl/read/close on plain values.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
         let mut go = 0u8;
@@ -296,14 +317,24 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             libc::_exit(1); // the keeper died or gave up
         }
         libc::close(plan.go_read);
-        // A session and process group of the box's own: no controlling terminal (nothing to
-        // inject keystrokes into), and kill(0, ...), kill(-pgrp, ...) or
-        // setpriority(PRIO_PGRP, 0, ...) from the program reach only the box, never the
-        // caller's process group (other boxes, compilers, ioi-run itself).
-        if libc::setsid() < 0 {
-            fail(plan, Step::Session, errno());
-        }
     }
+}
+
+/// A session and process group of the box's own: no controlling terminal (nothing to inject
+/// keystrokes into), and kill(0, ...), kill(-pgrp, ...) or setpriority(PRIO_PGRP, 0, ...) from
+/// the program reach only the box, never the caller's process group (other boxes, compilers,
+/// ioi-run itself).
+fn new_session(plan: &ChildPlan) {
+    // SAFETY: setsid has no arguments.
+    if unsafe { libc::setsid() } < 0 {
+        fail(plan, Step::Session, errno());
+    }
+}
+
+/// Opens the streams that are not host files (`/dev/null`, the caller's descriptors) while the
+/// host's root is still visible; host files are only created here, and opened from inside the
+/// new root by [`open_hidden_stdio`]. None may be a terminal.
+fn open_stdio_outside(plan: &ChildPlan) -> [libc::c_int; 3] {
     let mut fds = [-1; 3];
     for (i, stdio) in plan.stdio.iter().enumerate() {
         fds[i] = match stdio {
@@ -332,7 +363,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
                     // SAFETY: closing our own descriptor.
                     unsafe { libc::close(fd) };
                 }
-                continue; // opened from inside the new root, below
+                continue; // opened from inside the new root
             }
         };
         if fds[i] < 0 {
@@ -343,7 +374,12 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             fail(plan, Step::Terminal, libc::EPERM);
         }
     }
-    // SAFETY: raw system calls on prepared strings.
+    fds
+}
+
+/// The box's own host name, and mounts that no longer propagate to or from the host.
+fn name_the_host_and_privatise_mounts(plan: &ChildPlan) {
+    // SAFETY: raw system calls on static strings.
     unsafe {
         if libc::sethostname(c"ioi-box".as_ptr(), 7) != 0 {
             fail(plan, Step::Hostname, errno());
@@ -359,11 +395,19 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             fail(plan, Step::PrivateMounts, errno());
         }
     }
+}
+
+/// The tmpfs root and everything in it (see [`crate::mounts::plan`]).
+fn build_the_root(plan: &ChildPlan) {
     for (i, op) in plan.mounts.iter().enumerate() {
         if let Err(e) = mounts::apply(op) {
             fail(plan, Step::Mount(i as u32), e);
         }
     }
+}
+
+/// Binds each host stdio file on a placeholder in the box's `/dev`, to be opened from inside.
+fn bind_hidden_stdio(plan: &ChildPlan) {
     for (i, stdio) in plan.stdio.iter().enumerate() {
         if let StdioPlan::Hidden { host, target, .. } = stdio {
             // SAFETY: open/mount of prepared paths; the placeholder is on the box's /dev tmpfs.
@@ -391,7 +435,11 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             }
         }
     }
-    // SAFETY: as above.
+}
+
+/// `pivot_root` into the new root and detach the host's.
+fn pivot_into_the_root(plan: &ChildPlan) {
+    // SAFETY: raw system calls on prepared strings.
     unsafe {
         if libc::chdir(plan.new_root.as_ptr()) != 0
             || libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) != 0
@@ -401,7 +449,11 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             fail(plan, Step::PivotRoot, errno());
         }
     }
-    // In order (stdin, stdout, stderr), for FIFO pairs between boxes (see `crate::Stdio`).
+}
+
+/// Opens the host stdio files from inside, in order (stdin, stdout, stderr, for FIFO pairs
+/// between boxes, see `crate::Stdio`), then removes their placeholders.
+fn open_hidden_stdio(plan: &ChildPlan, fds: &mut [libc::c_int; 3]) {
     for (i, stdio) in plan.stdio.iter().enumerate() {
         if let StdioPlan::Hidden { inside, flags, .. } = stdio {
             // SAFETY: open/umount/unlink of prepared paths inside the new root.
@@ -426,20 +478,30 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
             }
         }
     }
-    // SAFETY: as above.
-    unsafe {
-        let ro = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-        if libc::mount(
+}
+
+/// The root tmpfs becomes read-only (the box and `/tmp` are mounts of their own).
+fn make_the_root_read_only(plan: &ChildPlan) {
+    let ro = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+    // SAFETY: remount of the root with static arguments.
+    let r = unsafe {
+        libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
             ro,
             std::ptr::null(),
-        ) != 0
-        {
-            fail(plan, Step::ReadonlyRoot, errno());
-        }
+        )
+    };
+    if r != 0 {
+        fail(plan, Step::ReadonlyRoot, errno());
     }
+}
+
+/// Spawns the program; returns its pid and the read end of the pipe on which it reports a
+/// failure before `execve` (closed without a word when `execve` succeeds). The init keeps no
+/// stdio or cgroup descriptor: a FIFO peer must see end-of-file when the program exits.
+fn start_program(plan: &ChildPlan, fds: [libc::c_int; 3]) -> (libc::pid_t, libc::c_int) {
     let mut err_pipe = [-1; 2];
     // SAFETY: pipe2 into a local array.
     if unsafe { libc::pipe2(err_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -455,50 +517,50 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
     if program < 0 {
         fail(plan, Step::Fork, errno());
     }
-    // SAFETY: closing descriptors the init no longer needs: the program has its own copies, and
-    // a FIFO peer must see end-of-file when the program exits.
+    // SAFETY: closing descriptors the init no longer needs: the program has its own copies.
     unsafe {
         libc::close(err_pipe[1]);
         for fd in fds.iter().chain(plan.cgroup_procs.iter()) {
             libc::close(*fd);
         }
     }
+    (program, err_pipe[0])
+}
+
+/// Passes on the program's failure to execute, if any (then the init exits).
+fn await_exec(plan: &ChildPlan, exec_errors: libc::c_int) {
     let mut failure = [0u8; 8];
     // SAFETY: read into a local buffer; returns 0 when exec closed the pipe.
-    let n = unsafe { libc::read(err_pipe[0], failure.as_mut_ptr().cast(), failure.len()) };
+    let n = unsafe { libc::read(exec_errors, failure.as_mut_ptr().cast(), failure.len()) };
     if n == 8 {
         let step = u32::from_ne_bytes([failure[0], failure[1], failure[2], failure[3]]);
         let errno = i32::from_ne_bytes([failure[4], failure[5], failure[6], failure[7]]);
         let step = Step::from_wire(step).unwrap_or(Step::Fork);
-        write_all(
-            plan.report_write,
-            &Report::SetupFailed { step, errno }.encode(),
-        );
-        // SAFETY: _exit.
-        unsafe { libc::_exit(1) };
+        fail(plan, step, errno);
     }
-    let report = loop {
+}
+
+/// Reaps every process of the box (orphans are re-parented to the init) until the program
+/// itself exits; returns how it did.
+fn reap_until_exit(program: libc::pid_t) -> Report {
+    loop {
         let mut status = 0;
         // SAFETY: waitpid into a local.
         let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
         if pid == program {
-            break if libc::WIFSIGNALED(status) {
+            return if libc::WIFSIGNALED(status) {
                 Report::Signaled(libc::WTERMSIG(status))
             } else {
                 Report::Exited(libc::WEXITSTATUS(status))
             };
         }
         if pid < 0 && errno() != libc::EINTR {
-            break Report::SetupFailed {
+            return Report::SetupFailed {
                 step: Step::Fork,
                 errno: errno(),
             };
         }
-    };
-    write_all(plan.report_write, &report.encode());
-    // Exiting kills every process left in the pid namespace.
-    // SAFETY: _exit.
-    unsafe { libc::_exit(0) }
+    }
 }
 
 /// The program: joins the cgroup, limits itself, becomes unprivileged, executes.

@@ -188,99 +188,27 @@ impl Sandbox {
         result
     }
 
+    /// One run in its cgroup, as named steps: plan the child, clone the init into its
+    /// namespaces, write its id maps, watch it.
     fn run_in(&self, spec: &RunSpec, cgroup: &Arc<RunCgroup>, uid: Option<u32>) -> Result<Outcome> {
         let procs = cgroup.open_procs()?;
         let (go_read, go_write) = pipe()?;
         let (report_read, report_write) = pipe()?;
-        let tmp_size = spec
-            .limits
-            .memory
-            .unwrap_or(self.options.tmp_size)
-            .min(self.options.tmp_size);
-        let mount_ops = mounts::plan(&self.root_mountpoint, &self.system, spec, tmp_size)?;
-        let stdio = [
-            stdio_plan(&spec.stdin, 0, &self.root_mountpoint)?,
-            stdio_plan(&spec.stdout, 1, &self.root_mountpoint)?,
-            stdio_plan(&spec.stderr, 2, &self.root_mountpoint)?,
-        ];
-        let argv_c = to_cstrings(&spec.argv)?;
-        let env_c = to_cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")))?;
-        let path_var = spec
-            .env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("");
-        let exe_candidates = exe_candidates(&spec.argv[0], path_var)?;
+        let strings = ProgramStrings::new(spec)?;
         // The program's stack between its clone and its execve (see child::spawn_program).
         let mut program_stack = vec![0u8; 256 << 10];
-        let mut keep_fds: Vec<i32> = vec![go_read.as_raw_fd(), report_write.as_raw_fd()];
-        keep_fds.extend(cgroup::raw(&procs));
-        keep_fds.extend(stdio.iter().filter_map(|s| match s {
-            StdioPlan::Fd(fd) => Some(*fd),
-            _ => None,
-        }));
-        keep_fds.sort_unstable();
-        let plan = ChildPlan {
-            go_read: go_read.as_raw_fd(),
-            report_write: report_write.as_raw_fd(),
-            keep_fds,
-            stdio,
-            new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
-            mounts: mount_ops,
-            cgroup_procs: cgroup::raw(&procs),
-            rlimits: rlimits::plan(&spec.limits),
-            cwd: CString::new(spec.cwd.as_os_str().as_bytes())?,
-            uid: INSIDE_ID,
-            gid: INSIDE_ID,
-            clear_groups: self.keeper_is_root,
-            exe_candidates,
-            argv: null_terminated(&argv_c),
-            envp: null_terminated(&env_c),
-            seccomp: &self.filters,
-            program_stack: program_stack.as_mut_ptr(),
-            program_stack_len: program_stack.len(),
-        };
-
-        // A pooled network namespace when possible (see `namespaces`), else a fresh one.
+        let plan = self.child_plan(
+            spec,
+            [&go_read, &report_write],
+            &procs,
+            &strings,
+            &mut program_stack,
+        )?;
+        // A pooled network namespace when possible (see `namespaces`), else a fresh one; back
+        // to the pool only when the run is over.
         let network = self.networks.as_ref().map(|pool| pool.lend()).transpose()?;
-        let new_network = if network.is_some() {
-            0
-        } else {
-            libc::CLONE_NEWNET
-        };
-        let flags = libc::CLONE_NEWUSER
-            | libc::CLONE_NEWPID
-            | libc::CLONE_NEWNS
-            | new_network
-            | libc::CLONE_NEWIPC
-            | libc::CLONE_NEWUTS;
-        let in_network = network.as_ref().map(|n| n.enter()).transpose()?;
-        // SAFETY: a fork-like clone (no CLONE_VM, no new stack); the child only runs
-        // `init_main`, which is async-signal-safe, and never returns.
-        let pid = unsafe {
-            libc::syscall(
-                libc::SYS_clone,
-                (flags | libc::SIGCHLD) as libc::c_ulong,
-                0usize,
-                0usize,
-                0usize,
-                0usize,
-            )
-        } as i32;
-        if pid < 0 {
-            let errno = nix::errno::Errno::last();
-            drop(in_network);
-            bail!(
-                "cannot create the namespaces of a run: {}",
-                crate::host::namespace_failure(errno)
-            );
-        }
-        if pid == 0 {
-            child::init_main(&plan);
-        }
-        // Back to the keeper's own network namespace (the child never gets here).
-        drop(in_network);
+        let pid = clone_init(&plan, network.as_ref())?;
+        // The init has its copies; the keeper's would keep the pipes open.
         drop(go_read);
         drop(report_write);
         drop(procs);
@@ -300,6 +228,55 @@ impl Sandbox {
             map.remove(&pid);
         }
         outcome
+    }
+
+    /// Everything the init and the program need, prepared before the clone (the child must
+    /// not allocate). `[go_read, report_write]` are the init's ends of the two pipes.
+    fn child_plan<'a>(
+        &'a self,
+        spec: &RunSpec,
+        [go_read, report_write]: [&OwnedFd; 2],
+        procs: &[OwnedFd],
+        strings: &ProgramStrings,
+        program_stack: &mut [u8],
+    ) -> Result<ChildPlan<'a>> {
+        let tmp_size = spec
+            .limits
+            .memory
+            .unwrap_or(self.options.tmp_size)
+            .min(self.options.tmp_size);
+        let stdio = [
+            stdio_plan(&spec.stdin, 0, &self.root_mountpoint)?,
+            stdio_plan(&spec.stdout, 1, &self.root_mountpoint)?,
+            stdio_plan(&spec.stderr, 2, &self.root_mountpoint)?,
+        ];
+        let mut keep_fds: Vec<i32> = vec![go_read.as_raw_fd(), report_write.as_raw_fd()];
+        keep_fds.extend(cgroup::raw(procs));
+        keep_fds.extend(stdio.iter().filter_map(|s| match s {
+            StdioPlan::Fd(fd) => Some(*fd),
+            _ => None,
+        }));
+        keep_fds.sort_unstable();
+        Ok(ChildPlan {
+            go_read: go_read.as_raw_fd(),
+            report_write: report_write.as_raw_fd(),
+            keep_fds,
+            stdio,
+            new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
+            mounts: mounts::plan(&self.root_mountpoint, &self.system, spec, tmp_size)?,
+            cgroup_procs: cgroup::raw(procs),
+            rlimits: rlimits::plan(&spec.limits),
+            cwd: CString::new(spec.cwd.as_os_str().as_bytes())?,
+            uid: INSIDE_ID,
+            gid: INSIDE_ID,
+            clear_groups: self.keeper_is_root,
+            exe_candidates: strings.exe_candidates.clone(),
+            argv: null_terminated(&strings.argv),
+            envp: null_terminated(&strings.env),
+            seccomp: &self.filters,
+            program_stack: program_stack.as_mut_ptr(),
+            program_stack_len: program_stack.len(),
+        })
     }
 
     /// Starts the init (its id maps written) and watches it until it reports or a limit hits.
@@ -568,6 +545,74 @@ fn classify(
             (Termination::Ok, "ok".into())
         };
     out
+}
+
+/// The program's argv, environment and the paths to try for argv[0], as C strings that
+/// outlive the run (the child plan points into them).
+struct ProgramStrings {
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    exe_candidates: Vec<CString>,
+}
+
+impl ProgramStrings {
+    fn new(spec: &RunSpec) -> Result<ProgramStrings> {
+        let path_var = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("");
+        Ok(ProgramStrings {
+            argv: to_cstrings(&spec.argv)?,
+            env: to_cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")))?,
+            exe_candidates: exe_candidates(&spec.argv[0], path_var)?,
+        })
+    }
+}
+
+/// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
+/// (lent from the pool) or a new network namespace. Returns the init's pid; the init itself
+/// never returns from here.
+fn clone_init(plan: &ChildPlan, network: Option<&namespaces::LentNetwork>) -> Result<i32> {
+    let new_network = if network.is_some() {
+        0
+    } else {
+        libc::CLONE_NEWNET
+    };
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWNS
+        | new_network
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS;
+    // The calling thread enters the lent namespace just for the clone.
+    let in_network = network.map(|n| n.enter()).transpose()?;
+    // SAFETY: a fork-like clone (no CLONE_VM, no new stack); the child only runs
+    // `init_main`, which is async-signal-safe, and never returns.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (flags | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    } as i32;
+    if pid == 0 {
+        child::init_main(plan);
+    }
+    let errno = nix::errno::Errno::last();
+    // Back to the keeper's own network namespace (the child never gets here).
+    drop(in_network);
+    if pid < 0 {
+        bail!(
+            "cannot create the namespaces of a run: {}",
+            crate::host::namespace_failure(errno)
+        );
+    }
+    Ok(pid)
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {

@@ -174,128 +174,176 @@ fn under(root: &Path, inside: &Path) -> Result<PathBuf> {
 }
 
 /// The whole list of operations for one run, with the new root at `root` (an empty host
-/// directory, mounted over by a tmpfs in the run's private mount namespace).
+/// directory, mounted over by a tmpfs in the run's private mount namespace): a list of named
+/// steps, in the order they are applied.
 pub(crate) fn plan(
     root: &Path,
     system: &SystemLayout,
     spec: &RunSpec,
     tmp_size: u64,
 ) -> Result<Vec<MountOp>> {
-    let mut ops = vec![MountOp::Tmpfs {
-        path: cstr(root)?,
-        data: CString::new("mode=0755,size=4m")?,
-    }];
-    let mkdirs = |ops: &mut Vec<MountOp>, inside: &str| -> Result<()> {
-        ops.push(MountOp::Mkdir {
-            path: cstr(&under(root, Path::new(inside))?)?,
+    let mut plan = Plan {
+        root,
+        ops: Vec::new(),
+    };
+    plan.root_tmpfs()?;
+    plan.system_files(system)?;
+    plan.the_box(&spec.box_dir)?;
+    plan.binds(&spec.binds)?;
+    plan.tmp(tmp_size)?;
+    plan.dev(tmp_size)?;
+    plan.proc()?;
+    Ok(plan.ops)
+}
+
+/// The operations planned so far, with paths inside the box taken under `root`.
+struct Plan<'a> {
+    root: &'a Path,
+    ops: Vec<MountOp>,
+}
+
+impl Plan<'_> {
+    fn inside(&self, path: &str) -> Result<CString> {
+        cstr(&under(self.root, Path::new(path))?)
+    }
+
+    fn mkdir(&mut self, inside: &str) -> Result<()> {
+        let path = self.inside(inside)?;
+        self.ops.push(MountOp::Mkdir { path });
+        Ok(())
+    }
+
+    /// A fresh tmpfs at `inside` (created first).
+    fn tmpfs(&mut self, inside: &str, data: &str) -> Result<()> {
+        self.mkdir(inside)?;
+        let path = self.inside(inside)?;
+        self.ops.push(MountOp::Tmpfs {
+            path,
+            data: CString::new(data)?,
         });
         Ok(())
-    };
-    mkdirs(&mut ops, "/etc")?;
-    for entry in &system.entries {
-        match entry {
-            SystemEntry::Symlink { path, target } => ops.push(MountOp::Symlink {
-                target: cstr(target)?,
-                path: cstr(&under(root, path)?)?,
-            }),
-            SystemEntry::Bind { path, dir, flags } => ops.push(MountOp::Bind {
-                source: cstr(path)?,
-                path: cstr(&under(root, path)?)?,
-                dir: *dir,
-                flags: *flags,
-            }),
-        }
     }
-    let box_path = cstr(&under(root, Path::new(BOX_PATH))?)?;
-    match &spec.box_dir {
-        BoxSource::Host(dir) => {
-            let source = dir
-                .canonicalize()
-                .with_context(|| format!("box directory {} does not exist", dir.display()))?;
-            ops.push(MountOp::Bind {
-                source: cstr(&source)?,
-                path: box_path,
-                dir: true,
-                flags: remount_flags(&source, true)?,
-            });
-        }
-        BoxSource::Tmpfs(size) => {
-            ops.push(MountOp::Mkdir {
-                path: box_path.clone(),
-            });
-            let data = format!("mode=0755,uid={INSIDE_UID},gid={INSIDE_UID},size={size}");
-            ops.push(MountOp::Tmpfs {
-                path: box_path,
-                data: CString::new(data)?,
-            });
-        }
+
+    /// The root: a small tmpfs, read-only once built.
+    fn root_tmpfs(&mut self) -> Result<()> {
+        self.ops.push(MountOp::Tmpfs {
+            path: cstr(self.root)?,
+            data: CString::new("mode=0755,size=4m")?,
+        });
+        Ok(())
     }
-    for bind in &spec.binds {
-        let source = bind
-            .host
-            .canonicalize()
-            .with_context(|| format!("bind source {} does not exist", bind.host.display()))?;
-        let dir = source.is_dir();
-        let target = under(root, &bind.inside)?;
-        // Parent directories of a bind target inside the box's own bind are the box's business;
-        // elsewhere they are created on the root tmpfs.
-        if let Some(parent) = bind.inside.parent() {
-            if !parent.starts_with(BOX_PATH) && parent != Path::new("/") {
-                let mut acc = PathBuf::from("/");
-                for c in parent.components().skip(1) {
-                    acc.push(c);
-                    mkdirs(&mut ops, &acc.to_string_lossy())?;
-                }
+
+    /// `/usr`, `/lib*`, the `/bin`-style symlinks and the `/etc` files, read-only.
+    fn system_files(&mut self, system: &SystemLayout) -> Result<()> {
+        self.mkdir("/etc")?;
+        for entry in &system.entries {
+            self.ops.push(match entry {
+                SystemEntry::Symlink { path, target } => MountOp::Symlink {
+                    target: cstr(target)?,
+                    path: cstr(&under(self.root, path)?)?,
+                },
+                SystemEntry::Bind { path, dir, flags } => MountOp::Bind {
+                    source: cstr(path)?,
+                    path: cstr(&under(self.root, path)?)?,
+                    dir: *dir,
+                    flags: *flags,
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// [`BOX_PATH`]: the host directory bound read-write, or a private tmpfs owned by the
+    /// program.
+    fn the_box(&mut self, source: &BoxSource) -> Result<()> {
+        match source {
+            BoxSource::Host(dir) => {
+                let source = dir
+                    .canonicalize()
+                    .with_context(|| format!("box directory {} does not exist", dir.display()))?;
+                self.ops.push(MountOp::Bind {
+                    source: cstr(&source)?,
+                    path: self.inside(BOX_PATH)?,
+                    dir: true,
+                    flags: remount_flags(&source, true)?,
+                });
+            }
+            BoxSource::Tmpfs(size) => {
+                let data = format!("mode=0755,uid={INSIDE_UID},gid={INSIDE_UID},size={size}");
+                self.tmpfs(BOX_PATH, &data)?;
             }
         }
-        ops.push(MountOp::Bind {
-            source: cstr(&source)?,
-            path: cstr(&target)?,
-            dir,
-            flags: remount_flags(&source, bind.writable)?,
-        });
+        Ok(())
     }
-    let tmpfs_data = CString::new(format!("mode=1777,size={tmp_size}"))?;
-    mkdirs(&mut ops, "/tmp")?;
-    ops.push(MountOp::Tmpfs {
-        path: cstr(&under(root, Path::new("/tmp"))?)?,
-        data: tmpfs_data.clone(),
-    });
-    mkdirs(&mut ops, "/dev")?;
-    ops.push(MountOp::Tmpfs {
-        path: cstr(&under(root, Path::new("/dev"))?)?,
-        data: CString::new("mode=0755,size=64k")?,
-    });
-    for dev in ["null", "zero", "full", "random", "urandom"] {
-        let host = PathBuf::from("/dev").join(dev);
-        ops.push(MountOp::Bind {
-            source: cstr(&host)?,
-            path: cstr(&under(root, &host)?)?,
-            dir: false,
-            flags: remount_flags(&host, true)? & !libc::MS_NODEV,
-        });
+
+    /// The caller's extra binds, with their parent directories.
+    fn binds(&mut self, binds: &[crate::Bind]) -> Result<()> {
+        for bind in binds {
+            let source = bind
+                .host
+                .canonicalize()
+                .with_context(|| format!("bind source {} does not exist", bind.host.display()))?;
+            let dir = source.is_dir();
+            let target = under(self.root, &bind.inside)?;
+            // Parent directories of a bind target inside the box's own bind are the box's
+            // business; elsewhere they are created on the root tmpfs.
+            if let Some(parent) = bind.inside.parent() {
+                if !parent.starts_with(BOX_PATH) && parent != Path::new("/") {
+                    let mut acc = PathBuf::from("/");
+                    for c in parent.components().skip(1) {
+                        acc.push(c);
+                        self.mkdir(&acc.to_string_lossy())?;
+                    }
+                }
+            }
+            self.ops.push(MountOp::Bind {
+                source: cstr(&source)?,
+                path: cstr(&target)?,
+                dir,
+                flags: remount_flags(&source, bind.writable)?,
+            });
+        }
+        Ok(())
     }
-    for (name, target) in [
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        ops.push(MountOp::Symlink {
-            target: CString::new(target)?,
-            path: cstr(&under(root, &Path::new("/dev").join(name))?)?,
-        });
+
+    /// A private `/tmp` (its content counts as the program's memory).
+    fn tmp(&mut self, size: u64) -> Result<()> {
+        self.tmpfs("/tmp", &format!("mode=1777,size={size}"))
     }
-    mkdirs(&mut ops, "/dev/shm")?;
-    ops.push(MountOp::Tmpfs {
-        path: cstr(&under(root, Path::new("/dev/shm"))?)?,
-        data: tmpfs_data,
-    });
-    mkdirs(&mut ops, "/proc")?;
-    ops.push(MountOp::Proc {
-        path: cstr(&under(root, Path::new("/proc"))?)?,
-    });
-    Ok(ops)
+
+    /// A small `/dev`: the harmless devices, the `/dev/fd`-style links, a private `/dev/shm`.
+    fn dev(&mut self, shm_size: u64) -> Result<()> {
+        self.tmpfs("/dev", "mode=0755,size=64k")?;
+        for dev in ["null", "zero", "full", "random", "urandom"] {
+            let host = PathBuf::from("/dev").join(dev);
+            self.ops.push(MountOp::Bind {
+                source: cstr(&host)?,
+                path: cstr(&under(self.root, &host)?)?,
+                dir: false,
+                flags: remount_flags(&host, true)? & !libc::MS_NODEV,
+            });
+        }
+        for (name, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            self.ops.push(MountOp::Symlink {
+                target: CString::new(target)?,
+                path: cstr(&under(self.root, &Path::new("/dev").join(name))?)?,
+            });
+        }
+        self.tmpfs("/dev/shm", &format!("mode=1777,size={shm_size}"))
+    }
+
+    /// A `/proc` of the box's own pid namespace.
+    fn proc(&mut self) -> Result<()> {
+        self.mkdir("/proc")?;
+        let path = self.inside("/proc")?;
+        self.ops.push(MountOp::Proc { path });
+        Ok(())
+    }
 }
 
 /// Executes one operation: async-signal-safe. Returns the errno on failure.
