@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
 
-use crate::server::bench::BenchServeOptions;
+use crate::bench::serve::BenchServeOptions;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -117,12 +117,12 @@ pub fn run(args: Args) -> Result<i32> {
             work,
             jobs,
             outside_load,
-        } => super::bench_judge::run(tests, work, super::jobs_or_default(jobs), outside_load),
+        } => crate::bench::judge::run(tests, work, super::jobs_or_default(jobs), outside_load),
         What::Evaluate {
             submissions,
             jobs,
             tests_gb,
-        } => super::bench_evaluate::run(submissions, super::jobs_or_default(jobs), tests_gb),
+        } => crate::bench::evaluate::run(submissions, super::jobs_or_default(jobs), tests_gb),
         What::Compile { rounds } => {
             crate::bench::compile::run(rounds.max(1))?;
             Ok(0)
@@ -143,7 +143,7 @@ pub fn run(args: Args) -> Result<i32> {
             submissions,
             shards,
             jobs,
-        } => super::bench_shards::run(submissions, shards.max(1), super::jobs_or_default(jobs)),
+        } => crate::bench::shards::run(submissions, shards.max(1), super::jobs_or_default(jobs)),
         What::Serve {
             jobs,
             requests,
@@ -151,7 +151,7 @@ pub fn run(args: Args) -> Result<i32> {
             endpoints,
             compile_requests,
         } => {
-            crate::server::bench::bench_serve(&BenchServeOptions {
+            crate::bench::serve::bench_serve(&BenchServeOptions {
                 jobs: super::jobs_or_default(jobs),
                 requests,
                 clients,

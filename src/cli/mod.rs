@@ -1,9 +1,6 @@
 //! Command-line interface: parsing (clap derive) and dispatch to one module per subcommand.
 
 mod bench;
-mod bench_evaluate;
-mod bench_judge;
-mod bench_shards;
 mod convert;
 mod doctor;
 mod evaluate;

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::piston::client_view;
-use super::{JudgeExecutor, Response, ServeOptions, Server};
 use crate::judge::JudgeOptions;
+use crate::server::piston::client_view;
+use crate::server::{JudgeExecutor, Response, ServeOptions, Server};
 
 /// What to measure.
 #[derive(Debug, Clone)]

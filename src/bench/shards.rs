@@ -36,7 +36,7 @@ fn strings(words: &[&str]) -> Vec<String> {
 pub fn run(submissions: usize, shards: u32, jobs: usize) -> Result<i32> {
     let root = tempfile::tempdir()?;
     let dir = root.path();
-    let data = super::bench_evaluate::scaled_demo(&dir.join("demo"), submissions)?;
+    let data = super::evaluate::scaled_demo(&dir.join("demo"), submissions)?;
     let problems = dir.join("demo/problems");
     let base = |out: &str, cache: &str| {
         strings(&[
