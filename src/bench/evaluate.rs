@@ -10,6 +10,7 @@ use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
+use crate::cli::output::outln;
 use crate::evaluate::run::{self, Catalog, EvaluateOptions};
 use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
@@ -122,16 +123,16 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
     let tests = progress
         .tests_run
         .load(std::sync::atomic::Ordering::Relaxed);
-    println!(
+    outln!(
         "throughput: {} submissions (demo scaled, distinct code each), {jobs} workers",
         summary.judged
     );
-    println!(
+    outln!(
         "  wall {wall:.1} s, {tests} tests run, {:.1} tests/s, {:.1} submissions/min",
         tests as f64 / wall,
         summary.judged as f64 / wall * 60.0
     );
-    println!(
+    outln!(
         "  CPU utilisation {:.0}% of {jobs} cores (compiles included)",
         cpu / (wall * jobs as f64) * 100.0
     );
@@ -139,7 +140,7 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
         .working_nanos
         .load(std::sync::atomic::Ordering::Relaxed) as f64
         * 1e-9;
-    println!(
+    outln!(
         "  workers busy {:.1}% of the time (loading, compiling, running; the rest is waiting for work)",
         working / (wall * jobs as f64) * 100.0
     );
@@ -167,14 +168,14 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
     let summary = run::evaluate(&opts, &catalog, &judge, &Progress::default(), &|_| {})?;
     let peak = peak_rss();
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    println!(
+    outln!(
         "streaming: tests file {:.0} MiB on disk ({:.0} MiB of tests, {:.0} MiB for the judged problem), {} submission judged",
         mib(file_size),
         tests_gb * 1024.0,
         mib(judged_bytes),
         summary.judged
     );
-    println!(
+    outln!(
         "  ioi-run peak resident memory {:.0} MiB (before: {:.0} MiB)",
         mib(peak),
         mib(before)

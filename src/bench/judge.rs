@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::cli::output::outln;
 use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions};
 use crate::judge::scripts::{self, ScriptBuild, Scripts};
 use crate::judge::{Judge, JudgeOptions};
@@ -149,27 +150,27 @@ pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<
     let piston_one_worker = per_test_piston * tests as f64;
     let piston_all_workers = piston_one_worker / jobs as f64;
 
-    println!(
+    outln!(
         "problem: {tests} tests, solution CPU {:.1} ms per test on average",
         cpu / tests as f64 * 1e3
     );
-    println!("ioi-run (compile once, {jobs} workers)        {ours:>8.2} s   ({:.1} tests/s; {warm:.2} s with the compile cached)", tests as f64 / ours);
-    println!(
+    outln!("ioi-run (compile once, {jobs} workers)        {ours:>8.2} s   ({:.1} tests/s; {warm:.2} s with the compile cached)", tests as f64 / ours);
+    outln!(
         "Piston-style (compile+run per test), 1 worker    {piston_one_worker:>8.2} s   (measured on {piston_tests} tests: {:.0} ms per test)",
         per_test_piston * 1e3
     );
-    println!("Piston-style, {jobs} workers                         {piston_all_workers:>8.2} s");
-    println!(
+    outln!("Piston-style, {jobs} workers                         {piston_all_workers:>8.2} s");
+    outln!(
         "speedup vs 1 Piston worker: {:.1}x; vs {jobs} Piston workers: {:.1}x",
         piston_one_worker / ours,
         piston_all_workers / ours
     );
-    println!(
+    outln!(
         "overhead per test (sandbox, box, output check; cached run: wall × workers − solution CPU): {:.1} ms",
         ((warm * jobs as f64) - cpu) / tests as f64 * 1e3
     );
     if let Some((wall, loaded_cpu)) = loaded {
-        println!(
+        outln!(
             "beside {outside_load} busy loops: every test accepted again (identical verdicts), \
              {wall:.2} s, solution CPU {:.1} ms per test (quiet: {:.1} ms)",
             loaded_cpu / tests as f64 * 1e3,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::cli::output::outln;
 use crate::judge::fake::{self, FakeProblems, FakeRun, FakeRunner};
 use crate::judge::schedule::{self, Job, Progress, ScheduleOptions};
 use crate::problem::TaskType;
@@ -45,7 +46,7 @@ fn problems() -> HashMap<String, crate::problem::Problem> {
 }
 
 pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
-    println!(
+    outln!(
         "scheduler with a scripted runner: fake tests of {:.1} ms, no process; {} submissions per worker, 4 problems of 24 tests in 3 subtasks, 1 in 10 tests wrong",
         options.test_time.as_secs_f64() * 1e3,
         options.per_worker
@@ -105,7 +106,7 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
             Some((w, i)) => format!("{:.1}%", i / (w * workers as f64) * 100.0),
             None => "n/a".into(),
         };
-        println!(
+        outln!(
             "  {workers:>4} workers: {} submissions, {runs} tests ({} discarded) in {wall:.2} s; worker time inside runs {remains} while work remains, {:.1}% overall (tail included); outside runs {:.0} µs per test",
             jobs.len(),
             progress.tests_discarded.load(Ordering::Relaxed),
@@ -114,7 +115,7 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
         );
         let held = progress.lock_held_nanos.load(Ordering::Relaxed) as f64 * 1e-9;
         let decisions = runs + runner.compiles();
-        println!(
+        outln!(
             "         lock held {:.2} µs per work item ({:.1}% of the run): room for {:.0} items/s",
             held / decisions.max(1) as f64 * 1e6,
             held / wall * 100.0,

@@ -6,7 +6,7 @@ mod doctor;
 mod evaluate;
 mod judge;
 mod merge;
-mod output;
+pub(crate) mod output;
 mod sandbox;
 mod serve;
 mod slurm;
