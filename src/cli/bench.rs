@@ -71,6 +71,10 @@ enum What {
         /// Duration of one fake test, in milliseconds.
         #[arg(long, default_value_t = 1.0)]
         test_ms: f64,
+        /// Tests burn their duration as CPU of their thread instead of sleeping (the share of
+        /// the CPU the scheduler takes, apart from the kernel's cost of waking sleepers).
+        #[arg(long)]
+        spin: bool,
     },
     /// The cost of sharding: one process against N shard processes on the same cores, and of
     /// the merge.
@@ -131,11 +135,13 @@ pub fn run(args: Args) -> Result<i32> {
             workers,
             per_worker,
             test_ms,
+            spin,
         } => {
             crate::bench::scheduler::run(&crate::bench::scheduler::BenchSchedulerOptions {
                 workers,
                 per_worker: per_worker.max(1),
                 test_time: Duration::from_secs_f64(test_ms.max(0.0) / 1e3),
+                spin,
             })?;
             Ok(0)
         }

@@ -179,9 +179,19 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
         for (workers, seed) in [(1, 0), (2, 1), (3, 2), (8, 3), (64, 4), (256, 5), (256, 6)] {
             // Durations from 0 to 3 ms, different for every seed: the completion order
             // changes from one run to the next.
-            let runner = FakeRunner::new(move |code, test| FakeRun {
-                score: truth(code, test),
-                duration: Duration::from_micros(fake::hash(&format!("{code}/{test}"), seed) % 3000),
+            // Every test of a submission runs at most once (speculation and frontiers never
+            // hand out the same test twice).
+            let ran = Arc::new(Mutex::new(std::collections::HashSet::new()));
+            let seen = ran.clone();
+            let runner = FakeRunner::new(move |code, test| {
+                let first = seen.lock().unwrap().insert(format!("{code}/{test}"));
+                assert!(first, "{code}/{test} ran twice");
+                FakeRun {
+                    score: truth(code, test),
+                    duration: Duration::from_micros(
+                        fake::hash(&format!("{code}/{test}"), seed) % 3000,
+                    ),
+                }
             });
             let progress = Progress::default();
             let got = schedule(
@@ -204,6 +214,7 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
                 runner.runs(),
                 "at {workers} workers"
             );
+            assert_eq!(ran.lock().unwrap().len(), runner.runs());
             // No code: no compile; compile errors: no test.
             assert_eq!(
                 runner.compiles(),
@@ -522,4 +533,20 @@ fn slots_never_exceed_the_jobs_without_the_widest() {
         peak.load(Ordering::SeqCst) >= 3,
         "the Communication tests ran"
     );
+}
+
+#[test]
+fn the_hold_histogram_reads_quantiles_to_the_bucket() {
+    let h = HoldHistogram::default();
+    assert_eq!(h.quantile(0.5), Duration::ZERO, "empty");
+    for micros in [1u64, 1, 1, 2, 100] {
+        h.record(Duration::from_micros(micros));
+    }
+    assert_eq!(h.count(), 5);
+    let near = |d: Duration, micros: f64| (d.as_secs_f64() * 1e6 - micros).abs() <= 0.07;
+    assert!(near(h.quantile(0.5), 1.0), "{:?}", h.quantile(0.5));
+    assert!(near(h.quantile(0.8), 2.0), "{:?}", h.quantile(0.8));
+    // 100 µs falls in the doubling buckets: [65.5 µs, 131 µs).
+    let top = h.quantile(1.0).as_secs_f64() * 1e6;
+    assert!((65.5..131.1).contains(&top), "{top}");
 }
