@@ -53,6 +53,9 @@ enum What {
         /// Size of the generated tests file, in GiB.
         #[arg(long, default_value_t = 1.0)]
         tests_gb: f64,
+        /// Print how busy the cores were, second by second.
+        #[arg(long)]
+        timeline: bool,
     },
     /// Submission compiles of the demo, plain and with the precompiled header.
     Compile {
@@ -126,7 +129,13 @@ pub fn run(args: Args) -> Result<i32> {
             submissions,
             jobs,
             tests_gb,
-        } => crate::bench::evaluate::run(submissions, super::jobs_or_default(jobs), tests_gb),
+            timeline,
+        } => crate::bench::evaluate::run(
+            submissions,
+            super::jobs_or_default(jobs),
+            tests_gb,
+            timeline,
+        ),
         What::Compile { rounds } => {
             crate::bench::compile::run(rounds.max(1))?;
             Ok(0)
