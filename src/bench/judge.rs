@@ -72,8 +72,8 @@ fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(
         code: Some(SOLUTION.as_bytes().to_vec()),
     };
     schedule::run(judge, &source, &[job], &options, &progress, &|f| {
-        if let Ok(results) = f.result {
-            for t in results.iter().flat_map(|s| s.test_results.iter()) {
+        if let Ok(judged) = f.outcome {
+            for t in judged.results.iter().flat_map(|s| s.test_results.iter()) {
                 if let Ok(mut cpu) = cpu_total.lock() {
                     *cpu += t.time.unwrap_or(0.0);
                 }

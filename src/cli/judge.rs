@@ -105,11 +105,8 @@ pub fn run(args: Args) -> Result<i32> {
         .ok()
         .flatten()
         .context("the judge produced no result")?;
-    let results = finished.result?;
-    let problem = &finished
-        .problem
-        .context("the judge produced no problem")?
-        .problem;
+    let judged = finished.outcome?;
+    let (problem, results) = (&judged.problem.problem, judged.results);
     if args.json {
         outln!(
             "{}",

@@ -123,11 +123,15 @@ pub struct ScheduleOptions {
 /// A finished submission.
 pub struct Finished {
     pub job: usize,
-    /// The problem, unless it could not be loaded (then `result` says why).
-    pub problem: Option<Arc<LoadedProblem>>,
-    /// The subtask results, or why the submission could not be judged (judge-side failure,
-    /// time-out): such a submission should be retried, not recorded.
-    pub result: Result<Vec<SubtaskResult>>,
+    /// Its verdicts, or why it could not be judged (judge-side failure, time-out, a problem
+    /// that would not load): such a submission should be retried, not recorded.
+    pub outcome: Result<Judged>,
+}
+
+/// A judged submission: the results, and the problem they are for.
+pub struct Judged {
+    pub problem: Arc<LoadedProblem>,
+    pub results: Vec<SubtaskResult>,
 }
 
 /// Live counters, for progress display.
@@ -862,15 +866,11 @@ impl Shared<'_> {
     fn conclude(&self, ending: Ending) -> Finished {
         let Ending { job, planned, how } = ending;
         let Some(planned) = planned else {
-            let result = match how {
+            let outcome = match how {
                 Ended::Failed(e) => Err(e),
                 _ => Err(anyhow!("internal: a submission ended without its problem")),
             };
-            return Finished {
-                job,
-                problem: None,
-                result,
-            };
+            return Finished { job, outcome };
         };
         let plan = &planned.plan;
         let result = match how {
@@ -908,8 +908,10 @@ impl Shared<'_> {
         };
         Finished {
             job,
-            problem: Some(planned.problem.clone()),
-            result,
+            outcome: result.map(|results| Judged {
+                problem: planned.problem.clone(),
+                results,
+            }),
         }
     }
 

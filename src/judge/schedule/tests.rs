@@ -129,7 +129,7 @@ fn schedule(
     run(runner, &source, jobs, options, progress, &|f: Finished| {
         let mut results = results.lock().unwrap();
         assert!(results[f.job].is_none(), "job {} finished twice", f.job);
-        results[f.job] = Some(f.result);
+        results[f.job] = Some(f.outcome.map(|j| j.results));
     })
     .unwrap();
     results
@@ -363,7 +363,7 @@ fn speculative_results_are_discarded_and_nothing_more_starts() {
     let source = FakeProblems(problems.clone());
     let result = Mutex::new(None);
     run(&runner, &source, &jobs, &options(8, 1), &progress, &|f| {
-        *result.lock().unwrap() = Some(f.result);
+        *result.lock().unwrap() = Some(f.outcome.map(|j| j.results));
         let (lock, cv) = &*reported;
         *lock.lock().unwrap() = true;
         cv.notify_all();
