@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::cli::output::outln;
-use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions};
+use crate::judge::schedule::{self, Preloaded, Progress, ScheduleOptions, SubmissionJob};
 use crate::judge::scripts::{self, ScriptBuild, Scripts};
 use crate::judge::{Judge, JudgeOptions};
 
@@ -67,7 +67,7 @@ fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(
         subtasks: None,
         timeout: None,
     };
-    let job = Job {
+    let job = SubmissionJob {
         problem: "bench".into(),
         code: Some(SOLUTION.as_bytes().to_vec()),
     };

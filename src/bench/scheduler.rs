@@ -19,7 +19,7 @@ use anyhow::Result;
 
 use crate::cli::output::outln;
 use crate::judge::fake::{self, FakeProblems, FakeRun, FakeRunner};
-use crate::judge::schedule::{self, Job, Progress, ScheduleOptions};
+use crate::judge::schedule::{self, Progress, ScheduleOptions, SubmissionJob};
 use crate::problem::TaskType;
 
 /// Options of `bench scheduler`.
@@ -88,8 +88,8 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
         } else {
             runner
         };
-        let jobs: Vec<Job> = (0..workers * options.per_worker)
-            .map(|i| Job {
+        let jobs: Vec<SubmissionJob> = (0..workers * options.per_worker)
+            .map(|i| SubmissionJob {
                 problem: format!("p{}", i % 4),
                 code: Some(format!("submission {i}").into_bytes()),
             })

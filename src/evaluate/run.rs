@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::shard::{self, Shard};
 use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
 use crate::judge::schedule::{
-    self, Finished, Job, Judged, ProblemSource, Progress, ScheduleOptions,
+    self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
 use crate::judge::{stop, Judge, LoadedProblem};
 use crate::problem::Problem;
@@ -414,9 +414,9 @@ pub fn evaluate(
     let started = Instant::now();
     let (plan, files, pending) = prepare(options, catalog, false)?;
     on_plan(&plan);
-    let jobs: Vec<Job> = pending
+    let jobs: Vec<SubmissionJob> = pending
         .iter()
-        .map(|p| Job {
+        .map(|p| SubmissionJob {
             problem: p.problem_key.clone(),
             code: p.submission.code.clone().map(String::into_bytes),
         })

@@ -39,7 +39,7 @@ use crate::score::{SubtaskResult, TestResult, Verdict};
 
 /// One submission to judge.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub struct SubmissionJob {
     /// Key of the problem, understood by the [`ProblemSource`].
     pub problem: String,
     /// The code, as bytes (a source need not be UTF-8); `None` when the submission has none
@@ -398,7 +398,7 @@ impl Drop for Locked<'_> {
 struct Shared<'a> {
     runner: &'a dyn SubmissionRunner,
     source: &'a dyn ProblemSource,
-    jobs: &'a [Job],
+    jobs: &'a [SubmissionJob],
     options: &'a ScheduleOptions,
     progress: &'a Progress,
     slots: usize,
@@ -410,7 +410,7 @@ struct Shared<'a> {
 pub fn run(
     runner: &dyn SubmissionRunner,
     source: &dyn ProblemSource,
-    jobs: &[Job],
+    jobs: &[SubmissionJob],
     options: &ScheduleOptions,
     progress: &Progress,
     on_done: &(dyn Fn(Finished) + Sync),

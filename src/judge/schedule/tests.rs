@@ -61,9 +61,9 @@ fn truth(code: &str, test: &str) -> f64 {
     }
 }
 
-fn jobs() -> Vec<Job> {
+fn jobs() -> Vec<SubmissionJob> {
     (0..45)
-        .map(|i| Job {
+        .map(|i| SubmissionJob {
             problem: format!("p{}", i % 3 + 1),
             code: match i % 9 {
                 4 => Some(format!("CE {i}").into_bytes()),
@@ -119,7 +119,7 @@ fn reference(problem: &Problem, code: Option<&str>, batch: usize) -> Vec<Subtask
 fn schedule(
     runner: &FakeRunner,
     problems: HashMap<String, Problem>,
-    jobs: &[Job],
+    jobs: &[SubmissionJob],
     options: &ScheduleOptions,
     progress: &Progress,
 ) -> Vec<Result<Vec<SubtaskResult>>> {
@@ -228,19 +228,19 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
 fn compilation_errors_and_judge_side_failures() {
     let problems = problems();
     let jobs = vec![
-        Job {
+        SubmissionJob {
             problem: "p1".into(),
             code: Some("CE broken".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p2".into(),
             code: Some("JUDGE-ERROR".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p4".into(),
             code: Some("solution".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p3".into(),
             code: Some("fine".into()),
         },
@@ -283,11 +283,11 @@ fn a_submission_past_its_timeout_fails_and_the_others_finish() {
         fake::problem("slow", TaskType::Batch, &[("01", names("s", 10))]),
     );
     let jobs = vec![
-        Job {
+        SubmissionJob {
             problem: "slow".into(),
             code: Some("slow".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p1".into(),
             code: Some("quick".into()),
         },
@@ -355,7 +355,7 @@ fn speculative_results_are_discarded_and_nothing_more_starts() {
             }
         }
     });
-    let jobs = [Job {
+    let jobs = [SubmissionJob {
         problem: "p".into(),
         code: Some("x".into()),
     }];
@@ -449,10 +449,10 @@ fn wide_tests_take_their_slots_and_a_test_wider_than_the_machine_runs_alone() {
             duration: Duration::ZERO,
         }
     });
-    let jobs: Vec<Job> = (0..12)
+    let jobs: Vec<SubmissionJob> = (0..12)
         .map(|i| {
             let problem = ["comm", "batch", "huge"][i % 3];
-            Job {
+            SubmissionJob {
                 problem: problem.into(),
                 code: Some(format!("{problem} {i}").into_bytes()),
             }
@@ -507,10 +507,10 @@ fn slots_never_exceed_the_jobs_without_the_widest() {
             duration: Duration::ZERO,
         }
     });
-    let jobs: Vec<Job> = (0..10)
+    let jobs: Vec<SubmissionJob> = (0..10)
         .map(|i| {
             let problem = ["comm", "batch"][i % 2];
-            Job {
+            SubmissionJob {
                 problem: problem.into(),
                 code: Some(format!("{problem} {i}").into_bytes()),
             }
