@@ -109,7 +109,7 @@ pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<
     // The same again beside busy loops (each a session of its own, as independent work is):
     // every test must still be accepted (judge_once fails otherwise).
     let loaded = if outside_load > 0 {
-        let _load = BusyLoops::start(outside_load)?;
+        let _load = super::load::BusyLoops::start(outside_load)?;
         Some(judge_once(&judge, &task, tests, jobs)?)
     } else {
         None
@@ -178,37 +178,4 @@ pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<
         );
     }
     Ok(0)
-}
-
-/// Busy loops started for a measurement, killed by pid (and reaped) when dropped.
-struct BusyLoops(Vec<std::process::Child>);
-
-impl BusyLoops {
-    fn start(count: usize) -> Result<BusyLoops> {
-        use std::os::unix::process::CommandExt;
-        let mut loops = BusyLoops(Vec::new());
-        for _ in 0..count {
-            let mut cmd = std::process::Command::new("sh");
-            cmd.args(["-c", "while :; do :; done"]);
-            // SAFETY: setsid is async-signal-safe and touches no memory.
-            unsafe {
-                cmd.pre_exec(|| {
-                    nix::unistd::setsid()
-                        .map(|_| ())
-                        .map_err(std::io::Error::from)
-                });
-            }
-            loops.0.push(cmd.spawn()?);
-        }
-        Ok(loops)
-    }
-}
-
-impl Drop for BusyLoops {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }
