@@ -33,6 +33,8 @@ pub struct FakeRunner {
     compile_time: Duration,
     /// Tests burn their duration as CPU time of the worker's thread instead of sleeping.
     spin: bool,
+    /// Called with the code at the start of every compile (a test can hold a compile there).
+    compile_hook: Option<Box<dyn Fn(&str) + Send + Sync>>,
     /// Nanoseconds spent inside `run_test`, over all workers.
     inside_runs: AtomicU64,
     runs: AtomicUsize,
@@ -46,6 +48,7 @@ impl FakeRunner {
             script: Box::new(script),
             compile_time: Duration::ZERO,
             spin: false,
+            compile_hook: None,
             inside_runs: AtomicU64::new(0),
             runs: AtomicUsize::new(0),
             compiles: AtomicUsize::new(0),
@@ -55,6 +58,12 @@ impl FakeRunner {
     /// Every compile takes this long.
     pub fn with_compile_time(mut self, time: Duration) -> FakeRunner {
         self.compile_time = time;
+        self
+    }
+
+    /// Calls `hook(code)` at the start of every compile, on the compiling worker.
+    pub fn with_compile_hook(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> FakeRunner {
+        self.compile_hook = Some(Box::new(hook));
         self
     }
 
@@ -85,6 +94,9 @@ impl SubmissionRunner for FakeRunner {
         // Scripted programs are text: their code says what they do.
         let code = std::str::from_utf8(code).context("fake program code is text")?;
         self.compiles.fetch_add(1, Ordering::Relaxed);
+        if let Some(hook) = &self.compile_hook {
+            hook(code);
+        }
         if !self.compile_time.is_zero() {
             std::thread::sleep(self.compile_time);
         }

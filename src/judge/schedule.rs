@@ -300,6 +300,15 @@ enum Work {
     Test(usize, Arc<Planned>, Arc<Program>, TestId),
 }
 
+/// Whether a submission's frontier gave a test.
+enum Give {
+    Work(Work, usize),
+    /// It has no frontier test to give (any more): look further.
+    Gone,
+    /// Its next test needs more slots than are free.
+    Wait,
+}
+
 /// What a work item gave, recorded by the worker at its next visit to the lock.
 enum Outcome {
     Loaded(String, Result<Arc<Planned>, String>),
@@ -332,6 +341,9 @@ struct State {
     /// Active submissions with a frontier test to give, a compile to start, or possibly
     /// speculative tests: ordered by job, so that older submissions come first.
     with_frontier: BTreeSet<usize>,
+    /// Those of them whose tests occupy one slot, which may fill slots a wider test at the
+    /// head cannot use yet.
+    narrow_frontier: BTreeSet<usize>,
     to_compile: BTreeSet<usize>,
     may_speculate: BTreeSet<usize>,
     /// Deadlines of the active submissions (`--timeout`), earliest first.
@@ -344,9 +356,18 @@ struct State {
     /// Workers waiting for work: woken one at a time, and only when there is work, so that a
     /// result does not wake every idle worker of a large pool.
     waiting: usize,
+    /// The submission whose wide frontier test waits at the head for free slots, and how many
+    /// one-slot items may still start before it (see [`Shared::choose`]).
+    blocked: Option<usize>,
+    backfills: usize,
 }
 
 impl State {
+    fn drop_frontier(&mut self, job: usize) {
+        self.with_frontier.remove(&job);
+        self.narrow_frontier.remove(&job);
+    }
+
     /// Whether a worker may find something to start (a cheap over-approximation).
     fn has_work(&self, slots: usize) -> bool {
         !self.with_frontier.is_empty()
@@ -431,6 +452,7 @@ pub fn run(
             pending: (0..jobs.len()).collect(),
             active: HashMap::new(),
             with_frontier: BTreeSet::new(),
+            narrow_frontier: BTreeSet::new(),
             to_compile: BTreeSet::new(),
             may_speculate: BTreeSet::new(),
             deadlines: BinaryHeap::new(),
@@ -439,6 +461,8 @@ pub fn run(
             busy: 0,
             slots_used: 0,
             waiting: 0,
+            blocked: None,
+            backfills: 0,
         }),
         wake: Condvar::new(),
     };
@@ -567,38 +591,59 @@ impl Shared<'_> {
 
     /// Picks the next work item and the slots it occupies, ending submissions on the way.
     /// `None` when nothing can start now (no work, or not enough free slots for the next).
+    ///
+    /// A wide test (a Communication test's processes) at the head waits for enough free slots;
+    /// on an idle machine it runs alone whatever its width. Meanwhile the slots free when it
+    /// started waiting may be filled once each with one-slot items (backfilling: on 2 cores a
+    /// 2-slot test waiting for a compile to end would otherwise leave a core idle for the whole
+    /// compile); a slot freed after that stays free for the wide test, so it cannot starve.
     fn choose(&self, state: &mut State, endings: &mut Vec<Ending>) -> Option<(Work, usize)> {
         self.expire(state, endings);
+        let mut backfilling = false;
+        let chosen = self.choose_item(state, endings, &mut backfilling);
+        if backfilling && chosen.is_some() {
+            state.backfills -= 1;
+        }
+        chosen
+    }
+
+    fn choose_item(
+        &self,
+        state: &mut State,
+        endings: &mut Vec<Ending>,
+        backfilling: &mut bool,
+    ) -> Option<(Work, usize)> {
         let free = self.slots.saturating_sub(state.slots_used);
-        // A wide test waits for enough free slots, and nothing overtakes it meanwhile (it
-        // would starve); on an idle machine it runs alone whatever its width.
         let fits = |width: usize, used: usize| used == 0 || width <= free;
         loop {
-            // 1. Frontier tests.
+            // 1. Frontier tests: the head's, or while it waits for slots, a one-slot one.
             if let Some(&job) = state.with_frontier.first() {
-                let used = state.slots_used;
-                let Some(a) = state.active.get_mut(&job) else {
-                    state.with_frontier.remove(&job);
-                    continue;
-                };
-                if !fits(a.width, used) {
-                    return None;
+                match self.give_frontier(state, job, fits) {
+                    Give::Work(work, width) => {
+                        state.blocked = None;
+                        return Some((work, width));
+                    }
+                    Give::Gone => continue,
+                    Give::Wait => {
+                        if state.blocked != Some(job) {
+                            state.blocked = Some(job);
+                            state.backfills = free;
+                        }
+                        if state.backfills == 0 || !fits(1, state.slots_used) {
+                            return None;
+                        }
+                        *backfilling = true;
+                    }
                 }
-                let BuildState::Ready(program) = &a.build else {
-                    state.with_frontier.remove(&job);
-                    continue;
-                };
-                let Some(test) = a.frontier.pop_front() else {
-                    state.with_frontier.remove(&job);
-                    continue;
-                };
-                a.in_flight[test as usize] = true;
-                let work = Work::Test(job, a.planned.clone(), program.clone(), test);
-                let width = a.width;
-                if a.frontier.is_empty() {
-                    state.with_frontier.remove(&job);
+            }
+            if *backfilling {
+                if let Some(&job) = state.narrow_frontier.first() {
+                    match self.give_frontier(state, job, fits) {
+                        Give::Work(work, width) => return Some((work, width)),
+                        Give::Gone => continue,
+                        Give::Wait => return None,
+                    }
                 }
-                return Some((work, width));
             }
             if !fits(1, state.slots_used) {
                 return None;
@@ -637,7 +682,10 @@ impl Shared<'_> {
                     }
                 }
             }
-            // 4. Speculation ahead of the frontiers.
+            // 4. Speculation ahead of the frontiers (never ahead of a waiting wide test).
+            if *backfilling {
+                return None;
+            }
             let job = *state.may_speculate.first()?;
             let used = state.slots_used;
             let Some(a) = state.active.get_mut(&job) else {
@@ -668,6 +716,38 @@ impl Shared<'_> {
                 a.width,
             ));
         }
+    }
+
+    /// The next frontier test of submission `job`, if it fits.
+    fn give_frontier(
+        &self,
+        state: &mut State,
+        job: usize,
+        fits: impl Fn(usize, usize) -> bool,
+    ) -> Give {
+        let used = state.slots_used;
+        let Some(a) = state.active.get_mut(&job) else {
+            state.drop_frontier(job);
+            return Give::Gone;
+        };
+        if !fits(a.width, used) {
+            return Give::Wait;
+        }
+        let BuildState::Ready(program) = &a.build else {
+            state.drop_frontier(job);
+            return Give::Gone;
+        };
+        let Some(test) = a.frontier.pop_front() else {
+            state.drop_frontier(job);
+            return Give::Gone;
+        };
+        a.in_flight[test as usize] = true;
+        let work = Work::Test(job, a.planned.clone(), program.clone(), test);
+        let width = a.width;
+        if a.frontier.is_empty() {
+            state.drop_frontier(job);
+        }
+        Give::Work(work, width)
     }
 
     /// Fails the submissions whose `--timeout` has passed.
@@ -815,7 +895,11 @@ impl Shared<'_> {
                     .filter(|&t| !in_flight[t as usize])
                     .collect();
                 if !a.frontier.is_empty() {
+                    let narrow = a.width == 1;
                     state.with_frontier.insert(job);
+                    if narrow {
+                        state.narrow_frontier.insert(job);
+                    }
                 }
             }
         }
@@ -827,7 +911,7 @@ impl Shared<'_> {
         let Some(a) = state.active.remove(&job) else {
             return;
         };
-        state.with_frontier.remove(&job);
+        state.drop_frontier(job);
         state.to_compile.remove(&job);
         state.may_speculate.remove(&job);
         self.progress

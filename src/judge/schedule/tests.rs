@@ -550,3 +550,73 @@ fn the_hold_histogram_reads_quantiles_to_the_bucket() {
     let top = h.quantile(1.0).as_secs_f64() * 1e6;
     assert!((65.5..131.1).contains(&top), "{top}");
 }
+
+#[test]
+fn a_wide_test_waiting_for_slots_lets_one_slot_work_fill_them_and_still_runs() {
+    // 2 slots. Job 0's compile holds one slot until job 2 has compiled; job 1's tests need both
+    // slots (a manager and a user process). Without backfilling, job 1's waiting test would
+    // keep the other slot idle for the whole compile, and job 2 would not compile meanwhile
+    // (admission is in order, so job 1 compiles before job 2 is admitted).
+    let comm = TaskType::Communication(Communication {
+        num_processes: 1,
+        user_io: UserIo::StdIo,
+        manager_args: vec![],
+    });
+    let mut problems = HashMap::new();
+    problems.insert(
+        "wide".to_string(),
+        fake::problem("wide", comm, &[("01", names("w", 2))]),
+    );
+    problems.insert(
+        "narrow".to_string(),
+        fake::problem("narrow", TaskType::Batch, &[("01", names("n", 3))]),
+    );
+    let compiled = Arc::new((Mutex::new(false), Condvar::new()));
+    let filled = Arc::new(AtomicBool::new(false));
+    let (c, f) = (compiled.clone(), filled.clone());
+    let runner = FakeRunner::new(|_, _| FakeRun {
+        score: 1.0,
+        duration: Duration::from_millis(1),
+    })
+    .with_compile_hook(move |code| {
+        let (lock, cv) = &*c;
+        match code {
+            "slow" => {
+                let guard = lock.lock().unwrap();
+                let (done, _) = cv
+                    .wait_timeout_while(guard, Duration::from_secs(30), |done| !*done)
+                    .unwrap();
+                f.store(*done, Ordering::SeqCst);
+            }
+            "quick" => {
+                *lock.lock().unwrap() = true;
+                cv.notify_all();
+            }
+            _ => {}
+        }
+    });
+    let jobs =
+        [("narrow", "slow"), ("wide", "w"), ("narrow", "quick")].map(|(p, code)| SubmissionJob {
+            problem: p.into(),
+            code: Some(code.into()),
+        });
+    let got = schedule(
+        &runner,
+        problems.clone(),
+        &jobs,
+        &options(2, 1),
+        &Progress::default(),
+    );
+    assert!(
+        filled.load(Ordering::SeqCst),
+        "job 2 compiled while job 0 compiled and job 1's wide test waited"
+    );
+    for (job, result) in jobs.iter().zip(got) {
+        let results = result.unwrap();
+        assert!(
+            results.iter().all(|s| s.score() == 1.0),
+            "{}: every test ran and passed",
+            job.problem
+        );
+    }
+}
