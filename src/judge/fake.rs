@@ -26,6 +26,7 @@ pub struct FakeRun {
 }
 
 type Script = dyn Fn(&str, &str) -> FakeRun + Send + Sync;
+type CompileHook = dyn Fn(&str) + Send + Sync;
 
 /// The scripted runner.
 pub struct FakeRunner {
@@ -34,7 +35,7 @@ pub struct FakeRunner {
     /// Tests burn their duration as CPU time of the worker's thread instead of sleeping.
     spin: bool,
     /// Called with the code at the start of every compile (a test can hold a compile there).
-    compile_hook: Option<Box<dyn Fn(&str) + Send + Sync>>,
+    compile_hook: Option<Box<CompileHook>>,
     /// Nanoseconds spent inside `run_test`, over all workers.
     inside_runs: AtomicU64,
     runs: AtomicUsize,
