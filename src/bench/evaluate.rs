@@ -222,6 +222,18 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
         "  workers busy {:.1}% of the time (loading, compiling, running; the rest is waiting for work)",
         working / (wall * jobs as f64) * 100.0
     );
+    let idle = &progress.idle;
+    let share = |nanos: &std::sync::atomic::AtomicU64| {
+        nanos.load(Ordering::Relaxed) as f64 * 1e-9 / (wall * jobs as f64) * 100.0
+    };
+    outln!(
+        "  workers waiting for work, share of worker time: a wide test waiting for slots {:.1}%, a problem loading {:.1}%, admission cap {:.1}%, other results {:.1}%, tail {:.1}%",
+        share(&idle.wide_test),
+        share(&idle.loading),
+        share(&idle.admission_cap),
+        share(&idle.other),
+        share(&idle.tail),
+    );
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Work remains until every submission has been admitted (then the last ones run out).
     let total = summary.judged;

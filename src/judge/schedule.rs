@@ -146,6 +146,8 @@ pub struct Progress {
     /// Nanoseconds the scheduler's lock was held (decisions and recording results), for
     /// `bench scheduler`.
     pub lock_held_nanos: AtomicU64,
+    /// Worker time spent waiting for work, by what it waited for.
+    pub idle: IdleTimes,
     /// How long each visit to the lock held it: the median is the scheduler's own cost, the
     /// mean beyond it mostly a holder waiting for a CPU (a busy machine preempts it).
     pub lock_holds: HoldHistogram,
@@ -153,6 +155,43 @@ pub struct Progress {
     pub working_nanos: AtomicU64,
     /// Told of every test result as soon as it is known (`judge` prints tests as they finish).
     pub on_test: TestObserver,
+}
+
+/// Nanoseconds workers waited for work, summed over the workers, by the reason there was
+/// nothing to start (`bench evaluate` prints them, to show what leaves cores idle).
+#[derive(Debug, Default)]
+pub struct IdleTimes {
+    /// A wide test at the head waited for slots (and backfilling was used up).
+    pub wide_test: AtomicU64,
+    /// The next submission's problem was being loaded (admission is in order).
+    pub loading: AtomicU64,
+    /// As many submissions in flight as allowed (2 × jobs), all busy.
+    pub admission_cap: AtomicU64,
+    /// Every submission admitted: the last ones run out.
+    pub tail: AtomicU64,
+    /// Anything else (waiting for the other workers' results).
+    pub other: AtomicU64,
+}
+
+impl IdleTimes {
+    fn reason(
+        &self,
+        state: &State,
+        slots: usize,
+        problems_of: impl Fn(usize) -> bool,
+    ) -> &AtomicU64 {
+        if state.blocked.is_some() && !state.with_frontier.is_empty() {
+            &self.wide_test
+        } else if state.pending.is_empty() {
+            &self.tail
+        } else if state.active.len() >= slots * 2 {
+            &self.admission_cap
+        } else if state.pending.front().is_some_and(|&job| problems_of(job)) {
+            &self.loading
+        } else {
+            &self.other
+        }
+    }
 }
 
 /// A histogram of durations from nanoseconds to seconds: 64 ns steps up to 8 µs, then
@@ -556,7 +595,15 @@ impl Shared<'_> {
                         None if !endings.is_empty() => break (None, false),
                         None => {
                             let timeout = self.next_deadline(&state);
+                            let reason = self.progress.idle.reason(&state, self.slots, |job| {
+                                matches!(
+                                    state.problems.get(&self.jobs[job].problem),
+                                    Some(Slot::Loading)
+                                )
+                            });
+                            let since = Instant::now();
                             state = self.wait(state, timeout);
+                            reason.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
                         }
                     }
                 }
