@@ -326,44 +326,6 @@ fn the_submission_cannot_embed_the_checker_source() {
     );
 }
 
-/// Busy loops that occupy the machine while alive; killed by pid (and reaped) when dropped,
-/// even when the test fails.
-struct OutsideLoad(Vec<std::process::Child>);
-
-impl OutsideLoad {
-    fn start(loops: usize) -> OutsideLoad {
-        OutsideLoad(
-            (0..loops)
-                .map(|_| {
-                    use std::os::unix::process::CommandExt;
-                    let mut cmd = Command::new("sh");
-                    cmd.args(["-c", "while :; do :; done"]);
-                    // Each loop a session of its own, as independent work is: where the kernel
-                    // groups tasks by session (autogroup), each then takes a full share.
-                    // SAFETY: setsid is async-signal-safe and touches no memory.
-                    unsafe {
-                        cmd.pre_exec(|| {
-                            nix::unistd::setsid()
-                                .map(|_| ())
-                                .map_err(std::io::Error::from)
-                        });
-                    }
-                    cmd.spawn().expect("sh runs")
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for OutsideLoad {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// Issue 9: a Communication test (a manager and two user processes at once) gives the same
 /// verdicts, scores and feedback, and about the same CPU times, alone at `--jobs 1` and at
 /// `--jobs 8` (our own scheduler filling the cores: a test counts for its three processes) beside
@@ -414,7 +376,7 @@ fn communication_verdicts_and_cpu_times_hold_at_full_parallelism_beside_busy_loo
         let quiet_args = args("1");
         let quiet = judge_json(&quiet_args.iter().map(String::as_str).collect::<Vec<_>>());
         let loaded = {
-            let _load = OutsideLoad::start(8 * cores);
+            let _load = ioi_run::bench::load::BusyLoops::start(8 * cores).expect("sh runs");
             let loaded_args = args("8");
             judge_json(&loaded_args.iter().map(String::as_str).collect::<Vec<_>>())
         };

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Sandbox, SandboxOptions};
 
+use crate::cli::output::outln;
 use crate::evaluate::submissions::{load_submissions, SubmissionOptions};
 use crate::judge::compile::{CompileCache, CompileProfile, Compiled};
 
@@ -74,7 +75,7 @@ pub fn run(rounds: usize) -> Result<()> {
             })
         })
         .count();
-    println!(
+    outln!(
         "compile: {} demo submissions with code ({candidates} start with includes of bits/stdc++.h and the problem header), {rounds} rounds, distinct code each, plain and precompiled interleaved",
         with_code.len()
     );
@@ -113,7 +114,7 @@ pub fn run(rounds: usize) -> Result<()> {
         }
         let (sw, sc) = slow.per_compile();
         let (qw, qc) = quick.per_compile();
-        println!(
+        outln!(
             "  round {}: plain {sw:.0} ms wall ({sc:.0} ms CPU) per submission; precompiled {qw:.0} ms wall ({qc:.0} ms CPU){}; {:.2}× wall, {:.2}× CPU; binaries and errors identical",
             round + 1,
             match fast.pch_stats().headers_built - built_before {
@@ -125,9 +126,11 @@ pub fn run(rounds: usize) -> Result<()> {
         );
     }
     let stats = fast.pch_stats();
-    println!(
+    outln!(
         "  precompiled headers: {} built, used by {} compiles, {} fell back to the plain compile",
-        stats.headers_built, stats.used, stats.fallbacks
+        stats.headers_built,
+        stats.used,
+        stats.fallbacks
     );
     Ok(())
 }

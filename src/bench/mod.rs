@@ -1,8 +1,17 @@
-//! Benchmarks that print figures (`ioi-run bench ...`), never timed assertions in tests.
+//! Benchmarks that print figures (`ioi-run bench ...`), never timed assertions in tests. The
+//! CLI (`src/cli/bench.rs`) only parses their arguments.
 //!
 //! `compile`: a submission compile with and without the precompiled header, on the demo's
 //! submissions. `scheduler`: the scheduler at 64 and 256 workers with a scripted runner (no
-//! processes), to show how much of the workers' time goes into runs.
+//! processes), to show how much of the workers' time goes into runs. `judge`: one submission
+//! on ~100 tests against a Piston-style compile-and-run per test. `evaluate`: dataset
+//! throughput on the scaled demo. `shards`: the cost of sharding. `serve`: the HTTP server's
+//! throughput with the real judge. `load`: busy loops beside a measurement or a test.
 
 pub mod compile;
+pub mod evaluate;
+pub mod judge;
+pub mod load;
 pub mod scheduler;
+pub mod serve;
+pub mod shards;

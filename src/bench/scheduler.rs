@@ -1,8 +1,15 @@
 //! `ioi-run bench scheduler`: the scheduler alone, with a scripted runner whose tests take a
 //! fixed time (1 ms by default) and no process, at several numbers of workers. It shows the
-//! share of the workers' time spent inside runs (the rest is scheduling: the lock, the plan
-//! replays, waking up), and the cost of one decision as the number of active submissions
-//! (2 × workers) grows.
+//! share of the workers' time spent inside runs, and separates what the rest is made of:
+//! - the scheduler's own code: how long one visit to its lock holds it (the median: the
+//!   decision's cost; a mean far above it is a holder preempted while holding the lock, i.e.
+//!   waiting for a CPU), against the decisions per second the workers ask for;
+//! - the kernel: the process's CPU outside runs per test, user (our code and the fake) and
+//!   system (sleeps, wake-ups, futexes, context switches).
+//!
+//! With sleeping tests, 256 threads each sleeping 1 ms on 2 cores are bounded by the kernel's
+//! wake-ups; `--spin` makes each test burn 1 ms of its thread's CPU instead, and the figure
+//! becomes the share of the process's CPU spent inside runs.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -10,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::cli::output::outln;
 use crate::judge::fake::{self, FakeProblems, FakeRun, FakeRunner};
-use crate::judge::schedule::{self, Job, Progress, ScheduleOptions};
+use crate::judge::schedule::{self, Progress, ScheduleOptions, SubmissionJob};
 use crate::problem::TaskType;
 
 /// Options of `bench scheduler`.
@@ -22,6 +30,18 @@ pub struct BenchSchedulerOptions {
     pub per_worker: usize,
     /// Duration of one fake test.
     pub test_time: Duration,
+    /// Tests burn their duration as CPU instead of sleeping.
+    pub spin: bool,
+}
+
+/// User and system CPU time of this process.
+fn process_cpu() -> (Duration, Duration) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let t =
+        |tv: nix::sys::time::TimeVal| Duration::new(tv.tv_sec() as u64, tv.tv_usec() as u32 * 1000);
+    getrusage(UsageWho::RUSAGE_SELF)
+        .map(|u| (t(u.user_time()), t(u.system_time())))
+        .unwrap_or_default()
 }
 
 /// Four problems of 3 subtasks and 24 distinct tests, some shared between subtasks.
@@ -45,10 +65,13 @@ fn problems() -> HashMap<String, crate::problem::Problem> {
 }
 
 pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
-    println!(
-        "scheduler with a scripted runner: fake tests of {:.1} ms, no process; {} submissions per worker, 4 problems of 24 tests in 3 subtasks, 1 in 10 tests wrong",
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    outln!(
+        "scheduler with a scripted runner: fake tests {} {:.1} ms, no process; {} submissions per worker, 4 problems of 24 tests in 3 subtasks, 1 in 10 tests wrong; {cores} cores, load average {}",
+        if options.spin { "spinning on the CPU for" } else { "sleeping" },
         options.test_time.as_secs_f64() * 1e3,
-        options.per_worker
+        options.per_worker,
+        load_average(),
     );
     for &workers in &options.workers {
         let test_time = options.test_time;
@@ -60,8 +83,13 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
             },
             duration: test_time,
         });
-        let jobs: Vec<Job> = (0..workers * options.per_worker)
-            .map(|i| Job {
+        let runner = if options.spin {
+            runner.spinning()
+        } else {
+            runner
+        };
+        let jobs: Vec<SubmissionJob> = (0..workers * options.per_worker)
+            .map(|i| SubmissionJob {
                 problem: format!("p{}", i % 4),
                 code: Some(format!("submission {i}").into_bytes()),
             })
@@ -74,6 +102,7 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
             subtasks: None,
             timeout: None,
         };
+        let (user0, system0) = process_cpu();
         let start = Instant::now();
         // "While work remains": until the last submissions are admitted, when every worker
         // could still be given work; after it, the tail of the last submissions.
@@ -98,28 +127,67 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
             },
         )?;
         let wall = start.elapsed().as_secs_f64();
+        let (user1, system1) = process_cpu();
+        let (user, system) = (
+            (user1 - user0).as_secs_f64(),
+            (system1 - system0).as_secs_f64(),
+        );
         let inside = runner.time_inside_runs().as_secs_f64();
         let runs = runner.runs();
-        let worker_time = wall * workers as f64;
-        let remains = match snapshot.into_inner().ok().flatten() {
-            Some((w, i)) => format!("{:.1}%", i / (w * workers as f64) * 100.0),
-            None => "n/a".into(),
-        };
-        println!(
-            "  {workers:>4} workers: {} submissions, {runs} tests ({} discarded) in {wall:.2} s; worker time inside runs {remains} while work remains, {:.1}% overall (tail included); outside runs {:.0} µs per test",
+        let per_test = |seconds: f64| seconds / runs.max(1) as f64 * 1e6;
+        outln!(
+            "  {workers:>4} workers: {} submissions, {runs} tests ({} discarded) in {wall:.2} s: {:.0} tests/s; cores busy {:.0}%",
             jobs.len(),
             progress.tests_discarded.load(Ordering::Relaxed),
-            inside / worker_time * 100.0,
-            (worker_time - inside) / runs.max(1) as f64 * 1e6,
+            runs as f64 / wall,
+            (user + system) / (wall * cores as f64) * 100.0,
         );
+        if options.spin {
+            outln!(
+                "         CPU inside runs {:.1}% of the process's CPU; outside runs per test: {:.1} µs of CPU",
+                inside / (user + system) * 100.0,
+                per_test(user + system - inside),
+            );
+        } else {
+            let worker_time = wall * workers as f64;
+            let remains = match snapshot.into_inner().ok().flatten() {
+                Some((w, i)) => format!("{:.1}%", i / (w * workers as f64) * 100.0),
+                None => "n/a".into(),
+            };
+            outln!(
+                "         worker time inside runs {remains} while work remains, {:.1}% overall (tail included); CPU per test (all outside runs): user {:.1} µs, system {:.1} µs",
+                inside / worker_time * 100.0,
+                per_test(user),
+                per_test(system),
+            );
+        }
+        let holds = &progress.lock_holds;
+        let visits = holds.count();
         let held = progress.lock_held_nanos.load(Ordering::Relaxed) as f64 * 1e-9;
-        let decisions = runs + runner.compiles();
-        println!(
-            "         lock held {:.2} µs per work item ({:.1}% of the run): room for {:.0} items/s",
-            held / decisions.max(1) as f64 * 1e6,
+        let median = holds.quantile(0.5).as_secs_f64();
+        outln!(
+            "         lock: {visits} visits ({:.2} per test), held median {:.2} µs, p99 {:.1} µs, mean {:.2} µs ({:.1}% of the run); the median allows {:.0} decisions/s, the workers ask {:.0}/s",
+            visits as f64 / runs.max(1) as f64,
+            median * 1e6,
+            holds.quantile(0.99).as_secs_f64() * 1e6,
+            held / visits.max(1) as f64 * 1e6,
             held / wall * 100.0,
-            decisions as f64 / held.max(1e-9),
+            1.0 / median.max(1e-9),
+            // Spinning tests cannot finish faster than the cores run them.
+            match options.spin {
+                true => workers.min(cores),
+                false => workers,
+            } as f64
+                / test_time.as_secs_f64().max(1e-6),
         );
     }
     Ok(())
+}
+
+/// The 1-minute load average, to say how busy the machine was.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
 }

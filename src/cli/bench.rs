@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
 
-use crate::server::bench::BenchServeOptions;
+use crate::bench::serve::BenchServeOptions;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -58,6 +58,9 @@ enum What {
         /// Size of the generated tests file, in GiB.
         #[arg(long, default_value_t = 1.0)]
         tests_gb: f64,
+        /// Print how busy the cores were, second by second.
+        #[arg(long)]
+        timeline: bool,
     },
     /// Submission compiles of the demo, plain and with the precompiled header.
     Compile {
@@ -76,6 +79,10 @@ enum What {
         /// Duration of one fake test, in milliseconds.
         #[arg(long, default_value_t = 1.0)]
         test_ms: f64,
+        /// Tests burn their duration as CPU of their thread instead of sleeping (the share of
+        /// the CPU the scheduler takes, apart from the kernel's cost of waking sleepers).
+        #[arg(long)]
+        spin: bool,
     },
     /// The cost of sharding: one process against N shard processes on the same cores, and of
     /// the merge.
@@ -123,12 +130,18 @@ pub fn run(args: Args) -> Result<i32> {
             work,
             jobs,
             outside_load,
-        } => super::bench_judge::run(tests, work, super::jobs_or_default(jobs), outside_load),
+        } => crate::bench::judge::run(tests, work, super::jobs_or_default(jobs), outside_load),
         What::Evaluate {
             submissions,
             jobs,
             tests_gb,
-        } => super::bench_evaluate::run(submissions, super::jobs_or_default(jobs), tests_gb),
+            timeline,
+        } => crate::bench::evaluate::run(
+            submissions,
+            super::jobs_or_default(jobs),
+            tests_gb,
+            timeline,
+        ),
         What::Compile { rounds } => {
             crate::bench::compile::run(rounds.max(1))?;
             Ok(0)
@@ -137,11 +150,13 @@ pub fn run(args: Args) -> Result<i32> {
             workers,
             per_worker,
             test_ms,
+            spin,
         } => {
             crate::bench::scheduler::run(&crate::bench::scheduler::BenchSchedulerOptions {
                 workers,
                 per_worker: per_worker.max(1),
                 test_time: Duration::from_secs_f64(test_ms.max(0.0) / 1e3),
+                spin,
             })?;
             Ok(0)
         }
@@ -149,7 +164,7 @@ pub fn run(args: Args) -> Result<i32> {
             submissions,
             shards,
             jobs,
-        } => super::bench_shards::run(submissions, shards.max(1), super::jobs_or_default(jobs)),
+        } => crate::bench::shards::run(submissions, shards.max(1), super::jobs_or_default(jobs)),
         What::Serve {
             jobs,
             requests,
@@ -157,7 +172,7 @@ pub fn run(args: Args) -> Result<i32> {
             endpoints,
             compile_requests,
         } => {
-            crate::server::bench::bench_serve(&BenchServeOptions {
+            crate::bench::serve::bench_serve(&BenchServeOptions {
                 jobs: super::jobs_or_default(jobs),
                 requests,
                 clients,

@@ -7,7 +7,9 @@ use std::sync::Mutex;
 use anyhow::{bail, Context, Result};
 
 use super::output::outln;
-use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions, TestObserver};
+use crate::judge::schedule::{
+    self, Preloaded, Progress, ScheduleOptions, SubmissionJob, TestObserver,
+};
 use crate::judge::Judge;
 use crate::problem::{Problem, TestSet};
 use crate::score::{SubtaskResult, TestResult, Verdict};
@@ -88,7 +90,7 @@ pub fn run(args: Args) -> Result<i32> {
     schedule::run(
         &judge,
         &source,
-        &[Job {
+        &[SubmissionJob {
             problem: key,
             code: Some(code),
         }],
@@ -105,11 +107,8 @@ pub fn run(args: Args) -> Result<i32> {
         .ok()
         .flatten()
         .context("the judge produced no result")?;
-    let results = finished.result?;
-    let problem = &finished
-        .problem
-        .context("the judge produced no problem")?
-        .problem;
+    let judged = finished.outcome?;
+    let (problem, results) = (&judged.problem.problem, judged.results);
     if args.json {
         outln!(
             "{}",

@@ -1,15 +1,12 @@
 //! Command-line interface: parsing (clap derive) and dispatch to one module per subcommand.
 
 mod bench;
-mod bench_evaluate;
-mod bench_judge;
-mod bench_shards;
 mod convert;
 mod doctor;
 mod evaluate;
 mod judge;
 mod merge;
-mod output;
+pub(crate) mod output;
 mod sandbox;
 mod serve;
 mod slurm;

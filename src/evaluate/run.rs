@@ -13,7 +13,9 @@ use serde_json::{Map, Value};
 
 use super::shard::{self, Shard};
 use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
-use crate::judge::schedule::{self, Finished, Job, ProblemSource, Progress, ScheduleOptions};
+use crate::judge::schedule::{
+    self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
+};
 use crate::judge::{stop, Judge, LoadedProblem};
 use crate::problem::Problem;
 
@@ -412,9 +414,9 @@ pub fn evaluate(
     let started = Instant::now();
     let (plan, files, pending) = prepare(options, catalog, false)?;
     on_plan(&plan);
-    let jobs: Vec<Job> = pending
+    let jobs: Vec<SubmissionJob> = pending
         .iter()
-        .map(|p| Job {
+        .map(|p| SubmissionJob {
             problem: p.problem_key.clone(),
             code: p.submission.code.clone().map(String::into_bytes),
         })
@@ -432,8 +434,8 @@ pub fn evaluate(
         &|finished: Finished| {
             let pending = &pending[finished.job];
             let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
-            match (finished.result, finished.problem) {
-                (Ok(results), Some(problem)) => {
+            match finished.outcome {
+                Ok(Judged { problem, results }) => {
                     let mut row = result_row(&pending.submission, &problem.problem, &results);
                     // How the submission was compiled: results of the two profiles can differ.
                     row.entry("compile_profile")
@@ -448,10 +450,9 @@ pub fn evaluate(
                         }
                     }
                 }
-                (Ok(_), None) => unreachable!("results without a problem"),
                 // Interrupted: not a verdict and not a failure; the next run judges it afresh.
-                (Err(e), _) if stop::is_aborted(&e) || stop::requested() => {}
-                (Err(e), _) => {
+                Err(e) if stop::is_aborted(&e) || stop::requested() => {}
+                Err(e) => {
                     tracing::warn!("{who}: not judged: {e:#}");
                     if let Ok(mut list) = failures.lock() {
                         list.push(format!("{who}: {e:#}"));

@@ -26,11 +26,16 @@ pub struct FakeRun {
 }
 
 type Script = dyn Fn(&str, &str) -> FakeRun + Send + Sync;
+type CompileHook = dyn Fn(&str) + Send + Sync;
 
 /// The scripted runner.
 pub struct FakeRunner {
     script: Box<Script>,
     compile_time: Duration,
+    /// Tests burn their duration as CPU time of the worker's thread instead of sleeping.
+    spin: bool,
+    /// Called with the code at the start of every compile (a test can hold a compile there).
+    compile_hook: Option<Box<CompileHook>>,
     /// Nanoseconds spent inside `run_test`, over all workers.
     inside_runs: AtomicU64,
     runs: AtomicUsize,
@@ -43,6 +48,8 @@ impl FakeRunner {
         FakeRunner {
             script: Box::new(script),
             compile_time: Duration::ZERO,
+            spin: false,
+            compile_hook: None,
             inside_runs: AtomicU64::new(0),
             runs: AtomicUsize::new(0),
             compiles: AtomicUsize::new(0),
@@ -55,7 +62,21 @@ impl FakeRunner {
         self
     }
 
-    /// Time spent inside test runs, summed over the workers.
+    /// Calls `hook(code)` at the start of every compile, on the compiling worker.
+    pub fn with_compile_hook(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> FakeRunner {
+        self.compile_hook = Some(Box::new(hook));
+        self
+    }
+
+    /// Tests spin on the CPU for their duration (of the worker thread's CPU time, so that a
+    /// test costs the same CPU however many threads share the cores) instead of sleeping.
+    pub fn spinning(mut self) -> FakeRunner {
+        self.spin = true;
+        self
+    }
+
+    /// Time spent inside test runs, summed over the workers: wall time, or the threads' CPU
+    /// time when [`FakeRunner::spinning`].
     pub fn time_inside_runs(&self) -> Duration {
         Duration::from_nanos(self.inside_runs.load(Ordering::Relaxed))
     }
@@ -74,6 +95,9 @@ impl SubmissionRunner for FakeRunner {
         // Scripted programs are text: their code says what they do.
         let code = std::str::from_utf8(code).context("fake program code is text")?;
         self.compiles.fetch_add(1, Ordering::Relaxed);
+        if let Some(hook) = &self.compile_hook {
+            hook(code);
+        }
         if !self.compile_time.is_zero() {
             std::thread::sleep(self.compile_time);
         }
@@ -96,12 +120,17 @@ impl SubmissionRunner for FakeRunner {
         test: &str,
     ) -> Result<TestVerdict> {
         let start = Instant::now();
+        let cpu_start = thread_cpu_time();
         let Program::Binary(code) = program else {
             bail!("the fake runner only runs its own programs");
         };
         let code = code.to_str().context("fake program is its code")?;
         let run = (self.script)(code, test);
-        if !run.duration.is_zero() {
+        if self.spin {
+            while thread_cpu_time().saturating_sub(cpu_start) < run.duration {
+                std::hint::spin_loop();
+            }
+        } else if !run.duration.is_zero() {
             std::thread::sleep(run.duration);
         }
         self.runs.fetch_add(1, Ordering::Relaxed);
@@ -117,10 +146,28 @@ impl SubmissionRunner for FakeRunner {
             memory: (code.len() + test.len()) as u64,
             status: None,
         };
+        let inside = match self.spin {
+            true => thread_cpu_time().saturating_sub(cpu_start),
+            false => start.elapsed(),
+        };
         self.inside_runs
-            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(inside.as_nanos() as u64, Ordering::Relaxed);
         Ok(verdict)
     }
+}
+
+/// CPU time of the calling thread (user and system).
+pub fn thread_cpu_time() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    // Cannot fail for the calling thread; a zero would only make a spinning test return early.
+    getrusage(UsageWho::RUSAGE_THREAD)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| {
+                Duration::new(tv.tv_sec() as u64, tv.tv_usec() as u32 * 1000)
+            };
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or_default()
 }
 
 /// Problems by key, made on demand (no tests on disk: the fake runner needs none).

@@ -1,5 +1,5 @@
 //! One scheduler for every submission: work items are problem loads, compiles and single
-//! tests, taken by `jobs` workers (a rayon pool), so all cores stay busy across submission
+//! tests, taken by `jobs` worker threads, so all cores stay busy across submission
 //! boundaries.
 //!
 //! Workers prefer, in order: tests on a submission's frontier (certainly needed), compiles,
@@ -10,9 +10,14 @@
 //!
 //! The scheduler only decides; a [`SubmissionRunner`] compiles and runs (the [`Judge`], or a
 //! scripted fake in tests and `bench scheduler`). Every decision is cheap whatever the number
-//! of active submissions: each submission's early-stop plan is replayed only when one of its
-//! own results arrives, and the submissions that have a frontier test, a compile or
-//! speculative tests to give are kept in ordered sets, so a decision looks at the first one.
+//! of active submissions and the size of their plans, because 256 workers finishing 1 ms tests
+//! ask for 256 000 decisions a second under one lock: each submission's early stop is followed
+//! by two incremental walks over its plan (the exact frontier and the speculation ahead of it,
+//! see [`walk`]), tests are numbers rather than names, the submissions that have a frontier
+//! test, a compile or speculative tests to give are kept in ordered sets so a decision looks at
+//! the first one, and everything that allocates (a test's result, a submission's final results
+//! by the full replay) is built outside the lock. A worker records its result and takes its
+//! next item in one visit to the lock, and wakes at most one idle worker, after unlocking.
 //!
 //! A test occupies as many of the `jobs` slots as the processes it runs at once (a
 //! Communication test: the manager and every user process), so that our own parallelism never
@@ -26,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
+use self::walk::{IndexedPlan, Known, TestId, Walk};
 use super::plan::{Replay, SubmissionPlan};
 use super::{Build, Judge, LoadedProblem, Program, TestVerdict};
 use crate::problem::TaskType;
@@ -33,7 +39,7 @@ use crate::score::{SubtaskResult, TestResult, Verdict};
 
 /// One submission to judge.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub struct SubmissionJob {
     /// Key of the problem, understood by the [`ProblemSource`].
     pub problem: String,
     /// The code, as bytes (a source need not be UTF-8); `None` when the submission has none
@@ -117,11 +123,15 @@ pub struct ScheduleOptions {
 /// A finished submission.
 pub struct Finished {
     pub job: usize,
-    /// The problem, unless it could not be loaded (then `result` says why).
-    pub problem: Option<Arc<LoadedProblem>>,
-    /// The subtask results, or why the submission could not be judged (judge-side failure,
-    /// time-out): such a submission should be retried, not recorded.
-    pub result: Result<Vec<SubtaskResult>>,
+    /// Its verdicts, or why it could not be judged (judge-side failure, time-out, a problem
+    /// that would not load): such a submission should be retried, not recorded.
+    pub outcome: Result<Judged>,
+}
+
+/// A judged submission: the results, and the problem they are for.
+pub struct Judged {
+    pub problem: Arc<LoadedProblem>,
+    pub results: Vec<SubtaskResult>,
 }
 
 /// Live counters, for progress display.
@@ -136,10 +146,116 @@ pub struct Progress {
     /// Nanoseconds the scheduler's lock was held (decisions and recording results), for
     /// `bench scheduler`.
     pub lock_held_nanos: AtomicU64,
+    /// Worker time spent waiting for work, by what it waited for.
+    pub idle: IdleTimes,
+    /// How long each visit to the lock held it: the median is the scheduler's own cost, the
+    /// mean beyond it mostly a holder waiting for a CPU (a busy machine preempts it).
+    pub lock_holds: HoldHistogram,
     /// Nanoseconds workers spent executing work items (loads, compiles, tests), summed.
     pub working_nanos: AtomicU64,
     /// Told of every test result as soon as it is known (`judge` prints tests as they finish).
     pub on_test: TestObserver,
+}
+
+/// Nanoseconds workers waited for work, summed over the workers, by the reason there was
+/// nothing to start (`bench evaluate` prints them, to show what leaves cores idle).
+#[derive(Debug, Default)]
+pub struct IdleTimes {
+    /// A wide test at the head waited for slots (and backfilling was used up).
+    pub wide_test: AtomicU64,
+    /// The next submission's problem was being loaded (admission is in order).
+    pub loading: AtomicU64,
+    /// As many submissions in flight as allowed (2 × jobs), all busy.
+    pub admission_cap: AtomicU64,
+    /// Every submission admitted: the last ones run out.
+    pub tail: AtomicU64,
+    /// Anything else (waiting for the other workers' results).
+    pub other: AtomicU64,
+}
+
+impl IdleTimes {
+    fn reason(
+        &self,
+        state: &State,
+        slots: usize,
+        problems_of: impl Fn(usize) -> bool,
+    ) -> &AtomicU64 {
+        if state.blocked.is_some() && !state.with_frontier.is_empty() {
+            &self.wide_test
+        } else if state.pending.is_empty() {
+            &self.tail
+        } else if state.active.len() >= slots * 2 {
+            &self.admission_cap
+        } else if state.pending.front().is_some_and(|&job| problems_of(job)) {
+            &self.loading
+        } else {
+            &self.other
+        }
+    }
+}
+
+/// A histogram of durations from nanoseconds to seconds: 64 ns steps up to 8 µs, then
+/// doubling. Lock-free (one atomic add a sample), so that measuring the lock does not lengthen
+/// it.
+#[derive(Debug)]
+pub struct HoldHistogram([AtomicU64; HoldHistogram::BUCKETS]);
+
+impl Default for HoldHistogram {
+    fn default() -> HoldHistogram {
+        HoldHistogram(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl HoldHistogram {
+    const FINE: u64 = 128;
+    const STEP: u64 = 64;
+    const BUCKETS: usize = Self::FINE as usize + 24;
+
+    fn bucket(nanos: u64) -> usize {
+        let fine_end = Self::FINE * Self::STEP;
+        if nanos < fine_end {
+            (nanos / Self::STEP) as usize
+        } else {
+            let octave = (nanos / fine_end).ilog2() as usize;
+            (Self::FINE as usize + octave).min(Self::BUCKETS - 1)
+        }
+    }
+
+    /// The middle of a bucket.
+    fn value(bucket: usize) -> Duration {
+        let fine_end = Self::FINE * Self::STEP;
+        let nanos = if (bucket as u64) < Self::FINE {
+            bucket as u64 * Self::STEP + Self::STEP / 2
+        } else {
+            let low = fine_end << (bucket as u64 - Self::FINE);
+            low + low / 2
+        };
+        Duration::from_nanos(nanos)
+    }
+
+    pub fn record(&self, held: Duration) {
+        let bucket = Self::bucket(held.as_nanos().min(u64::MAX as u128) as u64);
+        self.0[bucket].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.0.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+
+    /// The duration under which a fraction `q` of the samples fall (to the bucket's middle).
+    pub fn quantile(&self, q: f64) -> Duration {
+        let counts: Vec<u64> = self.0.iter().map(|b| b.load(Ordering::Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        let rank = ((total as f64 * q.clamp(0.0, 1.0)).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (bucket, n) in counts.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Self::value(bucket);
+            }
+        }
+        Duration::ZERO
+    }
 }
 
 /// A callback given `(job, result)` for each test result kept for a submission (results run
@@ -172,36 +288,90 @@ impl std::fmt::Debug for TestObserver {
     }
 }
 
+/// A loaded problem with its plan, made once (outside the lock) for all its submissions.
+struct Planned {
+    problem: Arc<LoadedProblem>,
+    /// The reference replay, for the final results.
+    plan: SubmissionPlan,
+    /// The same plan with tests numbered, for the incremental walks.
+    indexed: IndexedPlan,
+}
+
 enum Slot {
     Loading,
-    Ready(Arc<LoadedProblem>),
+    Ready(Arc<Planned>),
     Failed(String),
 }
 
 enum BuildState {
     NotStarted,
     Building,
-    Ready(Program),
+    Ready(Arc<Program>),
 }
 
 struct Active {
-    problem: Arc<LoadedProblem>,
-    plan: SubmissionPlan,
+    planned: Arc<Planned>,
     build: BuildState,
-    known: HashMap<String, TestResult>,
-    in_flight: HashSet<String>,
+    /// Results by test.
+    known: Vec<Option<TestResult>>,
+    in_flight: Vec<bool>,
     /// Tests of the needed batch not yet given to a worker, in order.
-    frontier: VecDeque<String>,
-    /// Tests speculation may run, in order; `None` until asked for after a change.
-    ahead: Option<VecDeque<String>>,
+    frontier: VecDeque<TestId>,
+    /// The reference's walk over the known results: what is certainly needed next.
+    exact: Walk,
+    /// The walk as if every unknown test passed: what speculation runs next.
+    ahead: Walk,
     /// Slots one test occupies.
     width: usize,
 }
 
+fn known_of(known: &[Option<TestResult>], test: TestId) -> Known {
+    match &known[test as usize] {
+        None => Known::Unknown,
+        Some(r) if r.score == 0.0 => Known::Zero,
+        Some(_) => Known::NonZero,
+    }
+}
+
 enum Work {
     Load(String),
-    Compile(usize, Arc<LoadedProblem>, Vec<u8>),
-    Test(usize, Arc<LoadedProblem>, Program, String),
+    Compile(usize, Arc<Planned>, Vec<u8>),
+    Test(usize, Arc<Planned>, Arc<Program>, TestId),
+}
+
+/// Whether a submission's frontier gave a test.
+enum Give {
+    Work(Work, usize),
+    /// It has no frontier test to give (any more): look further.
+    Gone,
+    /// Its next test needs more slots than are free.
+    Wait,
+}
+
+/// What a work item gave, recorded by the worker at its next visit to the lock.
+enum Outcome {
+    Loaded(String, Result<Arc<Planned>, String>),
+    Compiled(usize, Result<Build>),
+    Tested(usize, TestId, Result<TestResult>),
+}
+
+/// How a submission ended, decided under the lock; its [`Finished`] (the final replay, the
+/// count of discarded results) is built after the lock is released.
+struct Ending {
+    job: usize,
+    planned: Option<Arc<Planned>>,
+    how: Ended,
+}
+
+enum Ended {
+    /// The exact walk is complete: the replay over these results gives the verdicts.
+    Judged(Vec<Option<TestResult>>),
+    /// No code: every test SKIPPED.
+    NoCode,
+    /// A compilation error, with its feedback for every test.
+    CompileError(String),
+    /// Not judged (judge-side failure, time-out, problem not loaded).
+    Failed(anyhow::Error),
 }
 
 struct State {
@@ -210,6 +380,9 @@ struct State {
     /// Active submissions with a frontier test to give, a compile to start, or possibly
     /// speculative tests: ordered by job, so that older submissions come first.
     with_frontier: BTreeSet<usize>,
+    /// Those of them whose tests occupy one slot, which may fill slots a wider test at the
+    /// head cannot use yet.
+    narrow_frontier: BTreeSet<usize>,
     to_compile: BTreeSet<usize>,
     may_speculate: BTreeSet<usize>,
     /// Deadlines of the active submissions (`--timeout`), earliest first.
@@ -222,9 +395,18 @@ struct State {
     /// Workers waiting for work: woken one at a time, and only when there is work, so that a
     /// result does not wake every idle worker of a large pool.
     waiting: usize,
+    /// The submission whose wide frontier test waits at the head for free slots, and how many
+    /// one-slot items may still start before it (see [`Shared::choose`]).
+    blocked: Option<usize>,
+    backfills: usize,
 }
 
 impl State {
+    fn drop_frontier(&mut self, job: usize) {
+        self.with_frontier.remove(&job);
+        self.narrow_frontier.remove(&job);
+    }
+
     /// Whether a worker may find something to start (a cheap over-approximation).
     fn has_work(&self, slots: usize) -> bool {
         !self.with_frontier.is_empty()
@@ -240,12 +422,15 @@ struct Locked<'a> {
     guard: Option<std::sync::MutexGuard<'a, State>>,
     since: Instant,
     held: &'a AtomicU64,
+    holds: &'a HoldHistogram,
 }
 
 impl Locked<'_> {
     fn account(&self) {
+        let held = self.since.elapsed();
         self.held
-            .fetch_add(self.since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(held.as_nanos() as u64, Ordering::Relaxed);
+        self.holds.record(held);
     }
 }
 
@@ -273,7 +458,7 @@ impl Drop for Locked<'_> {
 struct Shared<'a> {
     runner: &'a dyn SubmissionRunner,
     source: &'a dyn ProblemSource,
-    jobs: &'a [Job],
+    jobs: &'a [SubmissionJob],
     options: &'a ScheduleOptions,
     progress: &'a Progress,
     slots: usize,
@@ -285,7 +470,7 @@ struct Shared<'a> {
 pub fn run(
     runner: &dyn SubmissionRunner,
     source: &dyn ProblemSource,
-    jobs: &[Job],
+    jobs: &[SubmissionJob],
     options: &ScheduleOptions,
     progress: &Progress,
     on_done: &(dyn Fn(Finished) + Sync),
@@ -306,6 +491,7 @@ pub fn run(
             pending: (0..jobs.len()).collect(),
             active: HashMap::new(),
             with_frontier: BTreeSet::new(),
+            narrow_frontier: BTreeSet::new(),
             to_compile: BTreeSet::new(),
             may_speculate: BTreeSet::new(),
             deadlines: BinaryHeap::new(),
@@ -314,19 +500,33 @@ pub fn run(
             busy: 0,
             slots_used: 0,
             waiting: 0,
+            blocked: None,
+            backfills: 0,
         }),
         wake: Condvar::new(),
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(workers)
-        .thread_name(|i| format!("ioi-worker-{i}"))
-        .build()?;
-    pool.scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|_| shared.worker(on_done));
+    // Plain scoped threads rather than a rayon pool: each worker is one long blocking loop,
+    // and rayon's idle threads spin looking for tasks (measured: 5 % of the CPU of `bench
+    // scheduler` at 256 workers, at the start and the end of a run).
+    let mut started = 0;
+    let spawned = std::thread::scope(|scope| -> std::io::Result<()> {
+        for i in 0..workers {
+            std::thread::Builder::new()
+                .name(format!("ioi-worker-{i}"))
+                .spawn_scoped(scope, || shared.worker(on_done))?;
+            started += 1;
         }
+        Ok(())
     });
-    Ok(())
+    match spawned {
+        Ok(()) => Ok(()),
+        // The workers that did start judge everything; fewer of them is only slower.
+        Err(e) if started > 0 => {
+            tracing::warn!("only {started} of {workers} workers could start: {e}");
+            Ok(())
+        }
+        Err(e) => Err(e).context("cannot start the scheduler's workers"),
+    }
 }
 
 impl Shared<'_> {
@@ -337,6 +537,7 @@ impl Shared<'_> {
             guard: Some(self.state.lock().unwrap_or_else(|e| e.into_inner())),
             since: Instant::now(),
             held: &self.progress.lock_held_nanos,
+            holds: &self.progress.lock_holds,
         }
     }
 
@@ -363,50 +564,65 @@ impl Shared<'_> {
     }
 
     fn worker(&self, on_done: &(dyn Fn(Finished) + Sync)) {
+        // The outcome of the previous item, recorded in the same visit to the lock that takes
+        // the next one.
+        let mut outcome: Option<(Outcome, usize)> = None;
         loop {
-            let (work, finished) = {
+            let mut endings = Vec::new();
+            let (work, wake) = {
                 let mut state = self.lock();
-                let mut finished = Vec::new();
-                let work = loop {
-                    match self.choose(&mut state, &mut finished) {
+                if let Some((outcome, width)) = outcome.take() {
+                    state.busy -= 1;
+                    state.slots_used -= width;
+                    self.record(&mut state, outcome, &mut endings);
+                }
+                loop {
+                    match self.choose(&mut state, &mut endings) {
                         Some((work, width)) => {
                             state.busy += 1;
                             state.slots_used += width;
                             // More work left: hand it to one waiting worker, which does
                             // the same in turn.
-                            if state.waiting > 0 && state.has_work(self.slots) {
-                                self.wake.notify_one();
-                            }
-                            break Some((work, width));
+                            let wake = state.waiting > 0 && state.has_work(self.slots);
+                            break (Some((work, width)), wake);
                         }
                         None if state.pending.is_empty()
                             && state.active.is_empty()
                             && state.busy == 0 =>
                         {
-                            break None
+                            break (None, false)
                         }
-                        None if !finished.is_empty() => break None,
+                        None if !endings.is_empty() => break (None, false),
                         None => {
                             let timeout = self.next_deadline(&state);
+                            let reason = self.progress.idle.reason(&state, self.slots, |job| {
+                                matches!(
+                                    state.problems.get(&self.jobs[job].problem),
+                                    Some(Slot::Loading)
+                                )
+                            });
+                            let since = Instant::now();
                             state = self.wait(state, timeout);
+                            reason.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
                         }
                     }
-                };
-                (work, finished)
+                }
             };
-            let stop = work.is_none() && finished.is_empty();
-            for f in finished {
-                on_done(f);
+            // Notified after unlocking, so that the woken worker does not block on the lock
+            // (and the futex call is not paid while holding it).
+            if wake {
+                self.wake.notify_one();
+            }
+            let stop = work.is_none() && endings.is_empty();
+            for ending in endings {
+                on_done(self.conclude(ending));
             }
             if let Some((work, width)) = work {
                 let start = Instant::now();
-                let finished = self.execute(work, width);
+                outcome = Some((self.execute(work), width));
                 self.progress
                     .working_nanos
                     .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                for f in finished {
-                    on_done(f);
-                }
             } else if stop {
                 self.wake.notify_all();
                 return;
@@ -420,40 +636,61 @@ impl Shared<'_> {
         Some(deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
     }
 
-    /// Picks the next work item and the slots it occupies, finishing submissions on the way.
+    /// Picks the next work item and the slots it occupies, ending submissions on the way.
     /// `None` when nothing can start now (no work, or not enough free slots for the next).
-    fn choose(&self, state: &mut State, finished: &mut Vec<Finished>) -> Option<(Work, usize)> {
-        self.expire(state, finished);
+    ///
+    /// A wide test (a Communication test's processes) at the head waits for enough free slots;
+    /// on an idle machine it runs alone whatever its width. Meanwhile the slots free when it
+    /// started waiting may be filled once each with one-slot items (backfilling: on 2 cores a
+    /// 2-slot test waiting for a compile to end would otherwise leave a core idle for the whole
+    /// compile); a slot freed after that stays free for the wide test, so it cannot starve.
+    fn choose(&self, state: &mut State, endings: &mut Vec<Ending>) -> Option<(Work, usize)> {
+        self.expire(state, endings);
+        let mut backfilling = false;
+        let chosen = self.choose_item(state, endings, &mut backfilling);
+        if backfilling && chosen.is_some() {
+            state.backfills -= 1;
+        }
+        chosen
+    }
+
+    fn choose_item(
+        &self,
+        state: &mut State,
+        endings: &mut Vec<Ending>,
+        backfilling: &mut bool,
+    ) -> Option<(Work, usize)> {
         let free = self.slots.saturating_sub(state.slots_used);
-        // A wide test waits for enough free slots, and nothing overtakes it meanwhile (it
-        // would starve); on an idle machine it runs alone whatever its width.
         let fits = |width: usize, used: usize| used == 0 || width <= free;
         loop {
-            // 1. Frontier tests.
+            // 1. Frontier tests: the head's, or while it waits for slots, a one-slot one.
             if let Some(&job) = state.with_frontier.first() {
-                let used = state.slots_used;
-                let Some(a) = state.active.get_mut(&job) else {
-                    state.with_frontier.remove(&job);
-                    continue;
-                };
-                if !fits(a.width, used) {
-                    return None;
+                match self.give_frontier(state, job, fits) {
+                    Give::Work(work, width) => {
+                        state.blocked = None;
+                        return Some((work, width));
+                    }
+                    Give::Gone => continue,
+                    Give::Wait => {
+                        if state.blocked != Some(job) {
+                            state.blocked = Some(job);
+                            state.backfills = free;
+                        }
+                        if state.backfills == 0 || !fits(1, state.slots_used) {
+                            return None;
+                        }
+                        *backfilling = true;
+                    }
                 }
-                let BuildState::Ready(program) = &a.build else {
-                    state.with_frontier.remove(&job);
-                    continue;
-                };
-                let Some(test) = a.frontier.pop_front() else {
-                    state.with_frontier.remove(&job);
-                    continue;
-                };
-                a.in_flight.insert(test.clone());
-                let work = Work::Test(job, a.problem.clone(), program.clone(), test);
-                let width = a.width;
-                if a.frontier.is_empty() {
-                    state.with_frontier.remove(&job);
+            }
+            if *backfilling {
+                if let Some(&job) = state.narrow_frontier.first() {
+                    match self.give_frontier(state, job, fits) {
+                        Give::Work(work, width) => return Some((work, width)),
+                        Give::Gone => continue,
+                        Give::Wait => return None,
+                    }
                 }
-                return Some((work, width));
             }
             if !fits(1, state.slots_used) {
                 return None;
@@ -463,7 +700,7 @@ impl Shared<'_> {
                 if let Some(a) = state.active.get_mut(&job) {
                     a.build = BuildState::Building;
                     let code = self.jobs[job].code.clone().unwrap_or_default();
-                    return Some((Work::Compile(job, a.problem.clone(), code), 1));
+                    return Some((Work::Compile(job, a.planned.clone(), code), 1));
                 }
                 continue;
             }
@@ -476,23 +713,26 @@ impl Shared<'_> {
                             state.problems.insert(key.clone(), Slot::Loading);
                             return Some((Work::Load(key.clone()), 1));
                         }
-                        Some(Slot::Ready(problem)) => {
-                            let problem = problem.clone();
+                        Some(Slot::Ready(planned)) => {
+                            let planned = planned.clone();
                             state.pending.pop_front();
-                            self.admit(state, next, problem, finished);
+                            self.admit(state, next, planned, endings);
                             continue;
                         }
                         Some(Slot::Failed(message)) => {
-                            let message = message.clone();
+                            let how = Ended::Failed(anyhow!("{message}"));
                             state.pending.pop_front();
-                            self.complete(state, next, None, Err(anyhow!("{message}")), finished);
+                            self.complete(state, next, None, how, endings);
                             continue;
                         }
                         Some(Slot::Loading) => {}
                     }
                 }
             }
-            // 4. Speculation ahead of the frontiers.
+            // 4. Speculation ahead of the frontiers (never ahead of a waiting wide test).
+            if *backfilling {
+                return None;
+            }
             let job = *state.may_speculate.first()?;
             let used = state.slots_used;
             let Some(a) = state.active.get_mut(&job) else {
@@ -506,30 +746,59 @@ impl Shared<'_> {
             if !fits(a.width, used) {
                 return None;
             }
-            let ahead = a.ahead.get_or_insert_with(|| {
-                a.plan
-                    .lookahead(&a.known)
-                    .into_iter()
-                    .filter(|t| !a.in_flight.contains(t) && !a.known.contains_key(t))
-                    .collect()
-            });
-            // Skips what a frontier took since the list was made.
-            let next = std::iter::from_fn(|| ahead.pop_front())
-                .find(|t| !a.in_flight.contains(t) && !a.known.contains_key(t));
+            let (known, in_flight) = (&a.known, &a.in_flight);
+            let next = a.ahead.next_speculative(
+                &a.planned.indexed,
+                |t| known_of(known, t),
+                |t| in_flight[t as usize],
+            );
             let Some(test) = next else {
+                // The walk is complete: nothing more until a result proves it wrong.
                 state.may_speculate.remove(&job);
                 continue;
             };
-            a.in_flight.insert(test.clone());
+            a.in_flight[test as usize] = true;
             return Some((
-                Work::Test(job, a.problem.clone(), program.clone(), test),
+                Work::Test(job, a.planned.clone(), program.clone(), test),
                 a.width,
             ));
         }
     }
 
+    /// The next frontier test of submission `job`, if it fits.
+    fn give_frontier(
+        &self,
+        state: &mut State,
+        job: usize,
+        fits: impl Fn(usize, usize) -> bool,
+    ) -> Give {
+        let used = state.slots_used;
+        let Some(a) = state.active.get_mut(&job) else {
+            state.drop_frontier(job);
+            return Give::Gone;
+        };
+        if !fits(a.width, used) {
+            return Give::Wait;
+        }
+        let BuildState::Ready(program) = &a.build else {
+            state.drop_frontier(job);
+            return Give::Gone;
+        };
+        let Some(test) = a.frontier.pop_front() else {
+            state.drop_frontier(job);
+            return Give::Gone;
+        };
+        a.in_flight[test as usize] = true;
+        let work = Work::Test(job, a.planned.clone(), program.clone(), test);
+        let width = a.width;
+        if a.frontier.is_empty() {
+            state.drop_frontier(job);
+        }
+        Give::Work(work, width)
+    }
+
     /// Fails the submissions whose `--timeout` has passed.
-    fn expire(&self, state: &mut State, finished: &mut Vec<Finished>) {
+    fn expire(&self, state: &mut State, endings: &mut Vec<Ending>) {
         let now = Instant::now();
         while let Some(&Reverse((deadline, job))) = state.deadlines.peek() {
             if deadline > now {
@@ -542,7 +811,7 @@ impl Shared<'_> {
                     "the submission timed out after {} s (--timeout)",
                     limit.as_secs_f64()
                 );
-                self.finish(state, job, Err(e), finished);
+                self.finish(state, job, Ended::Failed(e), endings);
             }
         }
     }
@@ -551,30 +820,26 @@ impl Shared<'_> {
         &self,
         state: &mut State,
         job: usize,
-        problem: Arc<LoadedProblem>,
-        finished: &mut Vec<Finished>,
+        planned: Arc<Planned>,
+        endings: &mut Vec<Ending>,
     ) {
-        let plan = SubmissionPlan::new(
-            &problem.problem,
-            self.options.subtasks.as_deref(),
-            self.options.batch_size,
-        );
         if self.jobs[job].code.as_deref().is_none_or(<[u8]>::is_empty) {
-            let results = plan.uniform(TestResult::skipped);
-            self.complete(state, job, Some(problem), Ok(results), finished);
+            self.complete(state, job, Some(planned), Ended::NoCode, endings);
             return;
         }
-        let width = self.runner.test_width(&problem).max(1);
+        let width = self.runner.test_width(&planned.problem).max(1);
+        let tests = planned.indexed.len();
+        let walk = Walk::new(&planned.indexed);
         state.active.insert(
             job,
             Active {
-                problem,
-                plan,
-                build: BuildState::NotStarted,
-                known: HashMap::new(),
-                in_flight: HashSet::new(),
+                known: vec![None; tests],
+                in_flight: vec![false; tests],
                 frontier: VecDeque::new(),
-                ahead: None,
+                exact: walk.clone(),
+                ahead: walk,
+                planned,
+                build: BuildState::NotStarted,
                 width,
             },
         );
@@ -587,94 +852,134 @@ impl Shared<'_> {
             .store(state.active.len(), Ordering::Relaxed);
     }
 
-    /// After a change to submission `job` (compiled, a result arrived): replays its plan once,
-    /// and either finishes it or lists what it needs next.
-    fn refresh(&self, state: &mut State, job: usize, finished: &mut Vec<Finished>) {
+    /// Records what a work item gave.
+    fn record(&self, state: &mut State, outcome: Outcome, endings: &mut Vec<Ending>) {
+        match outcome {
+            Outcome::Loaded(key, loaded) => {
+                let slot = match loaded {
+                    Ok(planned) => Slot::Ready(planned),
+                    Err(message) => Slot::Failed(message),
+                };
+                state.problems.insert(key, slot);
+            }
+            Outcome::Compiled(job, build) => {
+                let Some(a) = state.active.get_mut(&job) else {
+                    return;
+                };
+                match build {
+                    Ok(Build::Program(program)) => {
+                        a.build = BuildState::Ready(Arc::new(program));
+                        let known = &a.known;
+                        let next = a.exact.advance(&a.planned.indexed, |t| known_of(known, t));
+                        state.may_speculate.insert(job);
+                        self.needs(state, job, next, endings);
+                    }
+                    Ok(Build::Error { exit_code, stderr }) => {
+                        let feedback = Build::error_feedback(exit_code, &stderr);
+                        self.finish(state, job, Ended::CompileError(feedback), endings);
+                    }
+                    Err(e) => {
+                        let e = e.context("compilation failed on the judge side");
+                        self.finish(state, job, Ended::Failed(e), endings);
+                    }
+                }
+            }
+            Outcome::Tested(job, test, outcome) => {
+                let Some(a) = state.active.get_mut(&job) else {
+                    self.progress
+                        .tests_discarded
+                        .fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                a.in_flight[test as usize] = false;
+                match outcome {
+                    Ok(result) => {
+                        self.progress.on_test.notify(job, &result);
+                        let zero = result.score == 0.0;
+                        a.known[test as usize] = Some(result);
+                        let known = &a.known;
+                        let next = a
+                            .exact
+                            .record(&a.planned.indexed, test, |t| known_of(known, t));
+                        if zero && a.ahead.assumed(test) {
+                            // Speculation went ahead as if this test passed.
+                            a.ahead.restart_from(&a.exact);
+                            state.may_speculate.insert(job);
+                        }
+                        self.needs(state, job, next, endings);
+                    }
+                    Err(e) => {
+                        let e = e.context(format!("test {}", a.planned.indexed.name(test)));
+                        self.finish(state, job, Ended::Failed(e), endings);
+                    }
+                }
+            }
+        }
+    }
+
+    /// After the exact walk of submission `job` moved: `None` ends it, a new batch becomes
+    /// its frontier (less what speculation already runs), an empty one changes nothing.
+    fn needs(
+        &self,
+        state: &mut State,
+        job: usize,
+        next: Option<Vec<TestId>>,
+        endings: &mut Vec<Ending>,
+    ) {
         let Some(a) = state.active.get_mut(&job) else {
             return;
         };
-        if !matches!(a.build, BuildState::Ready(_)) {
-            return;
-        }
-        // The cheap walk first; the results are built once, when nothing more is needed.
-        match a.plan.frontier(&a.known) {
+        match next {
             None => {
-                let result = match a.plan.replay(&a.known) {
-                    Replay::Done(results) => Ok(results),
-                    Replay::Need(_) => Err(anyhow!("internal: the plan's walks disagree")),
-                };
-                self.finish(state, job, result, finished)
+                let known = std::mem::take(&mut a.known);
+                self.finish(state, job, Ended::Judged(known), endings);
             }
+            Some(batch) if batch.is_empty() => {}
             Some(batch) => {
+                let in_flight = &a.in_flight;
                 a.frontier = batch
                     .into_iter()
-                    .filter(|t| !a.in_flight.contains(t))
+                    .filter(|&t| !in_flight[t as usize])
                     .collect();
-                a.ahead = None;
-                if a.frontier.is_empty() {
-                    state.with_frontier.remove(&job);
-                } else {
+                if !a.frontier.is_empty() {
+                    let narrow = a.width == 1;
                     state.with_frontier.insert(job);
+                    if narrow {
+                        state.narrow_frontier.insert(job);
+                    }
                 }
-                state.may_speculate.insert(job);
             }
         }
     }
 
     /// Removes an active submission and reports it; results still in flight are discarded
     /// when they arrive.
-    fn finish(
-        &self,
-        state: &mut State,
-        job: usize,
-        result: Result<Vec<SubtaskResult>>,
-        finished: &mut Vec<Finished>,
-    ) {
+    fn finish(&self, state: &mut State, job: usize, how: Ended, endings: &mut Vec<Ending>) {
         let Some(a) = state.active.remove(&job) else {
             return;
         };
-        state.with_frontier.remove(&job);
+        state.drop_frontier(job);
         state.to_compile.remove(&job);
         state.may_speculate.remove(&job);
-        if let Ok(results) = &result {
-            let used: HashSet<&str> = results
-                .iter()
-                .flat_map(|s| s.test_results.iter())
-                .filter(|t| t.status != Verdict::Skipped)
-                .map(|t| t.test_name.as_str())
-                .collect();
-            let discarded = a
-                .known
-                .keys()
-                .filter(|k| !used.contains(k.as_str()))
-                .count();
-            self.progress
-                .tests_discarded
-                .fetch_add(discarded, Ordering::Relaxed);
-        }
         self.progress
             .active
             .store(state.active.len(), Ordering::Relaxed);
-        self.complete(state, job, Some(a.problem), result, finished);
+        self.complete(state, job, Some(a.planned), how, endings);
     }
 
     fn complete(
         &self,
         state: &mut State,
         job: usize,
-        problem: Option<Arc<LoadedProblem>>,
-        result: Result<Vec<SubtaskResult>>,
-        finished: &mut Vec<Finished>,
+        planned: Option<Arc<Planned>>,
+        how: Ended,
+        endings: &mut Vec<Ending>,
     ) {
         self.release_problem(state, &self.jobs[job].problem);
         self.progress
             .submissions_done
             .fetch_add(1, Ordering::Relaxed);
-        finished.push(Finished {
-            job,
-            problem,
-            result,
-        });
+        endings.push(Ending { job, planned, how });
     }
 
     fn release_problem(&self, state: &mut State, key: &str) {
@@ -687,80 +992,97 @@ impl Shared<'_> {
         }
     }
 
-    /// Runs one work item outside the lock, then records its result.
-    fn execute(&self, work: Work, width: usize) -> Vec<Finished> {
-        let mut finished = Vec::new();
+    /// Builds a submission's final report, outside the lock: the full replay over its known
+    /// results (the one reference of the verdicts), and the count of results it did not use.
+    fn conclude(&self, ending: Ending) -> Finished {
+        let Ending { job, planned, how } = ending;
+        let Some(planned) = planned else {
+            let outcome = match how {
+                Ended::Failed(e) => Err(e),
+                _ => Err(anyhow!("internal: a submission ended without its problem")),
+            };
+            return Finished { job, outcome };
+        };
+        let plan = &planned.plan;
+        let result = match how {
+            Ended::NoCode => Ok(plan.uniform(TestResult::skipped)),
+            Ended::CompileError(feedback) => Ok(plan.uniform(|t| TestResult {
+                score: 0.0,
+                status: Verdict::CompilationError,
+                feedback: Some(feedback.clone()),
+                ..TestResult::skipped(t)
+            })),
+            Ended::Failed(e) => Err(e),
+            Ended::Judged(known) => {
+                let known: HashMap<String, TestResult> = known
+                    .into_iter()
+                    .flatten()
+                    .map(|r| (r.test_name.clone(), r))
+                    .collect();
+                match plan.replay(&known) {
+                    Replay::Done(results) => {
+                        let used: HashSet<&str> = results
+                            .iter()
+                            .flat_map(|s| s.test_results.iter())
+                            .filter(|t| t.status != Verdict::Skipped)
+                            .map(|t| t.test_name.as_str())
+                            .collect();
+                        let discarded = known.keys().filter(|k| !used.contains(k.as_str())).count();
+                        self.progress
+                            .tests_discarded
+                            .fetch_add(discarded, Ordering::Relaxed);
+                        Ok(results)
+                    }
+                    Replay::Need(_) => Err(anyhow!("internal: the plan's walks disagree")),
+                }
+            }
+        };
+        Finished {
+            job,
+            outcome: result.map(|results| Judged {
+                problem: planned.problem.clone(),
+                results,
+            }),
+        }
+    }
+
+    /// Runs one work item, outside the lock.
+    fn execute(&self, work: Work) -> Outcome {
         match work {
             Work::Load(key) => {
-                let loaded = self.source.load(&key);
-                let mut state = self.lock();
-                state.busy -= 1;
-                state.slots_used -= width;
-                let slot = match loaded {
-                    Ok(problem) => Slot::Ready(Arc::new(problem)),
-                    Err(e) => Slot::Failed(format!("{e:#}")),
-                };
-                state.problems.insert(key, slot);
+                let loaded = self
+                    .source
+                    .load(&key)
+                    .map(|problem| {
+                        let only = self.options.subtasks.as_deref();
+                        let batch = self.options.batch_size;
+                        Arc::new(Planned {
+                            plan: SubmissionPlan::new(&problem.problem, only, batch),
+                            indexed: IndexedPlan::new(&problem.problem, only, batch),
+                            problem: Arc::new(problem),
+                        })
+                    })
+                    .map_err(|e| format!("{e:#}"));
+                Outcome::Loaded(key, loaded)
             }
-            Work::Compile(job, problem, code) => {
-                let build = self.runner.compile(&problem, &code);
+            Work::Compile(job, planned, code) => {
+                let build = self.runner.compile(&planned.problem, &code);
                 self.progress.compiles.fetch_add(1, Ordering::Relaxed);
-                let mut state = self.lock();
-                state.busy -= 1;
-                state.slots_used -= width;
-                if let Some(a) = state.active.get_mut(&job) {
-                    match build {
-                        Ok(Build::Program(program)) => {
-                            a.build = BuildState::Ready(program);
-                            self.refresh(&mut state, job, &mut finished);
-                        }
-                        Ok(Build::Error { exit_code, stderr }) => {
-                            let feedback = Build::error_feedback(exit_code, &stderr);
-                            let results = a.plan.uniform(|t| TestResult {
-                                score: 0.0,
-                                status: Verdict::CompilationError,
-                                feedback: Some(feedback.clone()),
-                                ..TestResult::skipped(t)
-                            });
-                            self.finish(&mut state, job, Ok(results), &mut finished);
-                        }
-                        Err(e) => {
-                            let e = e.context("compilation failed on the judge side");
-                            self.finish(&mut state, job, Err(e), &mut finished);
-                        }
-                    }
-                }
+                Outcome::Compiled(job, build)
             }
-            Work::Test(job, problem, program, test) => {
-                let outcome = self.runner.run_test(&problem, &program, &test);
+            Work::Test(job, planned, program, test) => {
+                let name = planned.indexed.name(test);
+                let outcome = self
+                    .runner
+                    .run_test(&planned.problem, &program, name)
+                    .map(|verdict| verdict.into_result(name));
                 self.progress.tests_run.fetch_add(1, Ordering::Relaxed);
-                let mut state = self.lock();
-                state.busy -= 1;
-                state.slots_used -= width;
-                if let Some(a) = state.active.get_mut(&job) {
-                    a.in_flight.remove(&test);
-                    match outcome {
-                        Ok(verdict) => {
-                            let result = verdict.into_result(&test);
-                            self.progress.on_test.notify(job, &result);
-                            a.known.insert(test.clone(), result);
-                            self.refresh(&mut state, job, &mut finished);
-                        }
-                        Err(e) => {
-                            let e = e.context(format!("test {test}"));
-                            self.finish(&mut state, job, Err(e), &mut finished);
-                        }
-                    }
-                } else {
-                    self.progress
-                        .tests_discarded
-                        .fetch_add(1, Ordering::Relaxed);
-                }
+                Outcome::Tested(job, test, outcome)
             }
         }
-        finished
     }
 }
 
 #[cfg(test)]
 mod tests;
+mod walk;

@@ -14,7 +14,6 @@
 //!                  Piston JSON ◀─ ExecuteReply ◀─ Response ◀───┘
 //! ```
 
-pub mod bench;
 pub mod codeforces;
 mod codeforces_run;
 mod http;

@@ -61,9 +61,9 @@ fn truth(code: &str, test: &str) -> f64 {
     }
 }
 
-fn jobs() -> Vec<Job> {
+fn jobs() -> Vec<SubmissionJob> {
     (0..45)
-        .map(|i| Job {
+        .map(|i| SubmissionJob {
             problem: format!("p{}", i % 3 + 1),
             code: match i % 9 {
                 4 => Some(format!("CE {i}").into_bytes()),
@@ -119,7 +119,7 @@ fn reference(problem: &Problem, code: Option<&str>, batch: usize) -> Vec<Subtask
 fn schedule(
     runner: &FakeRunner,
     problems: HashMap<String, Problem>,
-    jobs: &[Job],
+    jobs: &[SubmissionJob],
     options: &ScheduleOptions,
     progress: &Progress,
 ) -> Vec<Result<Vec<SubtaskResult>>> {
@@ -129,7 +129,7 @@ fn schedule(
     run(runner, &source, jobs, options, progress, &|f: Finished| {
         let mut results = results.lock().unwrap();
         assert!(results[f.job].is_none(), "job {} finished twice", f.job);
-        results[f.job] = Some(f.result);
+        results[f.job] = Some(f.outcome.map(|j| j.results));
     })
     .unwrap();
     results
@@ -179,9 +179,19 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
         for (workers, seed) in [(1, 0), (2, 1), (3, 2), (8, 3), (64, 4), (256, 5), (256, 6)] {
             // Durations from 0 to 3 ms, different for every seed: the completion order
             // changes from one run to the next.
-            let runner = FakeRunner::new(move |code, test| FakeRun {
-                score: truth(code, test),
-                duration: Duration::from_micros(fake::hash(&format!("{code}/{test}"), seed) % 3000),
+            // Every test of a submission runs at most once (speculation and frontiers never
+            // hand out the same test twice).
+            let ran = Arc::new(Mutex::new(std::collections::HashSet::new()));
+            let seen = ran.clone();
+            let runner = FakeRunner::new(move |code, test| {
+                let first = seen.lock().unwrap().insert(format!("{code}/{test}"));
+                assert!(first, "{code}/{test} ran twice");
+                FakeRun {
+                    score: truth(code, test),
+                    duration: Duration::from_micros(
+                        fake::hash(&format!("{code}/{test}"), seed) % 3000,
+                    ),
+                }
             });
             let progress = Progress::default();
             let got = schedule(
@@ -204,6 +214,7 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
                 runner.runs(),
                 "at {workers} workers"
             );
+            assert_eq!(ran.lock().unwrap().len(), runner.runs());
             // No code: no compile; compile errors: no test.
             assert_eq!(
                 runner.compiles(),
@@ -217,19 +228,19 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
 fn compilation_errors_and_judge_side_failures() {
     let problems = problems();
     let jobs = vec![
-        Job {
+        SubmissionJob {
             problem: "p1".into(),
             code: Some("CE broken".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p2".into(),
             code: Some("JUDGE-ERROR".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p4".into(),
             code: Some("solution".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p3".into(),
             code: Some("fine".into()),
         },
@@ -272,11 +283,11 @@ fn a_submission_past_its_timeout_fails_and_the_others_finish() {
         fake::problem("slow", TaskType::Batch, &[("01", names("s", 10))]),
     );
     let jobs = vec![
-        Job {
+        SubmissionJob {
             problem: "slow".into(),
             code: Some("slow".into()),
         },
-        Job {
+        SubmissionJob {
             problem: "p1".into(),
             code: Some("quick".into()),
         },
@@ -344,7 +355,7 @@ fn speculative_results_are_discarded_and_nothing_more_starts() {
             }
         }
     });
-    let jobs = [Job {
+    let jobs = [SubmissionJob {
         problem: "p".into(),
         code: Some("x".into()),
     }];
@@ -352,7 +363,7 @@ fn speculative_results_are_discarded_and_nothing_more_starts() {
     let source = FakeProblems(problems.clone());
     let result = Mutex::new(None);
     run(&runner, &source, &jobs, &options(8, 1), &progress, &|f| {
-        *result.lock().unwrap() = Some(f.result);
+        *result.lock().unwrap() = Some(f.outcome.map(|j| j.results));
         let (lock, cv) = &*reported;
         *lock.lock().unwrap() = true;
         cv.notify_all();
@@ -438,10 +449,10 @@ fn wide_tests_take_their_slots_and_a_test_wider_than_the_machine_runs_alone() {
             duration: Duration::ZERO,
         }
     });
-    let jobs: Vec<Job> = (0..12)
+    let jobs: Vec<SubmissionJob> = (0..12)
         .map(|i| {
             let problem = ["comm", "batch", "huge"][i % 3];
-            Job {
+            SubmissionJob {
                 problem: problem.into(),
                 code: Some(format!("{problem} {i}").into_bytes()),
             }
@@ -496,10 +507,10 @@ fn slots_never_exceed_the_jobs_without_the_widest() {
             duration: Duration::ZERO,
         }
     });
-    let jobs: Vec<Job> = (0..10)
+    let jobs: Vec<SubmissionJob> = (0..10)
         .map(|i| {
             let problem = ["comm", "batch"][i % 2];
-            Job {
+            SubmissionJob {
                 problem: problem.into(),
                 code: Some(format!("{problem} {i}").into_bytes()),
             }
@@ -522,4 +533,90 @@ fn slots_never_exceed_the_jobs_without_the_widest() {
         peak.load(Ordering::SeqCst) >= 3,
         "the Communication tests ran"
     );
+}
+
+#[test]
+fn the_hold_histogram_reads_quantiles_to_the_bucket() {
+    let h = HoldHistogram::default();
+    assert_eq!(h.quantile(0.5), Duration::ZERO, "empty");
+    for micros in [1u64, 1, 1, 2, 100] {
+        h.record(Duration::from_micros(micros));
+    }
+    assert_eq!(h.count(), 5);
+    let near = |d: Duration, micros: f64| (d.as_secs_f64() * 1e6 - micros).abs() <= 0.07;
+    assert!(near(h.quantile(0.5), 1.0), "{:?}", h.quantile(0.5));
+    assert!(near(h.quantile(0.8), 2.0), "{:?}", h.quantile(0.8));
+    // 100 µs falls in the doubling buckets: [65.5 µs, 131 µs).
+    let top = h.quantile(1.0).as_secs_f64() * 1e6;
+    assert!((65.5..131.1).contains(&top), "{top}");
+}
+
+#[test]
+fn a_wide_test_waiting_for_slots_lets_one_slot_work_fill_them_and_still_runs() {
+    // 2 slots. Job 0's compile holds one slot until job 2 has compiled; job 1's tests need both
+    // slots (a manager and a user process). Without backfilling, job 1's waiting test would
+    // keep the other slot idle for the whole compile, and job 2 would not compile meanwhile
+    // (admission is in order, so job 1 compiles before job 2 is admitted).
+    let comm = TaskType::Communication(Communication {
+        num_processes: 1,
+        user_io: UserIo::StdIo,
+        manager_args: vec![],
+    });
+    let mut problems = HashMap::new();
+    problems.insert(
+        "wide".to_string(),
+        fake::problem("wide", comm, &[("01", names("w", 2))]),
+    );
+    problems.insert(
+        "narrow".to_string(),
+        fake::problem("narrow", TaskType::Batch, &[("01", names("n", 3))]),
+    );
+    let compiled = Arc::new((Mutex::new(false), Condvar::new()));
+    let filled = Arc::new(AtomicBool::new(false));
+    let (c, f) = (compiled.clone(), filled.clone());
+    let runner = FakeRunner::new(|_, _| FakeRun {
+        score: 1.0,
+        duration: Duration::from_millis(1),
+    })
+    .with_compile_hook(move |code| {
+        let (lock, cv) = &*c;
+        match code {
+            "slow" => {
+                let guard = lock.lock().unwrap();
+                let (done, _) = cv
+                    .wait_timeout_while(guard, Duration::from_secs(30), |done| !*done)
+                    .unwrap();
+                f.store(*done, Ordering::SeqCst);
+            }
+            "quick" => {
+                *lock.lock().unwrap() = true;
+                cv.notify_all();
+            }
+            _ => {}
+        }
+    });
+    let jobs =
+        [("narrow", "slow"), ("wide", "w"), ("narrow", "quick")].map(|(p, code)| SubmissionJob {
+            problem: p.into(),
+            code: Some(code.into()),
+        });
+    let got = schedule(
+        &runner,
+        problems.clone(),
+        &jobs,
+        &options(2, 1),
+        &Progress::default(),
+    );
+    assert!(
+        filled.load(Ordering::SeqCst),
+        "job 2 compiled while job 0 compiled and job 1's wide test waited"
+    );
+    for (job, result) in jobs.iter().zip(got) {
+        let results = result.unwrap();
+        assert!(
+            results.iter().all(|s| s.score() == 1.0),
+            "{}: every test ran and passed",
+            job.problem
+        );
+    }
 }

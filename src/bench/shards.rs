@@ -10,6 +10,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::cli::output::outln;
+
 fn ioi_run(args: &[String], cwd: &Path) -> Result<std::process::Child> {
     let exe = std::env::current_exe().context("cannot find the ioi-run binary")?;
     Command::new(exe)
@@ -36,7 +38,7 @@ fn strings(words: &[&str]) -> Vec<String> {
 pub fn run(submissions: usize, shards: u32, jobs: usize) -> Result<i32> {
     let root = tempfile::tempdir()?;
     let dir = root.path();
-    let data = super::bench_evaluate::scaled_demo(&dir.join("demo"), submissions)?;
+    let data = super::evaluate::scaled_demo(&dir.join("demo"), submissions)?;
     let problems = dir.join("demo/problems");
     let base = |out: &str, cache: &str| {
         strings(&[
@@ -49,7 +51,7 @@ pub fn run(submissions: usize, shards: u32, jobs: usize) -> Result<i32> {
             cache,
         ])
     };
-    println!(
+    outln!(
         "{submissions} submissions (the demo, distinct code each), {jobs} workers in all, {shards} shards"
     );
 
@@ -58,7 +60,7 @@ pub fn run(submissions: usize, shards: u32, jobs: usize) -> Result<i32> {
     args.extend(strings(&["--jobs", &jobs.to_string()]));
     finish(ioi_run(&args, dir)?, "the one-process evaluate")?;
     let one = start.elapsed().as_secs_f64();
-    println!("one process, --jobs {jobs}: {one:.1} s");
+    outln!("one process, --jobs {jobs}: {one:.1} s");
 
     let per_shard = (jobs / shards as usize).max(1);
     let start = Instant::now();
@@ -85,7 +87,7 @@ pub fn run(submissions: usize, shards: u32, jobs: usize) -> Result<i32> {
                 .unwrap_or_else(|_| "?".into())
         })
         .collect();
-    println!(
+    outln!(
         "{shards} shards at once, --jobs {per_shard} each: {sharded:.1} s (shard sizes {}); overhead {:+.1}%",
         sizes.join(" + "),
         (sharded / one - 1.0) * 100.0
@@ -95,7 +97,7 @@ pub fn run(submissions: usize, shards: u32, jobs: usize) -> Result<i32> {
     let args = strings(&["merge", &data.to_string_lossy(), "sharded"]);
     finish(ioi_run(&args, dir)?, "the merge")?;
     let merge = start.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "merge (results JSONL, parquet, reports): {merge:.2} s ({:.1}% of the one-process run)",
         merge / one * 100.0
     );

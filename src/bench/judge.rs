@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::judge::schedule::{self, Job, Preloaded, Progress, ScheduleOptions};
+use crate::cli::output::outln;
+use crate::judge::schedule::{self, Preloaded, Progress, ScheduleOptions, SubmissionJob};
 use crate::judge::scripts::{self, ScriptBuild, Scripts};
 use crate::judge::{Judge, JudgeOptions};
 
@@ -66,13 +67,13 @@ fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(
         subtasks: None,
         timeout: None,
     };
-    let job = Job {
+    let job = SubmissionJob {
         problem: "bench".into(),
         code: Some(SOLUTION.as_bytes().to_vec()),
     };
     schedule::run(judge, &source, &[job], &options, &progress, &|f| {
-        if let Ok(results) = f.result {
-            for t in results.iter().flat_map(|s| s.test_results.iter()) {
+        if let Ok(judged) = f.outcome {
+            for t in judged.results.iter().flat_map(|s| s.test_results.iter()) {
                 if let Ok(mut cpu) = cpu_total.lock() {
                     *cpu += t.time.unwrap_or(0.0);
                 }
@@ -108,7 +109,7 @@ pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<
     // The same again beside busy loops (each a session of its own, as independent work is):
     // every test must still be accepted (judge_once fails otherwise).
     let loaded = if outside_load > 0 {
-        let _load = BusyLoops::start(outside_load)?;
+        let _load = super::load::BusyLoops::start(outside_load)?;
         Some(judge_once(&judge, &task, tests, jobs)?)
     } else {
         None
@@ -149,27 +150,27 @@ pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<
     let piston_one_worker = per_test_piston * tests as f64;
     let piston_all_workers = piston_one_worker / jobs as f64;
 
-    println!(
+    outln!(
         "problem: {tests} tests, solution CPU {:.1} ms per test on average",
         cpu / tests as f64 * 1e3
     );
-    println!("ioi-run (compile once, {jobs} workers)        {ours:>8.2} s   ({:.1} tests/s; {warm:.2} s with the compile cached)", tests as f64 / ours);
-    println!(
+    outln!("ioi-run (compile once, {jobs} workers)        {ours:>8.2} s   ({:.1} tests/s; {warm:.2} s with the compile cached)", tests as f64 / ours);
+    outln!(
         "Piston-style (compile+run per test), 1 worker    {piston_one_worker:>8.2} s   (measured on {piston_tests} tests: {:.0} ms per test)",
         per_test_piston * 1e3
     );
-    println!("Piston-style, {jobs} workers                         {piston_all_workers:>8.2} s");
-    println!(
+    outln!("Piston-style, {jobs} workers                         {piston_all_workers:>8.2} s");
+    outln!(
         "speedup vs 1 Piston worker: {:.1}x; vs {jobs} Piston workers: {:.1}x",
         piston_one_worker / ours,
         piston_all_workers / ours
     );
-    println!(
+    outln!(
         "overhead per test (sandbox, box, output check; cached run: wall × workers − solution CPU): {:.1} ms",
         ((warm * jobs as f64) - cpu) / tests as f64 * 1e3
     );
     if let Some((wall, loaded_cpu)) = loaded {
-        println!(
+        outln!(
             "beside {outside_load} busy loops: every test accepted again (identical verdicts), \
              {wall:.2} s, solution CPU {:.1} ms per test (quiet: {:.1} ms)",
             loaded_cpu / tests as f64 * 1e3,
@@ -177,37 +178,4 @@ pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<
         );
     }
     Ok(0)
-}
-
-/// Busy loops started for a measurement, killed by pid (and reaped) when dropped.
-struct BusyLoops(Vec<std::process::Child>);
-
-impl BusyLoops {
-    fn start(count: usize) -> Result<BusyLoops> {
-        use std::os::unix::process::CommandExt;
-        let mut loops = BusyLoops(Vec::new());
-        for _ in 0..count {
-            let mut cmd = std::process::Command::new("sh");
-            cmd.args(["-c", "while :; do :; done"]);
-            // SAFETY: setsid is async-signal-safe and touches no memory.
-            unsafe {
-                cmd.pre_exec(|| {
-                    nix::unistd::setsid()
-                        .map(|_| ())
-                        .map_err(std::io::Error::from)
-                });
-            }
-            loops.0.push(cmd.spawn()?);
-        }
-        Ok(loops)
-    }
-}
-
-impl Drop for BusyLoops {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::piston::client_view;
-use super::{JudgeExecutor, Response, ServeOptions, Server};
+use crate::cli::output::outln;
 use crate::judge::JudgeOptions;
+use crate::server::piston::client_view;
+use crate::server::{JudgeExecutor, Response, ServeOptions, Server};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -256,7 +257,7 @@ fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecuto
     let same = request_body(SOLUTION, &input, &output);
     let same_cf = cf_request_body(CF_SOLUTION, &input, &output);
     let builds = || executor.judge().cache().builds();
-    println!(
+    outln!(
         "server: {} jobs, {} endpoints; test: {COUNT} numbers ({:.1} MB input), IOI grader + \
          white-diff / Codeforces stdin + normalising diff",
         options.jobs,
@@ -271,37 +272,39 @@ fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecuto
         let first = t.elapsed();
         let t = Instant::now();
         send(&agent, &urls[0], body)?;
-        println!(
+        outln!(
             "{kind:<10} first request (compile + run) {:.0} ms, second (cached) {:.1} ms",
             first.as_secs_f64() * 1e3,
             t.elapsed().as_secs_f64() * 1e3
         );
     }
 
-    println!(
+    outln!(
         "\nsame submission, compiled once ({} requests per row, clients spread over {} endpoints)",
         options.requests,
         urls.len()
     );
-    println!("kind        clients   req/s   median ms   p90 ms");
+    outln!("kind        clients   req/s   median ms   p90 ms");
     let before = builds();
     for (kind, body) in [("IOI", &same), ("Codeforces", &same_cf)] {
         for &clients in &options.clients {
             let bodies = vec![body.clone(); options.requests.max(1)];
             let r = round(urls, &bodies, clients.max(1))?;
-            println!(
+            outln!(
                 "{kind:<10} {clients:>8} {:>7.1} {:>11.1} {:>8.1}",
-                r.per_second, r.median_ms, r.p90_ms
+                r.per_second,
+                r.median_ms,
+                r.p90_ms
             );
         }
     }
-    println!(
+    outln!(
         "compiles during these {} requests: {}",
         2 * options.requests * options.clients.len(),
         builds() - before
     );
 
-    println!(
+    outln!(
         "\ncompiles per distinct submission ({DISTINCT_SUBMISSIONS} submissions x \
          {TESTS_PER_SUBMISSION} tests, all requests at once, as RL training sends them)"
     );
@@ -323,7 +326,7 @@ fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecuto
         let before = builds();
         round(urls, &bodies, bodies.len())?;
         let compiles = builds() - before;
-        println!(
+        outln!(
             "{kind:<10} {compiles} compiles for {DISTINCT_SUBMISSIONS} submissions: {:.2} per \
              submission",
             compiles as f64 / DISTINCT_SUBMISSIONS as f64
@@ -338,18 +341,19 @@ fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecuto
         .map(|i| request_body(&format!("{SOLUTION}// request {i}\n"), &input, &output))
         .collect();
     let each = round(urls, &unique, clients)?;
-    println!("\ncompile once vs compile per request (IOI, {n} requests, {clients} clients)");
-    println!(
+    outln!("\ncompile once vs compile per request (IOI, {n} requests, {clients} clients)");
+    outln!(
         "compile once          {:>7.1} req/s   median {:>7.1} ms",
-        once.per_second, once.median_ms
+        once.per_second,
+        once.median_ms
     );
-    println!(
+    outln!(
         "compile per request   {:>7.1} req/s   median {:>7.1} ms   ({} compiles)",
         each.per_second,
         each.median_ms,
         builds() - before
     );
-    println!(
+    outln!(
         "speedup of compiling once: {:.1}x",
         once.per_second / each.per_second
     );

@@ -2,14 +2,16 @@
 //! memory while it streams a large (~1 GB) tests file.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
+use crate::cli::output::outln;
 use crate::evaluate::run::{self, Catalog, EvaluateOptions};
 use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
@@ -43,6 +45,64 @@ fn peak_rss() -> u64 {
         })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
+}
+
+/// Busy and total jiffies of the whole machine (`/proc/stat`'s first line), every process
+/// included: on a shared machine, others' work counts too.
+fn machine_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+    let total: u64 = fields.iter().take(8).sum();
+    Some((total - idle, total))
+}
+
+/// One sample of the run.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at: f64,
+    /// CPU seconds of ioi-run and its reaped children.
+    cpu: f64,
+    machine: Option<(u64, u64)>,
+    done: usize,
+    active: usize,
+    tests: usize,
+    compiles: usize,
+}
+
+impl Sample {
+    fn take(start: Instant, progress: &Progress) -> Sample {
+        Sample {
+            at: start.elapsed().as_secs_f64(),
+            cpu: cpu_seconds(),
+            machine: machine_jiffies(),
+            done: progress.submissions_done.load(Ordering::Relaxed),
+            active: progress.active.load(Ordering::Relaxed),
+            tests: progress.tests_run.load(Ordering::Relaxed),
+            compiles: progress.compiles.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Cores busy between two samples: ours (ioi-run and the sandboxes it reaped, so a compile
+/// counts when it ends) and the machine's (everyone's), as percentages of all cores.
+fn busy(a: &Sample, b: &Sample, cores: usize) -> (f64, Option<f64>) {
+    let wall = (b.at - a.at).max(1e-9);
+    let ours = (b.cpu - a.cpu) / (wall * cores as f64) * 100.0;
+    let machine = match (a.machine, b.machine) {
+        (Some((busy0, total0)), Some((busy1, total1))) if total1 > total0 => {
+            Some((busy1 - busy0) as f64 / (total1 - total0) as f64 * 100.0)
+        }
+        _ => None,
+    };
+    (ours, machine)
 }
 
 fn reset_peak_rss() {
@@ -103,7 +163,7 @@ pub(super) fn scaled_demo(dir: &Path, n: usize) -> Result<std::path::PathBuf> {
     Ok(path)
 }
 
-pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
+pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Result<i32> {
     let root = tempfile::tempdir()?;
     let judge = Judge::new(JudgeOptions {
         cache_dir: root.path().join("cache"),
@@ -117,32 +177,105 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
     let opts = options(&subs.to_string_lossy(), &root.path().join("results"), jobs)?;
     let progress = Progress::default();
     let (cpu0, start) = (cpu_seconds(), Instant::now());
-    let summary = run::evaluate(&opts, &catalog, &judge, &progress, &|_| {})?;
+    // Samples every 250 ms, to find when work stopped remaining (the last submission
+    // admitted: from then on, the tail) and how busy the cores were before.
+    let stop = AtomicBool::new(false);
+    let (summary, samples) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut samples = vec![Sample::take(start, &progress)];
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(250));
+                samples.push(Sample::take(start, &progress));
+            }
+            samples
+        });
+        let summary = run::evaluate(&opts, &catalog, &judge, &progress, &|_| {});
+        stop.store(true, Ordering::Relaxed);
+        let mut samples = sampler.join().unwrap_or_default();
+        samples.push(Sample::take(start, &progress));
+        (summary, samples)
+    });
+    let summary = summary?;
     let (wall, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     let tests = progress
         .tests_run
         .load(std::sync::atomic::Ordering::Relaxed);
-    println!(
+    outln!(
         "throughput: {} submissions (demo scaled, distinct code each), {jobs} workers",
         summary.judged
     );
-    println!(
+    outln!(
         "  wall {wall:.1} s, {tests} tests run, {:.1} tests/s, {:.1} submissions/min",
         tests as f64 / wall,
         summary.judged as f64 / wall * 60.0
     );
-    println!(
-        "  CPU utilisation {:.0}% of {jobs} cores (compiles included)",
-        cpu / (wall * jobs as f64) * 100.0
+    outln!(
+        "  CPU utilisation {:.0}% of {jobs} cores (compiles included), {:.2} CPU s per submission",
+        cpu / (wall * jobs as f64) * 100.0,
+        cpu / summary.judged.max(1) as f64,
     );
     let working = progress
         .working_nanos
         .load(std::sync::atomic::Ordering::Relaxed) as f64
         * 1e-9;
-    println!(
+    outln!(
         "  workers busy {:.1}% of the time (loading, compiling, running; the rest is waiting for work)",
         working / (wall * jobs as f64) * 100.0
     );
+    let idle = &progress.idle;
+    let share = |nanos: &std::sync::atomic::AtomicU64| {
+        nanos.load(Ordering::Relaxed) as f64 * 1e-9 / (wall * jobs as f64) * 100.0
+    };
+    outln!(
+        "  workers waiting for work, share of worker time: a wide test waiting for slots {:.1}%, a problem loading {:.1}%, admission cap {:.1}%, other results {:.1}%, tail {:.1}%",
+        share(&idle.wide_test),
+        share(&idle.loading),
+        share(&idle.admission_cap),
+        share(&idle.other),
+        share(&idle.tail),
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Work remains until every submission has been admitted (then the last ones run out).
+    let total = summary.judged;
+    let remains_until = samples
+        .iter()
+        .position(|s| s.done + s.active >= total)
+        .unwrap_or(samples.len() - 1);
+    let percent = |p: Option<f64>| p.map_or("unknown".to_string(), |p| format!("{p:.0}%"));
+    if let (Some(first), Some(cut), Some(last)) =
+        (samples.first(), samples.get(remains_until), samples.last())
+    {
+        let (ours, machine) = busy(first, cut, cores);
+        outln!(
+            "  while work remains ({:.1} s of {wall:.1} s): cores busy {ours:.0}% with ioi-run (sandboxes counted when reaped), machine {} (everyone; load average at the end {})",
+            cut.at - first.at,
+            percent(machine),
+            super::scheduler::load_average(),
+        );
+        let (ours, machine) = busy(cut, last, cores);
+        outln!(
+            "  tail ({:.1} s, the last {} submissions): cores busy {ours:.0}% with ioi-run, machine {}",
+            last.at - cut.at,
+            total.saturating_sub(cut.done),
+            percent(machine),
+        );
+    }
+    if timeline {
+        outln!("  timeline: seconds, cores busy (ioi-run, machine), done, active, compiles, tests");
+        for pair in samples.windows(2).step_by(4) {
+            let (ours, machine) = busy(&pair[0], &pair[1], cores);
+            let s = pair[1];
+            outln!(
+                "    {:6.2}  {ours:4.0}% {:>5}  {:4} {:4} {:5} {:6}",
+                s.at,
+                percent(machine),
+                s.done,
+                s.active,
+                s.compiles,
+                s.tests
+            );
+        }
+    }
 
     // 2. Memory while streaming a large tests file.
     let (problems, tests, judged_bytes) = big_tests(root.path(), tests_gb)?;
@@ -167,14 +300,14 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64) -> Result<i32> {
     let summary = run::evaluate(&opts, &catalog, &judge, &Progress::default(), &|_| {})?;
     let peak = peak_rss();
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    println!(
+    outln!(
         "streaming: tests file {:.0} MiB on disk ({:.0} MiB of tests, {:.0} MiB for the judged problem), {} submission judged",
         mib(file_size),
         tests_gb * 1024.0,
         mib(judged_bytes),
         summary.judged
     );
-    println!(
+    outln!(
         "  ioi-run peak resident memory {:.0} MiB (before: {:.0} MiB)",
         mib(peak),
         mib(before)
