@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
 
 use crate::bench::serve::BenchServeOptions;
+use crate::cli::output::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -312,26 +313,26 @@ fn bench_sandbox(
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (plain_med, plain_p90) = summary(plain.latencies);
     let (sb_med, sb_p90) = summary(sandboxed.latencies);
-    println!(
+    outln!(
         "runs of /bin/true         {runs} (ioi-run holding {} MiB more, stdio {})",
         held.len() >> 20,
         if stdio_files { "files" } else { "/dev/null" }
     );
-    println!("plain fork+exec           median {plain_med:.3} ms   p90 {plain_p90:.3} ms");
-    println!(
+    outln!("plain fork+exec           median {plain_med:.3} ms   p90 {plain_p90:.3} ms");
+    outln!(
         "sandboxed (ns+mounts+cgroup {:?}+seccomp)  median {sb_med:.3} ms   p90 {sb_p90:.3} ms",
         sandbox.cgroup_version()
     );
-    println!(
+    outln!(
         "overhead per run          median {:.3} ms",
         sb_med - plain_med
     );
-    println!(
+    outln!(
         "CPU per run (ioi-run + box)  plain {:.3} ms   sandboxed {:.3} ms",
         ms(plain.cpu),
         ms(sandboxed.cpu)
     );
-    println!(
+    outln!(
         "kernel threads' CPU per run (teardown, outside the latency): plain {:.3} ms, sandboxed {:.3} ms",
         ms(plain.kernel),
         ms(sandboxed.kernel)
@@ -374,19 +375,19 @@ fn bench_sandbox_command(
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (direct_med, direct_p90) = summary(direct);
     let (command_med, command_p90) = summary(command);
-    println!("commands, {} runs of each, interleaved:", rounds * 10);
-    println!("/bin/true directly        median {direct_med:.3} ms   p90 {direct_p90:.3} ms");
-    println!("ioi-run sandbox -- /bin/true  median {command_med:.3} ms   p90 {command_p90:.3} ms");
-    println!(
+    outln!("commands, {} runs of each, interleaved:", rounds * 10);
+    outln!("/bin/true directly        median {direct_med:.3} ms   p90 {direct_p90:.3} ms");
+    outln!("ioi-run sandbox -- /bin/true  median {command_med:.3} ms   p90 {command_p90:.3} ms");
+    outln!(
         "command overhead          median {:.3} ms",
         command_med - direct_med
     );
-    println!(
+    outln!(
         "CPU per run               direct {:.3} ms   command {:.3} ms",
         ms(direct_cpu / rounds),
         ms(command_cpu / rounds)
     );
-    println!(
+    outln!(
         "kernel threads' CPU per run: direct {:.3} ms, command {:.3} ms",
         ms(direct_kernel / rounds),
         ms(command_kernel / rounds)
