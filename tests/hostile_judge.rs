@@ -4,54 +4,26 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::Value;
 
-/// Whether this test can run sandboxes (root). Without root it says SKIPPED, except under CI.
+mod common;
+use common::{bin, is_root_or_skip, problem_dir, wait_until, Guard};
+use std::ffi::OsStr;
+
+/// Whether this test can run sandboxes (root); otherwise SKIPPED, or a failure under CI.
 fn can_sandbox() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI runs as root: these tests need the sandbox"
-    );
-    eprintln!("SKIPPED: not root, the sandbox cannot run");
-    false
-}
-
-fn problem_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/problems")
-        .join(name)
-}
-
-/// The binary with its cache and temporary folders inside `work`.
-fn bin(work: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
-    let tmp = work.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    cmd.env("IOI_RUN_CACHE", work.join("cache"))
-        .env("TMPDIR", &tmp);
-    cmd
+    is_root_or_skip("the hostile judge tests")
 }
 
 fn judge_json(work: &Path, args: &[&str], problem: &Path, solution: &Path) -> Value {
-    let out = bin(work)
-        .args(["judge", "--json"])
-        .args(args)
-        .arg(problem)
-        .arg(solution)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ioi-run judge {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
+    let args = args
+        .iter()
+        .map(OsStr::new)
+        .chain([problem.as_os_str(), solution.as_os_str()]);
+    common::judge_json(bin(work), args)
 }
 
 fn statuses(report: &Value) -> Vec<String> {
@@ -162,14 +134,6 @@ fn descendants(ancestor: u32) -> Vec<(u32, Vec<String>)> {
     found
 }
 
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Every `error.json` of a compile cache, as text.
 fn cached_errors(cache: &Path) -> Vec<String> {
     let mut found = Vec::new();
@@ -182,15 +146,6 @@ fn cached_errors(cache: &Path) -> Vec<String> {
         }
     }
     found
-}
-
-/// The ioi-run child, killed (by pid) if the test fails before it ends.
-struct Guard(std::process::Child);
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Issue 8 item 3: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while a
