@@ -44,7 +44,7 @@ vector<long long> split_orchard(vector<int> A) {
 fn binary(compiled: Compiled) -> Vec<u8> {
     match compiled {
         Compiled::Binary(path) => std::fs::read(path).unwrap(),
-        Compiled::Error { stderr, .. } => panic!("does not compile:\n{stderr}"),
+        Compiled::Error(error) => panic!("{error}"),
     }
 }
 

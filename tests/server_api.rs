@@ -7,6 +7,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use ioi_run::judge::CompileError;
 use ioi_run::server::piston::{client_view, ioi_response, IoiOutcome};
 use ioi_run::server::{Executor, IoiJob, Job, RequestError, Response, Stage, TaskType};
 use serde_json::{json, Value};
@@ -275,10 +276,7 @@ fn every_judge_outcome_maps_back_to_the_clients_score_and_feedback() {
                 score: 0.0,
                 feedback: "Memory limit exceeded".into(),
             },
-            "ce" => IoiOutcome::CompileError {
-                code: 1,
-                stderr: "nile.cpp:1:1: error".into(),
-            },
+            "ce" => IoiOutcome::CompileError(CompileError::exited(1, "nile.cpp:1:1: error")),
             "hard" => IoiOutcome::HardTimeout,
             other => panic!("unexpected submission {other}"),
         };

@@ -188,7 +188,10 @@ pub fn run(args: Args) -> Result<i32> {
         let display = s.spawn(|| show_progress(&progress, &total, &finished));
         let result = run::evaluate(&options, &catalog, &judge, &progress, &|plan| {
             eprint!("{}", run::describe(plan));
-            total.store(plan.datasets.iter().map(|d| d.3).sum(), Ordering::Relaxed);
+            total.store(
+                plan.datasets.iter().map(|d| d.to_run).sum(),
+                Ordering::Relaxed,
+            );
         });
         finished.store(true, Ordering::Relaxed);
         let _ = display.join();

@@ -73,14 +73,60 @@ pub const MAX_COMPILER_STDERR: usize = 64 * 1024;
 pub enum Compiled {
     /// The executable, in the cache.
     Binary(PathBuf),
-    /// The compiler failed: its exit code (or -1 when it was stopped by a limit) and stderr.
-    Error { exit_code: i32, stderr: String },
+    /// The compiler failed.
+    Error(CompileError),
 }
 
-impl Compiled {
-    /// The feedback the Python pipeline expects for a compilation error.
-    pub fn error_feedback(exit_code: i32, stderr: &str) -> String {
-        format!("Compilation error exit code {exit_code}\n{stderr}")
+/// A compilation error, whoever compiled (the native judge, the scripts, a tool's build): how
+/// the compiler ended and what it said. The one type for "the code does not compile".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileError {
+    /// The compiler's exit code; `None` when a limit (time, memory, output) stopped it.
+    pub exit_code: Option<i32>,
+    /// Its diagnostics, capped and decoded lossily.
+    pub stderr: String,
+}
+
+impl CompileError {
+    /// A compiler that exited with `exit_code`.
+    pub fn exited(exit_code: i32, stderr: impl Into<String>) -> CompileError {
+        CompileError {
+            exit_code: Some(exit_code),
+            stderr: stderr.into(),
+        }
+    }
+
+    /// A compiler stopped by a limit.
+    pub fn stopped(stderr: impl Into<String>) -> CompileError {
+        CompileError {
+            exit_code: None,
+            stderr: stderr.into(),
+        }
+    }
+
+    /// The exit code as Piston and the Python pipeline report it: -1 for a stopped compiler.
+    /// Only the wire formats (feedback, the IOI response) speak this way.
+    pub fn reported_code(&self) -> i32 {
+        self.exit_code.unwrap_or(-1)
+    }
+
+    /// The feedback the Python pipeline gives every test of a submission that does not compile.
+    pub fn feedback(&self) -> String {
+        format!(
+            "Compilation error exit code {}\n{}",
+            self.reported_code(),
+            self.stderr
+        )
+    }
+}
+
+impl std::fmt::Display for CompileError {
+    /// "does not compile (exit code N):" or "(stopped by a limit):", then the diagnostics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.exit_code {
+            Some(code) => write!(f, "does not compile (exit code {code}):\n{}", self.stderr),
+            None => write!(f, "does not compile (stopped by a limit):\n{}", self.stderr),
+        }
     }
 }
 
@@ -381,13 +427,10 @@ impl CompileCache {
             // the same verdict again.
             BuildResult::Binary(path) => self.store.publish_program_file(key, &path),
             BuildResult::Error {
-                exit_code,
-                stderr,
+                error,
                 cacheable: true,
-            } => self.store.publish_error(key, exit_code, &stderr),
-            BuildResult::Error {
-                exit_code, stderr, ..
-            } => Ok(Compiled::Error { exit_code, stderr }),
+            } => self.store.publish_error(key, error),
+            BuildResult::Error { error, .. } => Ok(Compiled::Error(error)),
         }
     }
 
@@ -424,8 +467,7 @@ pub(super) enum BuildResult {
     /// was stopped from outside or by the wall clock, which a loaded machine or a stray signal
     /// can cause: the next run of the same code must compile it again.
     Error {
-        exit_code: i32,
-        stderr: String,
+        error: CompileError,
         cacheable: bool,
     },
 }
@@ -478,13 +520,7 @@ fn build(
              (--max-program-size)"
         )
     };
-    let error = |exit_code: i32, stderr: String, cacheable: bool| {
-        Ok(BuildResult::Error {
-            exit_code,
-            stderr,
-            cacheable,
-        })
-    };
+    let error = |error: CompileError, cacheable: bool| Ok(BuildResult::Error { error, cacheable });
     match outcome.status {
         Termination::Ok => {
             // Checked before anything reads it: its size, and that it is a plain file.
@@ -495,7 +531,7 @@ fn build(
                 bail!("the compiler produced {}, which is not a file", job.output);
             }
             if meta.len() > max_program_bytes {
-                return error(1, too_large(meta.len()), true);
+                return error(CompileError::exited(1, too_large(meta.len())), true);
             }
             Ok(BuildResult::Binary(program))
         }
@@ -516,17 +552,18 @@ fn build(
                      bytes (--max-program-size)"
                 );
             }
-            error(outcome.exit_code.unwrap_or(1), stderr, cacheable)
+            error(
+                CompileError::exited(outcome.exit_code.unwrap_or(1), stderr),
+                cacheable,
+            )
         }
         Termination::InternalError => bail!("cannot compile: {}", outcome.message),
         Termination::TimeLimit | Termination::MemoryLimit | Termination::OutputLimit => error(
-            -1,
-            format!("{stderr}\ncompiler stopped: {}", outcome.message),
+            CompileError::stopped(format!("{stderr}\ncompiler stopped: {}", outcome.message)),
             true,
         ),
         Termination::Signaled | Termination::WallTimeLimit => error(
-            -1,
-            format!("{stderr}\ncompiler stopped: {}", outcome.message),
+            CompileError::stopped(format!("{stderr}\ncompiler stopped: {}", outcome.message)),
             false,
         ),
     }

@@ -33,7 +33,7 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Bind, RunSpec, Sandbox, Stdio, Termination};
 
 use super::compile::{
-    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache,
+    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache, CompileError,
     DEFAULT_MAX_PROGRAM_BYTES, MAX_COMPILER_STDERR,
 };
 use super::stop;
@@ -557,12 +557,11 @@ fn compile_with(
         // The plain compile does strictly more work: it would be stopped too. These limits are
         // measured on the compiler alone, so they are its verdict (cached, as in `build`).
         Termination::TimeLimit | Termination::MemoryLimit => Some(BuildResult::Error {
-            exit_code: -1,
-            stderr: format!(
+            error: CompileError::stopped(format!(
                 "{}\ncompiler stopped: {}",
                 read_diagnostics(&stderr_path, MAX_COMPILER_STDERR),
                 outcome.message
-            ),
+            )),
             cacheable: true,
         }),
         _ => None,

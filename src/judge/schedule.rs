@@ -714,8 +714,8 @@ impl Shared<'_> {
                             a.build = BuildState::Ready(program);
                             self.refresh(&mut state, job, &mut finished);
                         }
-                        Ok(Build::Error { exit_code, stderr }) => {
-                            let feedback = Build::error_feedback(exit_code, &stderr);
+                        Ok(Build::Error(error)) => {
+                            let feedback = error.feedback();
                             let results = a.plan.uniform(|t| TestResult {
                                 score: 0.0,
                                 status: Verdict::CompilationError,

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::workdir::{read_capped, BoxDir};
-use super::TestVerdict;
+use super::{CompileError, TestVerdict};
 use crate::problem::{Problem, TestCase};
 
 /// The project's `graders/compile`.
@@ -41,7 +41,7 @@ impl Default for Scripts {
 /// Result of `compile`: the compiled box, or the compiler's failure.
 pub enum ScriptBuild {
     Box(Arc<BoxDir>),
-    Error { exit_code: i32, stderr: String },
+    Error(CompileError),
 }
 
 fn script_limits(wall: Duration, memory: u64) -> Limits {
@@ -82,10 +82,11 @@ pub fn compile(
         Termination::InternalError => {
             anyhow::bail!("cannot run the compile script: {}", outcome.message)
         }
-        _ => ScriptBuild::Error {
-            exit_code: outcome.exit_code.unwrap_or(-1),
+        // A script stopped by a limit or a signal has no exit code of its own.
+        _ => ScriptBuild::Error(CompileError {
+            exit_code: outcome.exit_code,
             stderr,
-        },
+        }),
     })
 }
 

@@ -132,8 +132,8 @@ fn compile_tools(
         let source = format!("{name}.cpp");
         match judge.cache().program(sandbox, &gen_files, &source)? {
             Compiled::Binary(path) => generators.push((name.to_string(), path)),
-            Compiled::Error { exit_code, stderr } => bail!(
-                "{}: the generator does not compile (exit code {exit_code}):\n{stderr}",
+            Compiled::Error(error) => bail!(
+                "{}: the generator {error}",
                 package.dir.join("gen").join(&source).display()
             ),
         }
@@ -147,8 +147,8 @@ fn compile_tools(
     for source in validator_sources(package) {
         match judge.cache().program(sandbox, &validator_files, &source)? {
             Compiled::Binary(path) => validators.push((source, path)),
-            Compiled::Error { exit_code, stderr } => bail!(
-                "{}: the validator does not compile (exit code {exit_code}):\n{stderr}",
+            Compiled::Error(error) => bail!(
+                "{}: the validator {error}",
                 package.dir.join("validator").join(&source).display()
             ),
         }
@@ -162,17 +162,14 @@ fn compile_tools(
         .submission(sandbox, problem, &code, judge.compile_profile())?
     {
         Compiled::Binary(path) => path,
-        Compiled::Error { exit_code, stderr } => bail!(
-            "{}: the model solution does not compile (exit code {exit_code}):\n{stderr}",
-            model_path.display()
-        ),
+        Compiled::Error(error) => bail!("{}: the model solution {error}", model_path.display()),
     };
     let manager = match (&problem.task, problem.manager()) {
         (TaskType::Communication(_), Some(source)) => {
             match judge.cache().tool(sandbox, problem, source)? {
                 Compiled::Binary(path) => Some(path),
-                Compiled::Error { exit_code, stderr } => bail!(
-                    "{}: the manager does not compile (exit code {exit_code}):\n{stderr}",
+                Compiled::Error(error) => bail!(
+                    "{}: the manager {error}",
                     package.dir.join("grader/manager.cpp").display()
                 ),
             }

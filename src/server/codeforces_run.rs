@@ -99,9 +99,9 @@ impl JudgeExecutor {
             .map_err(|e| internal("cannot compile the program", e))?;
         Ok(match compiled {
             Compiled::Binary(path) => Ok(Program::Binary(path)),
-            Compiled::Error { exit_code, stderr } => Err(CfVerdict::CompileError {
-                code: (exit_code >= 0).then_some(exit_code),
-                stderr,
+            Compiled::Error(error) => Err(CfVerdict::CompileError {
+                code: error.exit_code,
+                stderr: error.stderr,
             }),
         })
     }

@@ -26,7 +26,7 @@ use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Stdio, Terminatio
 use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
 use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
 use crate::judge::compile::Compiled;
-use crate::judge::{BoxDir, Build, Judge, JudgeOptions, Runner};
+use crate::judge::{BoxDir, Build, CompileError, Judge, JudgeOptions, Runner};
 use crate::problem::{Problem, Subtask, TaskType, TestCase, TestSet};
 
 /// The name of the single test of a `cms_ioi` request.
@@ -82,12 +82,7 @@ impl JudgeExecutor {
             .map_err(|e| internal("cannot compile the submission", e))?;
         let program = match build {
             Build::Program(program) => program,
-            Build::Error { exit_code, stderr } => {
-                return Ok(IoiOutcome::CompileError {
-                    code: exit_code,
-                    stderr,
-                })
-            }
+            Build::Error(error) => return Ok(IoiOutcome::CompileError(error)),
         };
         let verdict = self
             .judge
@@ -117,9 +112,9 @@ impl JudgeExecutor {
             .map_err(|e| internal("cannot compile the program", e))?;
         let binary = match compiled {
             Compiled::Binary(path) => path,
-            Compiled::Error { exit_code, stderr } => {
+            Compiled::Error(error) => {
                 return Ok(Response {
-                    compile: Some(compile_failure(exit_code, stderr)),
+                    compile: Some(compile_failure(error)),
                     run: None,
                 })
             }
@@ -251,17 +246,16 @@ fn piston_exit(outcome: &Outcome) -> (Option<i32>, Option<String>) {
     }
 }
 
-/// The compile stage of a failed compile; a compiler stopped by a limit (-1) was killed.
-fn compile_failure(exit_code: i32, stderr: String) -> Stage {
-    if exit_code < 0 {
-        Stage::new(
+/// The compile stage of a failed compile; a compiler stopped by a limit was killed.
+fn compile_failure(error: CompileError) -> Stage {
+    match error.exit_code {
+        None => Stage::new(
             String::new(),
-            stderr,
+            error.stderr,
             None,
             Some(HARD_TIMEOUT_SIGNAL.to_string()),
-        )
-    } else {
-        Stage::new(String::new(), stderr, Some(exit_code), None)
+        ),
+        Some(code) => Stage::new(String::new(), error.stderr, Some(code), None),
     }
 }
 
