@@ -512,7 +512,7 @@ fn build(
     let outcome = sandbox.run(&spec);
     // A compile that ioi-run stopped is not a verdict (and never cached).
     stop::check_outcome(&outcome)?;
-    let stderr = read_diagnostics(&stderr_path, MAX_COMPILER_STDERR);
+    let stderr = read_diagnostics(&stderr_path, MAX_COMPILER_STDERR)?;
     let program = workdir.path().join(job.output);
     let too_large = |size: u64| {
         format!(
@@ -571,13 +571,13 @@ fn build(
 
 /// The first `cap` bytes of the compiler's diagnostics (the rest is never read), decoded
 /// lossily: diagnostics quote the source, which need not be UTF-8.
-pub(super) fn read_diagnostics(path: &Path, cap: usize) -> String {
+pub(super) fn read_diagnostics(path: &Path, cap: usize) -> Result<String> {
     let total = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let mut text = super::workdir::read_prefix(path, cap as u64);
+    let mut text = super::workdir::read_prefix(path, cap as u64)?;
     if total > cap as u64 {
         text.push_str("\n[compiler output truncated]");
     }
-    text
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -590,10 +590,10 @@ mod tests {
         let path = dir.path().join("stderr");
         fs::write(&path, b"x.cpp:1: error: caf\xe9\n").unwrap();
         assert_eq!(
-            read_diagnostics(&path, 1000),
+            read_diagnostics(&path, 1000).unwrap(),
             "x.cpp:1: error: caf\u{fffd}\n"
         );
-        let cut = read_diagnostics(&path, 5);
+        let cut = read_diagnostics(&path, 5).unwrap();
         assert_eq!(cut, "x.cpp\n[compiler output truncated]");
     }
 

@@ -17,6 +17,8 @@ pub mod scripts;
 pub mod stop;
 pub mod tps;
 mod workdir;
+pub(crate) use workdir::read_capped;
+pub use workdir::OUTPUT_CAP;
 
 use std::path::PathBuf;
 use std::sync::Arc;

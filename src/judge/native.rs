@@ -187,8 +187,8 @@ fn run_checker(
     spec.limits = tool_limits(problem, 1);
     let run = sandbox.run(&spec);
     stop::check_outcome(&run)?;
-    let stdout = read_capped(&private.join("checker.out"));
-    let stderr = read_capped(&private.join("checker.err"));
+    let stdout = read_capped(&private.join("checker.out"))?;
+    let stderr = read_capped(&private.join("checker.err"))?;
     match run.status {
         // testlib checkers may exit non-zero on WA while still printing the score.
         Termination::Ok | Termination::RuntimeError => {
@@ -304,8 +304,8 @@ pub fn run_communication(
             check_manager_output(sandbox, problem, checker, test, &private, &manager_run)?;
         return Ok(scored(score, feedback, &usage));
     }
-    let stdout = read_capped(&private.path().join("manager.out"));
-    let stderr = read_capped(&private.path().join("manager.err"));
+    let stdout = read_capped(&private.path().join("manager.out"))?;
+    let stderr = read_capped(&private.path().join("manager.err"))?;
     let parsed = check::parse_verdict(&stdout, &stderr, "manager");
     let stopped_talking = || {
         scored(
@@ -428,7 +428,7 @@ fn check_manager_output(
             "the manager failed on test {}: {} (stderr: {})",
             test.name,
             manager_run.message,
-            read_capped(&private.path().join("manager.err")).trim()
+            read_capped(&private.path().join("manager.err"))?.trim()
         );
     }
     fs::rename(
@@ -489,7 +489,7 @@ pub(crate) fn manager_output(
         bail!(
             "the manager: {} (stderr: {})",
             manager_run.message,
-            read_capped(&private.path().join("manager.err")).trim()
+            read_capped(&private.path().join("manager.err"))?.trim()
         );
     }
     fs::copy(private.path().join("manager.out"), output)

@@ -559,7 +559,7 @@ fn compile_with(
         Termination::TimeLimit | Termination::MemoryLimit => Some(BuildResult::Error {
             error: CompileError::stopped(format!(
                 "{}\ncompiler stopped: {}",
-                read_diagnostics(&stderr_path, MAX_COMPILER_STDERR),
+                read_diagnostics(&stderr_path, MAX_COMPILER_STDERR)?,
                 outcome.message
             )),
             cacheable: true,

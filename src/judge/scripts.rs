@@ -76,7 +76,7 @@ pub fn compile(
     spec.limits = script_limits(Duration::from_secs(120), 4 << 30);
     let outcome = sandbox.run(&spec);
     super::stop::check_outcome(&outcome)?;
-    let stderr = read_capped(&work.join(".compile-stderr"));
+    let stderr = read_capped(&work.join(".compile-stderr"))?;
     Ok(match outcome.status {
         Termination::Ok => ScriptBuild::Box(Arc::new(work)),
         Termination::InternalError => {
@@ -113,8 +113,8 @@ pub fn run_test(
     spec.limits = script_limits(hard, problem.memory_limit.saturating_mul(2) + (1 << 30));
     let outcome = sandbox.run(&spec);
     super::stop::check_outcome(&outcome)?;
-    let stdout = read_capped(&private.path().join("stdout"));
-    let stderr = read_capped(&private.path().join("stderr"));
+    let stdout = read_capped(&private.path().join("stdout"))?;
+    let stderr = read_capped(&private.path().join("stderr"))?;
     if outcome.status == Termination::InternalError {
         anyhow::bail!("cannot run the run script: {}", outcome.message);
     }

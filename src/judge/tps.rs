@@ -312,7 +312,7 @@ fn make_input(
             spec.stderr = Stdio::Path(stderr.clone());
             spec.limits = maker_limits(4 << 30);
             let run = judge.sandbox().run(&spec);
-            let message = super::workdir::read_capped(&stderr);
+            let message = super::workdir::read_capped(&stderr)?;
             let _ = fs::remove_file(&stderr);
             if run.status != Termination::Ok {
                 bail!(
@@ -396,7 +396,7 @@ fn validate(
         spec.stderr = Stdio::Path(stderr.clone());
         spec.limits = maker_limits(4 << 30);
         let run = judge.sandbox().run(&spec);
-        let message = super::workdir::read_capped(&stderr);
+        let message = super::workdir::read_capped(&stderr)?;
         let _ = fs::remove_file(&stderr);
         if run.status != Termination::Ok {
             bail!(
@@ -494,7 +494,7 @@ fn run_data_py(judge: &Judge, dir: &Path, script: &[u8]) -> Result<String> {
             "{}: python3 failed (it must be installed in the host's /usr): {} (stderr: {})",
             origin.display(),
             run.message,
-            super::workdir::read_capped(&stderr).trim()
+            super::workdir::read_capped(&stderr)?.trim()
         );
     }
     String::from_utf8(fs::read(&stdout)?)
