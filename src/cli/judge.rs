@@ -36,11 +36,12 @@ pub struct Args {
     /// Judge only this subtask (repeatable).
     #[arg(long = "subtask")]
     subtasks: Vec<String>,
-    #[command(flatten)]
-    run: super::RunArgs,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    // Last: its compile cache options open a help heading of their own.
+    #[command(flatten)]
+    run: super::RunArgs,
 }
 
 pub fn run(args: Args) -> Result<i32> {
