@@ -108,7 +108,7 @@ fn install_interrupt_handler() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            crate::interrupt::record(sig);
+            crate::judge::stop::interrupted_by(sig);
             // Never `eprintln!` here: with stderr a closed pipe it panics, and the handler
             // would never reach the exit below.
             let _ = std::io::Write::write_fmt(
@@ -118,7 +118,6 @@ fn install_interrupt_handler() {
                  kept; `evaluate` resumes where it stopped when run again.\n"
                 ),
             );
-            crate::judge::stop::request();
             ioi_sandbox::abort_all();
             crate::scratch::remove_own();
             std::process::exit(128 + sig);
@@ -129,7 +128,7 @@ fn install_interrupt_handler() {
 /// Once interrupted, the interrupt handler owns the exit: the main thread, whose runs were just
 /// killed, must not exit first with their failure.
 fn wait_if_interrupted() {
-    if crate::interrupt::signal().is_some() {
+    if crate::judge::stop::interrupting_signal().is_some() {
         loop {
             std::thread::park();
         }
