@@ -159,15 +159,21 @@ impl CompileJob<'_> {
             h.update(part.as_bytes());
             h.update(b"\0");
         }
-        let mut files = self.files.clone();
-        files.sort();
-        for (name, content) in files {
-            h.update(name.as_bytes());
-            h.update(b"\0");
-            h.update(&(content.len() as u64).to_le_bytes());
-            h.update(content);
-        }
+        hash_files(&mut h, &self.files);
         h.finalize().to_hex().to_string()
+    }
+}
+
+/// Feeds named files into a cache key, in name order, each name and content delimited, so no
+/// two different sets of files give the same bytes.
+pub(super) fn hash_files(h: &mut blake3::Hasher, files: &[(&str, &[u8])]) {
+    let mut files = files.to_vec();
+    files.sort();
+    for (name, content) in files {
+        h.update(name.as_bytes());
+        h.update(b"\0");
+        h.update(&(content.len() as u64).to_le_bytes());
+        h.update(content);
     }
 }
 

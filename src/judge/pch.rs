@@ -380,14 +380,7 @@ fn key(kind: &str, flags: &[&str], what: &[&str], files: &[(&str, &[u8])]) -> St
         h.update(part.as_bytes());
         h.update(b"\0");
     }
-    let mut files = files.to_vec();
-    files.sort();
-    for (name, content) in files {
-        h.update(name.as_bytes());
-        h.update(b"\0");
-        h.update(&(content.len() as u64).to_le_bytes());
-        h.update(content);
-    }
+    super::compile::hash_files(&mut h, files);
     format!("{kind}-{}", h.finalize().to_hex())
 }
 

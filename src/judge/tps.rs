@@ -236,24 +236,12 @@ fn make_tests(
     let header = gen_file(package, "input.header");
     let footer = gen_file(package, "input.footer");
     plan.tests.par_iter().try_for_each(|test| {
-        make_input(judge, package, tools, test, out, header, footer).with_context(|| {
-            format!(
-                "test {} ({}: line {})",
-                test.name,
-                package.dir.join("gen/data").display(),
-                test.line
-            )
-        })
+        make_input(judge, package, tools, test, out, header, footer)
+            .with_context(|| gen_data_line(package, test))
     })?;
     plan.tests.par_iter().try_for_each(|test| {
-        validate(judge, package, plan, tools, test, out).with_context(|| {
-            format!(
-                "test {} ({}: line {})",
-                test.name,
-                package.dir.join("gen/data").display(),
-                test.line
-            )
-        })
+        validate(judge, package, plan, tools, test, out)
+            .with_context(|| gen_data_line(package, test))
     })?;
     plan.tests.par_iter().try_for_each(|test| {
         make_output(judge, problem, tools, test, out).with_context(|| {
@@ -263,6 +251,16 @@ fn make_tests(
             )
         })
     })
+}
+
+/// Where a test comes from, for errors: its name and its line of `gen/data`.
+fn gen_data_line(package: &TpsPackage, test: &GenTest) -> String {
+    format!(
+        "test {} ({}: line {})",
+        test.name,
+        package.dir.join("gen/data").display(),
+        test.line
+    )
 }
 
 fn gen_file<'a>(package: &'a TpsPackage, name: &str) -> Option<&'a GraderFile> {
