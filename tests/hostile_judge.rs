@@ -35,6 +35,14 @@ fn statuses(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The feedback of the first test of a report.
+fn first_feedback(report: &Value) -> String {
+    tests_of(report)[0]["feedback"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn tests_of(report: &Value) -> Vec<Value> {
     report["subtasks"]
         .as_array()
@@ -350,10 +358,7 @@ fn an_output_flood_is_stopped_at_the_output_limit() {
         &dir.join("solutions/whitespace_flood.cpp"),
     );
     assert_eq!(statuses(&report), vec!["WA", "WA"]);
-    let feedback = tests_of(&report)[0]["feedback"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let feedback = first_feedback(&report);
     assert!(
         feedback.starts_with("Output isn't correct: output limit exceeded (more than "),
         "{feedback}"
@@ -373,10 +378,7 @@ fn a_program_over_the_size_cap_is_a_compilation_error() {
     let dir = problem_dir("wdiff");
     let report = judge_json(work.path(), &["--max-program-size", "1M"], &dir, &solution);
     assert_eq!(statuses(&report), vec!["CE", "CE"]);
-    let feedback = tests_of(&report)[0]["feedback"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let feedback = first_feedback(&report);
     assert!(
         feedback.contains("over the limit of 1048576 bytes"),
         "{feedback}"
@@ -402,10 +404,7 @@ fn compiler_diagnostics_are_capped_and_lossy() {
     let dir = problem_dir("wdiff");
     let report = judge_json(work.path(), &[], &dir, &solution);
     assert_eq!(statuses(&report), vec!["CE", "CE"]);
-    let feedback = tests_of(&report)[0]["feedback"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let feedback = first_feedback(&report);
     assert!(
         feedback.contains("caf\u{fffd} is not UTF-8"),
         "{}",
