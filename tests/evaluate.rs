@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 mod common;
-use common::{bin, ok, project};
+use common::{bin, failed, ok, project};
 
 fn root() -> PathBuf {
     project().to_path_buf()
@@ -370,8 +370,7 @@ fn unknown_problem_is_an_error_naming_file_row_and_field() {
         .arg(demo.join("problems"))
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(out);
     assert!(
         err.contains("subs.jsonl")
             && err.contains("row 2")

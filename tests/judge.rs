@@ -6,24 +6,10 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{bin_shared_cache, is_root_or_skip, problem_dir};
+use common::{bin_shared_cache, failed, is_root_or_skip, problem_dir, subtask_statuses};
 
 fn judge_json(args: &[&str]) -> Value {
     common::judge_json(bin_shared_cache(), args)
-}
-
-fn subtask_statuses(report: &Value) -> Vec<(String, String)> {
-    report["subtasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["subtask"].as_str().unwrap().to_string(),
-                s["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 /// Judges every solution of a problem and compares with expected.json.
@@ -258,8 +244,7 @@ fn unknown_subtask_is_a_clear_error() {
         ])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(out);
     assert!(
         err.contains("no subtask \"99-nope\"") && err.contains("01-small"),
         "{err}"

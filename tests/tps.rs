@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 mod common;
-use common::{bin, is_root_or_skip, ok};
+use common::{bin, failed, is_root_or_skip, ok};
 
 fn tasks() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/problems/tps")
@@ -27,17 +27,7 @@ fn judge(work: &Path, args: &[&Path]) -> Value {
 
 /// Subtask → status of a `judge --json` report.
 fn statuses(report: &Value) -> BTreeMap<String, String> {
-    report["subtasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["subtask"].as_str().unwrap().to_string(),
-                s["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    common::subtask_statuses(report).into_iter().collect()
 }
 
 /// What `solutions.json` expects, as subtask statuses (`00-samples` → `AC`, ...).
@@ -362,8 +352,7 @@ fn an_input_the_validator_refuses_is_an_error_naming_test_and_validator() {
         .arg(copy.join("solution/model.cpp"))
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(out);
     assert!(
         err.contains("test 1-01")
             && err.contains("validator.cpp small")
@@ -385,8 +374,7 @@ fn script_mode_refuses_a_communication_task_with_a_checker() {
         .arg(dir.join("solution/binary.cpp"))
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(out);
     assert!(
         err.contains("tpsguess") && err.contains("native runner only"),
         "{err}"

@@ -64,6 +64,31 @@ pub fn ok(out: Output) -> String {
     text(&out.stdout)
 }
 
+/// The stderr of a command that must have failed (else the test fails showing its stdout).
+pub fn failed(out: Output) -> String {
+    assert!(
+        !out.status.success(),
+        "succeeded unexpectedly: {}",
+        text(&out.stdout)
+    );
+    text(&out.stderr)
+}
+
+/// (subtask, status) of each subtask of a `judge --json` report, in order.
+pub fn subtask_statuses(report: &Value) -> Vec<(String, String)> {
+    report["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["subtask"].as_str().unwrap().to_string(),
+                s["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// `cmd judge --json ARGS...`: the report, after asserting the command succeeded.
 pub fn judge_json<A: AsRef<OsStr>>(mut cmd: Command, args: impl IntoIterator<Item = A>) -> Value {
     let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
