@@ -8,7 +8,6 @@ pub mod bench;
 pub mod cli;
 pub mod dataset;
 pub mod evaluate;
-pub mod interrupt;
 pub mod judge;
 pub mod problem;
 pub mod score;

@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+mod common;
+
 #[test]
 fn doctor_uses_the_sandbox_words_and_logs_without_colour_codes() {
     let out = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
@@ -23,8 +25,7 @@ fn doctor_uses_the_sandbox_words_and_logs_without_colour_codes() {
         assert!(!stdout.contains(internal), "{internal:?} in {stdout}");
     }
     if !out.status.success() {
-        eprintln!("SKIPPED: doctor reports this host cannot judge:\n{stdout}");
-        assert!(std::env::var_os("CI").is_none(), "CI must be able to judge");
+        common::skip(&format!("doctor reports this host cannot judge:\n{stdout}"));
         return;
     }
     assert!(

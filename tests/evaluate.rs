@@ -3,34 +3,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+mod common;
+use common::{bin, failed, ok, project};
+
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The binary with a private cache and temp folder inside `work` (so that even a killed run
-/// leaves nothing outside the test's own folder).
-fn bin(work: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
-    let tmp = work.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    cmd.env("IOI_RUN_CACHE", work.join("cache"))
-        .env("TMPDIR", &tmp);
-    cmd
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    project().to_path_buf()
 }
 
 fn read_rows(path: &Path) -> Vec<Map<String, Value>> {
@@ -389,8 +370,7 @@ fn unknown_problem_is_an_error_naming_file_row_and_field() {
         .arg(demo.join("problems"))
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(out);
     assert!(
         err.contains("subs.jsonl")
             && err.contains("row 2")

@@ -6,18 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin(work: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
-    let tmp = work.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    cmd.env("IOI_RUN_CACHE", work.join("cache"))
-        .env("TMPDIR", &tmp)
-        .env_remove("HF_HUB_OFFLINE");
-    cmd
-}
+mod common;
+use common::{is_root_or_skip, text};
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// The binary with its cache and temporary folder in `work`, online unless a test says not.
+fn bin(work: &Path) -> Command {
+    let mut cmd = common::bin(work);
+    cmd.env_remove("HF_HUB_OFFLINE");
+    cmd
 }
 
 fn demo_problems(work: &Path) -> PathBuf {
@@ -55,15 +51,7 @@ fn evaluate(work: &Path, subs: &Path, out: &Path, problems: &Path, extra: &[&str
 /// Judging needs root (namespaces, cgroups): without it the test says so and passes, except
 /// in CI, where it must fail loudly.
 fn can_judge() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run the tests as root"
-    );
-    eprintln!("SKIPPED: judging needs root");
-    false
+    is_root_or_skip("judging")
 }
 
 #[test]

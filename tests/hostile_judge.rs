@@ -4,54 +4,26 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::Value;
 
-/// Whether this test can run sandboxes (root). Without root it says SKIPPED, except under CI.
+mod common;
+use common::{bin, is_root_or_skip, problem_dir, wait_until, Guard};
+use std::ffi::OsStr;
+
+/// Whether this test can run sandboxes (root); otherwise SKIPPED, or a failure under CI.
 fn can_sandbox() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI runs as root: these tests need the sandbox"
-    );
-    eprintln!("SKIPPED: not root, the sandbox cannot run");
-    false
-}
-
-fn problem_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/problems")
-        .join(name)
-}
-
-/// The binary with its cache and temporary folders inside `work`.
-fn bin(work: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
-    let tmp = work.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    cmd.env("IOI_RUN_CACHE", work.join("cache"))
-        .env("TMPDIR", &tmp);
-    cmd
+    is_root_or_skip("the hostile judge tests")
 }
 
 fn judge_json(work: &Path, args: &[&str], problem: &Path, solution: &Path) -> Value {
-    let out = bin(work)
-        .args(["judge", "--json"])
-        .args(args)
-        .arg(problem)
-        .arg(solution)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ioi-run judge {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
+    let args = args
+        .iter()
+        .map(OsStr::new)
+        .chain([problem.as_os_str(), solution.as_os_str()]);
+    common::judge_json(bin(work), args)
 }
 
 fn statuses(report: &Value) -> Vec<String> {
@@ -61,6 +33,14 @@ fn statuses(report: &Value) -> Vec<String> {
         .iter()
         .map(|s| s["status"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// The feedback of the first test of a report.
+fn first_feedback(report: &Value) -> String {
+    tests_of(report)[0]["feedback"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn tests_of(report: &Value) -> Vec<Value> {
@@ -162,14 +142,6 @@ fn descendants(ancestor: u32) -> Vec<(u32, Vec<String>)> {
     found
 }
 
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Every `error.json` of a compile cache, as text.
 fn cached_errors(cache: &Path) -> Vec<String> {
     let mut found = Vec::new();
@@ -182,15 +154,6 @@ fn cached_errors(cache: &Path) -> Vec<String> {
         }
     }
     found
-}
-
-/// The ioi-run child, killed (by pid) if the test fails before it ends.
-struct Guard(std::process::Child);
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Issue 8 item 3: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while a
@@ -395,10 +358,7 @@ fn an_output_flood_is_stopped_at_the_output_limit() {
         &dir.join("solutions/whitespace_flood.cpp"),
     );
     assert_eq!(statuses(&report), vec!["WA", "WA"]);
-    let feedback = tests_of(&report)[0]["feedback"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let feedback = first_feedback(&report);
     assert!(
         feedback.starts_with("Output isn't correct: output limit exceeded (more than "),
         "{feedback}"
@@ -418,10 +378,7 @@ fn a_program_over_the_size_cap_is_a_compilation_error() {
     let dir = problem_dir("wdiff");
     let report = judge_json(work.path(), &["--max-program-size", "1M"], &dir, &solution);
     assert_eq!(statuses(&report), vec!["CE", "CE"]);
-    let feedback = tests_of(&report)[0]["feedback"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let feedback = first_feedback(&report);
     assert!(
         feedback.contains("over the limit of 1048576 bytes"),
         "{feedback}"
@@ -447,10 +404,7 @@ fn compiler_diagnostics_are_capped_and_lossy() {
     let dir = problem_dir("wdiff");
     let report = judge_json(work.path(), &[], &dir, &solution);
     assert_eq!(statuses(&report), vec!["CE", "CE"]);
-    let feedback = tests_of(&report)[0]["feedback"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let feedback = first_feedback(&report);
     assert!(
         feedback.contains("caf\u{fffd} is not UTF-8"),
         "{}",

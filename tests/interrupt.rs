@@ -2,7 +2,10 @@
 //! cgroups are removed.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
+use common::{is_root_or_skip, Guard};
 
 /// Sandboxed `sleep MARKER` processes (not ioi-run itself, whose arguments hold the marker too).
 fn processes_with(marker: &str) -> usize {
@@ -34,33 +37,20 @@ fn cgroups_of(pid: u32) -> Vec<String> {
     found
 }
 
-/// The ioi-run child, killed if the test fails before it ends.
-struct Guard(std::process::Child);
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A marker unique to this test process, so leftovers of other runs cannot be mistaken.
 fn marker(n: u32) -> String {
     format!("{}.{n:04}", 7000 + std::process::id() % 2000)
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    common::wait_until(what, Duration::from_secs(20), done)
 }
 
 #[test]
 fn sigint_kills_the_sandboxed_program_and_removes_its_cgroup() {
+    if !is_root_or_skip("the sandbox") {
+        return;
+    }
     let marker = &marker(1);
     let mut child = Guard(
         Command::new(env!("CARGO_BIN_EXE_ioi-run"))
@@ -106,6 +96,9 @@ fn sigint_kills_the_sandboxed_program_and_removes_its_cgroup() {
 
 #[test]
 fn sigkill_of_ioi_run_still_kills_the_sandbox() {
+    if !is_root_or_skip("the sandbox") {
+        return;
+    }
     let marker = &marker(2);
     let mut child = Guard(
         Command::new(env!("CARGO_BIN_EXE_ioi-run"))

@@ -4,21 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::{bin_shared_cache, is_root_or_skip, problem_dir, text};
+
 fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
-    cmd.env(
-        "IOI_RUN_CACHE",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache"),
-    );
-    cmd
+    bin_shared_cache()
 }
 
 fn sumpairs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/problems/sumpairs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    problem_dir("sumpairs")
 }
 
 fn judge(args: &[&Path], columns: Option<&str>) -> Output {
@@ -34,15 +28,7 @@ fn judge(args: &[&Path], columns: Option<&str>) -> Output {
 /// Judging needs root (namespaces, cgroups): without it the test says so and passes, except
 /// in CI, where it must fail loudly.
 fn can_judge() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run the tests as root"
-    );
-    eprintln!("SKIPPED: judging needs root");
-    false
+    is_root_or_skip("judging")
 }
 
 #[test]

@@ -5,6 +5,9 @@ use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 
+mod common;
+use common::skip;
+
 fn sandbox_cmd() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
     cmd.args(["sandbox", "--time", "5"]);
@@ -16,11 +19,7 @@ fn sandbox_missing(stderr: &str) -> bool {
     if !stderr.contains("cannot start on this host") {
         return false;
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the sandbox must start in CI: {stderr}"
-    );
-    eprintln!("SKIPPED: the sandbox cannot start here: {stderr}");
+    skip(&format!("the sandbox cannot start here: {stderr}"));
     true
 }
 

@@ -2,9 +2,8 @@
 //! client builds them for the fixture problems under tests/problems, answers read back with the
 //! port of the client (`client_view`), statuses derived as the pipeline derives them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use ioi_run::judge::JudgeOptions;
 use ioi_run::problem::cms::load_cms;
@@ -12,70 +11,28 @@ use ioi_run::problem::config::ensure_grader_config;
 use ioi_run::problem::Problem;
 use ioi_run::score::Verdict;
 use ioi_run::server::piston::client_view;
-use ioi_run::server::{Executor, JudgeExecutor, Response, ServeOptions, Server};
+use ioi_run::server::{JudgeExecutor, Response};
 use serde_json::{json, Value};
 
-/// The server on an ephemeral port, on its own runtime; stopped when dropped, even when the
-/// test fails.
-struct TestServer {
-    runtime: tokio::runtime::Runtime,
-    server: Option<Server>,
-    url: String,
+mod common;
+use common::{is_root_or_skip, post, problem_dir, skip, TestServer};
+
+/// The server with the real judge, room for 32 waiting requests.
+fn start(executor: Arc<JudgeExecutor>) -> TestServer {
+    TestServer::start(executor, |o| o.max_queue = 32)
 }
 
-impl TestServer {
-    fn start(executor: Arc<dyn Executor>) -> TestServer {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut options = ServeOptions::new("127.0.0.1:0".parse().unwrap(), 2);
-        options.max_queue = 32;
-        let server = runtime.block_on(Server::start(options, executor)).unwrap();
-        let url = format!("http://{}/api/v2/execute", server.local_addr());
-        TestServer {
-            runtime,
-            server: Some(server),
-            url,
-        }
-    }
-
-    /// Posts a request body; the HTTP status and the JSON answer.
-    fn post(&self, body: &Value) -> (u16, Value) {
-        let agent = ureq::AgentBuilder::new()
-            .timeout(Duration::from_secs(120))
-            .build();
-        let reply = agent
-            .post(&self.url)
-            .set("Content-Type", "application/json")
-            .send_string(&body.to_string());
-        let reply = match reply {
-            Ok(reply) => reply,
-            Err(ureq::Error::Status(_, reply)) => reply,
-            Err(e) => panic!("HTTP transport error: {e}"),
-        };
-        (reply.status(), reply.into_json().expect("a JSON answer"))
-    }
-
-    /// Posts an IOI request and reads the answer as the Python client does.
-    fn judge(&self, body: &Value) -> (String, String) {
-        let (status, answer) = self.post(body);
-        assert_eq!(status, 200, "{answer}");
-        let response: Response = serde_json::from_value(answer).expect("a Piston response");
-        client_view(&response).expect("the client understands the answer")
-    }
+/// Posts a request body to `execute`; the HTTP status and the JSON answer.
+fn execute(server: &TestServer, body: &Value) -> (u16, Value) {
+    post(&server.url("execute"), &body.to_string())
 }
 
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown_handle().shutdown();
-            let _ = self.runtime.block_on(async {
-                tokio::time::timeout(Duration::from_secs(10), server.wait()).await
-            });
-        }
-    }
+/// Posts an IOI request and reads the answer as the Python client does.
+fn judge(server: &TestServer, body: &Value) -> (String, String) {
+    let (status, answer) = execute(server, body);
+    assert_eq!(status, 200, "{answer}");
+    let response: Response = serde_json::from_value(answer).expect("a Piston response");
+    client_view(&response).expect("the client understands the answer")
 }
 
 /// One executor for the tests that do not count compiles, so the fixtures' checkers and
@@ -94,12 +51,6 @@ fn shared_executor() -> Arc<JudgeExecutor> {
             )
         })
         .clone()
-}
-
-fn problem_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/problems")
-        .join(name)
 }
 
 /// A fixture problem with its `graders/grader_config.json`, as dataset rows carry it.
@@ -158,7 +109,7 @@ fn judge_fixture(server: &TestServer, problem: &str, name: &str, test: &str) -> 
         &test_file(problem, test, "in"),
         &test_file(problem, test, "out"),
     );
-    server.judge(&body)
+    judge(server, &body)
 }
 
 fn status(view: &(String, String)) -> Verdict {
@@ -168,7 +119,10 @@ fn status(view: &(String, String)) -> Verdict {
 
 #[test]
 fn batch_with_checker_every_verdict() {
-    let server = TestServer::start(shared_executor());
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
     // (solution, test, status, score, feedback prefix)
     let cases = [
         ("ac", "06", Verdict::Accepted, "1", "Output is correct"),
@@ -239,7 +193,10 @@ fn batch_with_checker_every_verdict() {
 
 #[test]
 fn a_sleeper_is_a_hard_timeout_that_the_client_reads_as_tle() {
-    let server = TestServer::start(shared_executor());
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
     let fixture = fixture("sumpairs");
     let body = client_request(
         &fixture,
@@ -247,7 +204,7 @@ fn a_sleeper_is_a_hard_timeout_that_the_client_reads_as_tle() {
         &test_file("sumpairs", "01", "in"),
         &test_file("sumpairs", "01", "out"),
     );
-    let (code, answer) = server.post(&body);
+    let (code, answer) = execute(&server, &body);
     assert_eq!(code, 200, "{answer}");
     assert_eq!(
         (
@@ -265,7 +222,10 @@ fn a_sleeper_is_a_hard_timeout_that_the_client_reads_as_tle() {
 
 #[test]
 fn communication_accepted_and_early_failure() {
-    let server = TestServer::start(shared_executor());
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
     let ac = judge_fixture(&server, "guess", "ac", "01");
     assert_eq!(ac, ("1".into(), "Output is correct".into()));
     let early = judge_fixture(&server, "guess", "exit3_early", "01");
@@ -277,6 +237,9 @@ fn communication_accepted_and_early_failure() {
 
 #[test]
 fn a_submission_sent_once_per_test_compiles_once() {
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
     let cache = tempfile::tempdir().unwrap();
     let executor = Arc::new(
         JudgeExecutor::new(JudgeOptions {
@@ -285,7 +248,7 @@ fn a_submission_sent_once_per_test_compiles_once() {
         })
         .unwrap(),
     );
-    let server = TestServer::start(executor.clone());
+    let server = start(executor.clone());
     let fixture = fixture("sumpairs");
     let submission = solution("sumpairs", "ac");
     let tests = ["01", "02", "03", "04", "05", "06"];
@@ -308,7 +271,7 @@ fn a_submission_sent_once_per_test_compiles_once() {
                 let bodies = &bodies;
                 s.spawn(move || {
                     for body in bodies.iter().skip(k).step_by(4).chain(bodies.iter()) {
-                        assert_eq!(server.judge(body).0, "1");
+                        assert_eq!(judge(server, body).0, "1");
                     }
                 })
             })
@@ -323,7 +286,10 @@ fn a_submission_sent_once_per_test_compiles_once() {
 
 #[test]
 fn a_batch_request_without_expected_output_or_checker_is_a_400() {
-    let server = TestServer::start(shared_executor());
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
     let fixture = fixture("wdiff");
     let body = client_request(
         &fixture,
@@ -331,7 +297,7 @@ fn a_batch_request_without_expected_output_or_checker_is_a_400() {
         &test_file("wdiff", "01", "in"),
         "",
     );
-    let (code, answer) = server.post(&body);
+    let (code, answer) = execute(&server, &body);
     assert_eq!(code, 400, "{answer}");
     assert!(
         answer["message"]
@@ -355,11 +321,14 @@ fn plain_request(source: &str, stdin: &str, run_timeout_ms: u64) -> Value {
 
 #[test]
 fn plain_cpp_compiles_and_runs_with_stdin() {
-    let server = TestServer::start(shared_executor());
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
     let hello = "#include <iostream>\n#include <string>\nint main() { std::string name; \
                  std::cin >> name; std::cout << \"hello \" << name << std::endl; \
                  std::cerr << \"done\"; return 3; }\n";
-    let (code, answer) = server.post(&plain_request(hello, "world\n", 3000));
+    let (code, answer) = execute(&server, &plain_request(hello, "world\n", 3000));
     assert_eq!(code, 200, "{answer}");
     assert_eq!(answer["compile"]["code"], 0, "{answer}");
     let run = &answer["run"];
@@ -376,7 +345,7 @@ fn plain_cpp_compiles_and_runs_with_stdin() {
     assert_eq!(run["output"], "hello world\ndone");
 
     let spin = "int main() { volatile unsigned x = 0; for (;;) x++; }\n";
-    let (_, answer) = server.post(&plain_request(spin, "", 300));
+    let (_, answer) = execute(&server, &plain_request(spin, "", 300));
     assert_eq!(
         (
             answer["run"]["code"].clone(),
@@ -387,7 +356,7 @@ fn plain_cpp_compiles_and_runs_with_stdin() {
     );
 
     let broken = "int main() { return }\n";
-    let (code, answer) = server.post(&plain_request(broken, "", 1000));
+    let (code, answer) = execute(&server, &plain_request(broken, "", 1000));
     assert_eq!(code, 200, "{answer}");
     assert_eq!(answer["compile"]["code"], 1, "{answer}");
     assert!(
@@ -427,7 +396,7 @@ fn codeforces_request(
 
 /// Whether the client counts the test as passed (`run.code == 0`, `run.stdout` is `1`).
 fn codeforces_passed(server: &TestServer, body: &Value) -> bool {
-    let (status, answer) = server.post(body);
+    let (status, answer) = execute(server, body);
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["compile"]["code"], 0, "{answer}");
     answer["run"]["code"] == 0 && answer["run"]["stdout"].as_str().map(str::trim) == Some("1")
@@ -435,7 +404,10 @@ fn codeforces_passed(server: &TestServer, body: &Value) -> bool {
 
 #[test]
 fn a_codeforces_program_printing_1_or_reading_the_expected_output_passes_nothing() {
-    let server = TestServer::start(shared_executor());
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
     let sum = "#include <cstdio>\nint main(){long long a,b;scanf(\"%lld %lld\",&a,&b);printf(\"%lld\\n\",a+b);}";
     assert!(codeforces_passed(
         &server,
@@ -454,22 +426,24 @@ fn a_codeforces_program_printing_1_or_reading_the_expected_output_passes_nothing
     let copy = "#include <cstdio>\n#include <initializer_list>\nint main(){for(const char*p:{\"correct_output.txt\",\"/box/correct_output.txt\"})\
                 if(FILE*f=fopen(p,\"r\")){int c;while((c=fgetc(f))!=EOF)putchar(c);return 0;}puts(\"none\");}";
     for mode in ["stdio", "file"] {
-        let (_, answer) = server.post(&codeforces_request("c++17", copy, "2 3\n", "5\n", mode));
+        let (_, answer) = execute(
+            &server,
+            &codeforces_request("c++17", copy, "2 3\n", "5\n", mode),
+        );
         assert_eq!(answer["run"]["stdout"], "0\n", "{mode}: {answer}");
     }
 }
 
 #[test]
 fn a_codeforces_python_program_runs_in_the_box_and_file_mode_uses_output_txt() {
-    if !std::path::Path::new("/usr/bin/python3").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI needs /usr/bin/python3"
-        );
-        eprintln!("SKIPPED: no /usr/bin/python3");
+    if !is_root_or_skip("judging through the server") {
         return;
     }
-    let server = TestServer::start(shared_executor());
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        skip("no /usr/bin/python3");
+        return;
+    }
+    let server = start(shared_executor());
     let sum = "a, b = map(int, input().split())\nprint(a + b)";
     assert!(codeforces_passed(
         &server,

@@ -7,11 +7,13 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use ioi_run::judge::CompileError;
 use ioi_run::server::piston::{client_view, ioi_response, IoiOutcome};
-use ioi_run::server::{
-    Executor, IoiJob, Job, RequestError, Response, ServeOptions, Server, Stage, TaskType,
-};
+use ioi_run::server::{Executor, IoiJob, Job, RequestError, Response, Stage, TaskType};
 use serde_json::{json, Value};
+
+mod common;
+use common::{agent, answer, get, post, TestServer};
 
 /// How a fake executor answers a job.
 type Answer = Box<dyn Fn(&Job) -> Result<Response, RequestError> + Send + Sync>;
@@ -63,84 +65,6 @@ impl Gate {
         *self.open.lock().unwrap() = true;
         self.changed.notify_all();
     }
-}
-
-/// A server on an ephemeral port, on its own runtime, so tests speak blocking HTTP to it.
-struct TestServer {
-    runtime: tokio::runtime::Runtime,
-    server: Option<Server>,
-    base: String,
-}
-
-impl TestServer {
-    fn start(executor: Arc<dyn Executor>, configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut options = ServeOptions::new("127.0.0.1:0".parse().unwrap(), 2);
-        configure(&mut options);
-        let server = runtime.block_on(Server::start(options, executor)).unwrap();
-        let base = format!("http://{}/api/v2", server.local_addr());
-        TestServer {
-            runtime,
-            server: Some(server),
-            base,
-        }
-    }
-
-    fn url(&self, route: &str) -> String {
-        format!("{}/{route}", self.base)
-    }
-
-    /// Asks the server to stop and waits for it.
-    fn stop(mut self) -> anyhow::Result<()> {
-        let server = self.server.take().unwrap();
-        server.shutdown_handle().shutdown();
-        self.runtime.block_on(server.wait())
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown_handle().shutdown();
-            let _ = self.runtime.block_on(async {
-                tokio::time::timeout(Duration::from_secs(5), server.wait()).await
-            });
-        }
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(60))
-        .build()
-}
-
-/// Status and JSON body of a response, whatever the status.
-fn answer(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
-    let response = match result {
-        Ok(response) => response,
-        Err(ureq::Error::Status(_, response)) => response,
-        Err(e) => panic!("HTTP transport error: {e}"),
-    };
-    let status = response.status();
-    (status, response.into_json().expect("the body is JSON"))
-}
-
-fn get(url: &str) -> (u16, Value) {
-    answer(agent().get(url).call())
-}
-
-fn post(url: &str, body: &str) -> (u16, Value) {
-    answer(
-        agent()
-            .post(url)
-            .set("Content-Type", "application/json")
-            .send_string(body),
-    )
 }
 
 /// The request body the seed's Python client (`run_submission`) sends for one test.
@@ -352,10 +276,7 @@ fn every_judge_outcome_maps_back_to_the_clients_score_and_feedback() {
                 score: 0.0,
                 feedback: "Memory limit exceeded".into(),
             },
-            "ce" => IoiOutcome::CompileError {
-                code: 1,
-                stderr: "nile.cpp:1:1: error".into(),
-            },
+            "ce" => IoiOutcome::CompileError(CompileError::exited(1, "nile.cpp:1:1: error")),
             "hard" => IoiOutcome::HardTimeout,
             other => panic!("unexpected submission {other}"),
         };

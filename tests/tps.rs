@@ -6,9 +6,11 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod common;
+use common::{bin, failed, is_root_or_skip, ok};
 
 fn tasks() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/problems/tps")
@@ -16,56 +18,16 @@ fn tasks() -> PathBuf {
 
 /// The sandbox needs root: elsewhere the tests say so and pass, except under CI.
 fn can_run() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "TPS tests need root (the sandbox)"
-    );
-    eprintln!("SKIPPED: TPS tests need root (the sandbox)");
-    false
-}
-
-/// The binary with its compile cache (where generated tests go too) and temp folder in `work`.
-fn bin(work: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ioi-run"));
-    let tmp = work.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    cmd.env("IOI_RUN_CACHE", work.join("cache"))
-        .env("TMPDIR", &tmp);
-    cmd
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    is_root_or_skip("TPS tests")
 }
 
 fn judge(work: &Path, args: &[&Path]) -> Value {
-    let mut cmd = bin(work);
-    cmd.args(["judge", "--json"]).args(args);
-    serde_json::from_str(&ok(cmd.output().unwrap())).unwrap()
+    common::judge_json(bin(work), args)
 }
 
 /// Subtask → status of a `judge --json` report.
 fn statuses(report: &Value) -> BTreeMap<String, String> {
-    report["subtasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["subtask"].as_str().unwrap().to_string(),
-                s["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    common::subtask_statuses(report).into_iter().collect()
 }
 
 /// What `solutions.json` expects, as subtask statuses (`00-samples` → `AC`, ...).
@@ -390,8 +352,7 @@ fn an_input_the_validator_refuses_is_an_error_naming_test_and_validator() {
         .arg(copy.join("solution/model.cpp"))
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(out);
     assert!(
         err.contains("test 1-01")
             && err.contains("validator.cpp small")
@@ -413,8 +374,7 @@ fn script_mode_refuses_a_communication_task_with_a_checker() {
         .arg(dir.join("solution/binary.cpp"))
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(out);
     assert!(
         err.contains("tpsguess") && err.contains("native runner only"),
         "{err}"

@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::output::outln;
@@ -12,9 +12,9 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::RunnerKind;
-use crate::evaluate::run::{self, Catalog, EvaluateOptions, ShardRun};
+use crate::evaluate::run::{self, Catalog, EvaluateOptions, ShardRun, Summary};
 use crate::evaluate::shard::Shard;
-use crate::evaluate::{resolve_datasets, SubmissionOptions};
+use crate::evaluate::{resolve_datasets, DatasetSource, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::Judge;
 
@@ -36,42 +36,47 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
     pub(super) demo: bool,
     /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.
-    #[arg(long, default_value = "open-r1/ioi")]
+    #[arg(long, default_value = "open-r1/ioi", help_heading = "Input")]
     problems: Vec<String>,
     /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders.
-    #[arg(long, default_value = "open-r1/ioi-test-cases")]
+    #[arg(long, default_value = "open-r1/ioi-test-cases", help_heading = "Input")]
     tests: Vec<String>,
     /// Where the results JSONL (the resume cache) are kept [default: RESULTS_NAME].
-    #[arg(long, alias = "local_results_path")]
+    #[arg(long, alias = "local_results_path", help_heading = "Output")]
     pub(super) local_results_path: Option<PathBuf>,
     /// Column holding each submission's unique id.
-    #[arg(long, default_value = "uuid", alias = "id_column")]
+    #[arg(
+        long,
+        default_value = "uuid",
+        alias = "id_column",
+        help_heading = "Input"
+    )]
     id_column: String,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Judging")]
     pub(super) run: super::RunArgs,
     /// Judge nothing: say what would run.
-    #[arg(long, alias = "dry_run")]
+    #[arg(long, alias = "dry_run", help_heading = "Output")]
     pub(super) dry_run: bool,
     /// Start over: move existing results to .bak first.
-    #[arg(long = "override")]
+    #[arg(long = "override", help_heading = "Output")]
     pub(super) override_existing: bool,
     /// Seconds one submission's whole evaluation may take; past it the submission is left
     /// out of the results (and retried by the next run).
-    #[arg(long, value_parser = super::parse_seconds)]
+    #[arg(long, value_parser = super::parse_seconds, help_heading = "Judging")]
     timeout: Option<Duration>,
     /// Prepend the includes models often forget.
-    #[arg(long, alias = "add_includes")]
+    #[arg(long, alias = "add_includes", help_heading = "Input")]
     add_includes: bool,
     /// Add a `messages` column (prompt, generation) for SFT.
-    #[arg(long, alias = "add_messages_column")]
+    #[arg(long, alias = "add_messages_column", help_heading = "Output")]
     add_messages_column: bool,
     /// Take the code from the last ```cpp block of `generation` even when `code` is filled.
-    #[arg(long, alias = "always_extract_code")]
+    #[arg(long, alias = "always_extract_code", help_heading = "Input")]
     always_extract_code: bool,
     /// Judge only shard K of N (K from 0 to N-1, e.g. `$SLURM_ARRAY_TASK_ID/4`): the
     /// submissions whose hash of dataset and id falls in it. Results go to
     /// `<dataset>.shard-K-of-N.jsonl`; no parquet or reports (`ioi-run merge` writes them).
-    #[arg(long, value_name = "K/N")]
+    #[arg(long, value_name = "K/N", help_heading = "Cluster")]
     pub(super) shard: Option<Shard>,
 }
 
@@ -108,47 +113,69 @@ fn shard_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> 
     Ok(settings.as_object().cloned().unwrap_or_default())
 }
 
-pub fn run(args: Args) -> Result<i32> {
-    let demo_dir;
-    let (datasets, results_name, problems, tests) = if args.demo {
-        // With --demo the only positional, if any, is the results folder.
-        // `ioi-run-demo` is in the repository's .gitignore: running the demo from a clone
-        // leaves nothing untracked.
-        let results = args.datasets.clone().unwrap_or_else(|| DEMO_RESULTS.into());
-        demo_dir = PathBuf::from(&results).join("demo-input");
+/// What to judge and where the results go, after `--demo` or the positionals were read.
+struct Inputs {
+    datasets: Vec<DatasetSource>,
+    results_name: String,
+    problems: Vec<PathBuf>,
+    tests: Vec<PathBuf>,
+}
+
+impl Inputs {
+    /// The embedded demo, written into `RESULTS/demo-input` (with `--demo` the only
+    /// positional, if any, is the results folder). `ioi-run-demo` is in the repository's
+    /// .gitignore: running the demo from a clone leaves nothing untracked.
+    fn demo(results: Option<String>) -> Result<Inputs> {
+        let results = results.unwrap_or_else(|| DEMO_RESULTS.into());
+        let demo_dir = PathBuf::from(&results).join("demo-input");
         crate::evaluate::demo::extract(&demo_dir)?;
         eprintln!(
             "demo problems and submissions written to {}",
             demo_dir.display()
         );
-        let subs = demo_dir
-            .join("submissions.jsonl")
-            .to_string_lossy()
-            .into_owned();
-        (subs, results, vec![demo_dir.join("problems")], vec![])
-    } else {
-        let datasets = args.datasets.clone().context("DATASETS is required")?;
-        let results = args
-            .results_name
-            .clone()
-            .context("RESULTS_NAME is required")?;
+        Ok(Inputs {
+            datasets: resolve_datasets(&demo_dir.join("submissions.jsonl").to_string_lossy())?,
+            results_name: results,
+            problems: vec![demo_dir.join("problems")],
+            tests: vec![],
+        })
+    }
+
+    /// The positionals, `--problems` and `--tests` (only open-r1 rows need tests: CMS task
+    /// folders carry theirs).
+    fn of(args: &Args) -> Result<Inputs> {
+        if args.demo {
+            return Inputs::demo(args.datasets.clone());
+        }
         let problems = run::resolve_sources(&args.problems)?;
-        // CMS task folders carry their tests; only open-r1 rows need --tests.
         let tests = if problems.iter().all(|p| run::is_cms_source(p)) {
             vec![]
         } else {
             run::resolve_sources(&args.tests)?
         };
-        (datasets, results, problems, tests)
-    };
-    let results_dir = PathBuf::from(&results_name);
-    let options = EvaluateOptions {
-        datasets: resolve_datasets(&datasets)?,
+        let datasets = args.datasets.as_deref().context("DATASETS is required")?;
+        Ok(Inputs {
+            datasets: resolve_datasets(datasets)?,
+            results_name: args
+                .results_name
+                .clone()
+                .context("RESULTS_NAME is required")?,
+            problems,
+            tests,
+        })
+    }
+}
+
+/// The library's options for this command line.
+fn evaluate_options(args: &Args, inputs: &Inputs, catalog: &Catalog) -> Result<EvaluateOptions> {
+    let results_dir = PathBuf::from(&inputs.results_name);
+    Ok(EvaluateOptions {
+        datasets: inputs.datasets.clone(),
         local_results_path: args
             .local_results_path
             .clone()
             .unwrap_or_else(|| results_dir.clone()),
-        results_dir: results_dir.clone(),
+        results_dir,
         submissions: SubmissionOptions {
             id_column: args.id_column.clone(),
             always_extract_code: args.always_extract_code,
@@ -162,19 +189,20 @@ pub fn run(args: Args) -> Result<i32> {
             timeout: args.timeout,
         },
         override_existing: args.override_existing,
-        shard: None,
-    };
-    let catalog = Catalog::load(&problems, &tests)?;
-    let options = EvaluateOptions {
         shard: match args.shard {
             Some(shard) => Some(ShardRun {
                 shard,
-                settings: shard_settings(&args, &catalog)?,
+                settings: shard_settings(args, catalog)?,
             }),
             None => None,
         },
-        ..options
-    };
+    })
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let inputs = Inputs::of(&args)?;
+    let catalog = Catalog::load(&inputs.problems, &inputs.tests)?;
+    let options = evaluate_options(&args, &inputs, &catalog)?;
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
         outln!("dry run: nothing judged\n{}", run::describe(&plan));
@@ -182,18 +210,43 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let judge = Judge::new(args.run.judge_options()?)?;
     let progress = Progress::default();
-    let total = std::sync::atomic::AtomicUsize::new(0);
-    let finished = std::sync::atomic::AtomicBool::new(false);
-    let summary = std::thread::scope(|s| {
-        let display = s.spawn(|| show_progress(&progress, &total, &finished));
-        let result = run::evaluate(&options, &catalog, &judge, &progress, &|plan| {
+    let summary = evaluate_showing_progress(&options, &catalog, &judge, &progress)?;
+    print_summary(&args, &inputs, &options, &judge, &progress, &summary)
+}
+
+/// Runs the evaluation while a second thread shows its progress.
+fn evaluate_showing_progress(
+    options: &EvaluateOptions,
+    catalog: &Catalog,
+    judge: &Judge,
+    progress: &Progress,
+) -> Result<Summary> {
+    let total = AtomicUsize::new(0);
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let display = s.spawn(|| show_progress(progress, &total, &finished));
+        let result = run::evaluate(options, catalog, judge, progress, &|plan| {
             eprint!("{}", run::describe(plan));
-            total.store(plan.datasets.iter().map(|d| d.3).sum(), Ordering::Relaxed);
+            total.store(
+                plan.datasets.iter().map(|d| d.to_run).sum(),
+                Ordering::Relaxed,
+            );
         });
         finished.store(true, Ordering::Relaxed);
         let _ = display.join();
         result
-    })?;
+    })
+}
+
+/// What the run did, where its files are, and what went wrong; the exit code.
+fn print_summary(
+    args: &Args,
+    inputs: &Inputs,
+    options: &EvaluateOptions,
+    judge: &Judge,
+    progress: &Progress,
+    summary: &Summary,
+) -> Result<i32> {
     let secs = summary.elapsed.as_secs_f64().max(1e-9);
     let tests = progress.tests_run.load(Ordering::Relaxed);
     outln!(
@@ -224,10 +277,11 @@ pub fn run(args: Args) -> Result<i32> {
         );
     }
     // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
-    if looks_like_hub_id(&results_name) && !args.demo {
+    if looks_like_hub_id(&inputs.results_name) && !args.demo {
         outln!(
-            "to upload to the Hugging Face hub: huggingface-cli upload {results_name} {} --repo-type dataset",
-            results_dir.display()
+            "to upload to the Hugging Face hub: huggingface-cli upload {} {} --repo-type dataset",
+            inputs.results_name,
+            options.results_dir.display()
         );
     }
     if summary.bad_rows > 0 {
@@ -258,11 +312,7 @@ fn looks_like_hub_id(name: &str) -> bool {
 }
 
 /// A progress bar on a terminal, a log line every 10 s otherwise.
-fn show_progress(
-    progress: &Progress,
-    total: &std::sync::atomic::AtomicUsize,
-    finished: &std::sync::atomic::AtomicBool,
-) {
+fn show_progress(progress: &Progress, total: &AtomicUsize, finished: &AtomicBool) {
     let start = Instant::now();
     let terminal = std::io::stderr().is_terminal();
     let bar = terminal.then(|| {

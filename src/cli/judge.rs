@@ -38,11 +38,12 @@ pub struct Args {
     /// Judge only this subtask (repeatable).
     #[arg(long = "subtask")]
     subtasks: Vec<String>,
-    #[command(flatten)]
-    run: super::RunArgs,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    // Last: its compile cache options open a help heading of their own.
+    #[command(flatten)]
+    run: super::RunArgs,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -208,6 +209,16 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
     }
 }
 
+/// The first line of a test's feedback (tables show one line per test).
+fn first_feedback_line(t: &TestResult) -> &str {
+    t.feedback
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("")
+}
+
 /// One line on stderr per test as soon as its result is known.
 fn show_finished_test(t: &TestResult, name_width: usize) {
     let time = t.time.map(|v| format!("{v:.3} s")).unwrap_or_default();
@@ -215,13 +226,7 @@ fn show_finished_test(t: &TestResult, name_width: usize) {
         .memory
         .map(|v| format!("{:.1} MiB", v as f64 / (1 << 20) as f64))
         .unwrap_or_default();
-    let feedback = t
-        .feedback
-        .as_deref()
-        .unwrap_or("")
-        .lines()
-        .next()
-        .unwrap_or("");
+    let feedback = first_feedback_line(t);
     // A closed stderr must not stop judging: the final table still goes to stdout.
     let _ = writeln!(
         std::io::stderr().lock(),
@@ -389,13 +394,7 @@ fn print_tests(
             .memory
             .map(|v| format!("{:.1}", v as f64 / (1 << 20) as f64))
             .unwrap_or_else(|| "-".into());
-        let feedback = t
-            .feedback
-            .as_deref()
-            .unwrap_or("")
-            .lines()
-            .next()
-            .unwrap_or("");
+        let feedback = first_feedback_line(t);
         let status = paint(format!("{:<7}", t.status.as_str()), status_color(t.status));
         outln!(
             "{:<name_width$} {:<subtasks_width$} {status} {:>6} {time} {wall:>8} {mem:>9}  {}",

@@ -105,7 +105,7 @@ fn install_interrupt_handler() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            crate::interrupt::record(sig);
+            crate::judge::stop::interrupted_by(sig);
             // Never `eprintln!` here: with stderr a closed pipe it panics, and the handler
             // would never reach the exit below.
             let _ = std::io::Write::write_fmt(
@@ -115,7 +115,6 @@ fn install_interrupt_handler() {
                  kept; `evaluate` resumes where it stopped when run again.\n"
                 ),
             );
-            crate::judge::stop::request();
             ioi_sandbox::abort_all();
             crate::scratch::remove_own();
             std::process::exit(128 + sig);
@@ -126,7 +125,7 @@ fn install_interrupt_handler() {
 /// Once interrupted, the interrupt handler owns the exit: the main thread, whose runs were just
 /// killed, must not exit first with their failure.
 fn wait_if_interrupted() {
-    if crate::interrupt::signal().is_some() {
+    if crate::judge::stop::interrupting_signal().is_some() {
         loop {
             std::thread::park();
         }
@@ -160,19 +159,36 @@ pub struct RunArgs {
     /// IOI: the same with `-static`). Native runner only.
     #[arg(long, value_enum, default_value_t = CompileProfile::Reference)]
     pub compile_profile: CompileProfile,
-    /// Largest compiled program accepted (bytes, or with K/M/G); a bigger one is a compilation
-    /// error.
-    #[arg(long, value_parser = parse_size, default_value = "256M")]
-    pub max_program_size: u64,
     /// Your own `compile` script (implies --runner scripts).
     #[arg(long, requires = "run_script")]
     pub compile_script: Option<std::path::PathBuf>,
     /// Your own `run` script (implies --runner scripts).
     #[arg(long, requires = "compile_script")]
     pub run_script: Option<std::path::PathBuf>,
+    #[command(flatten, next_help_heading = "Compile cache")]
+    pub cache: CacheArgs,
+}
+
+/// The compile cache options of every command that compiles (`judge`, `evaluate`, `serve`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CacheArgs {
     /// Compile cache folder (default: $IOI_RUN_CACHE or ~/.cache/ioi-run).
     #[arg(long)]
     pub cache_dir: Option<std::path::PathBuf>,
+    /// Largest compiled program accepted (bytes, or with K/M/G); a bigger one is a compilation
+    /// error.
+    #[arg(long, value_parser = parse_size, default_value = "256M")]
+    pub max_program_size: u64,
+}
+
+impl CacheArgs {
+    /// Sets the cache folder (`cache_dir/compile`) and the program size bound of `options`.
+    pub fn apply(&self, options: &mut crate::judge::JudgeOptions) {
+        if let Some(dir) = &self.cache_dir {
+            options.cache_dir = dir.join("compile");
+        }
+        options.max_program_bytes = self.max_program_size;
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -189,11 +205,8 @@ impl RunArgs {
     pub fn judge_options(&self) -> anyhow::Result<crate::judge::JudgeOptions> {
         use anyhow::Context;
         let mut options = crate::judge::JudgeOptions::default();
-        if let Some(dir) = &self.cache_dir {
-            options.cache_dir = dir.join("compile");
-        }
+        self.cache.apply(&mut options);
         options.compile_profile = self.compile_profile;
-        options.max_program_bytes = self.max_program_size;
         options.runner = match (&self.compile_script, &self.run_script, self.runner) {
             (Some(c), Some(r), _) => {
                 crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {

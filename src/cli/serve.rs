@@ -2,7 +2,7 @@
 //! point at ioi-run instead of a fleet of Piston workers.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,9 +29,8 @@ pub struct Args {
     #[arg(long, short = 'j', visible_alias = "max-concurrent-requests",
           value_parser = super::at_least_one)]
     jobs: Option<usize>,
-    /// Compile cache folder (default: $IOI_RUN_CACHE or ~/.cache/ioi-run).
-    #[arg(long)]
-    cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    cache: super::CacheArgs,
     /// Requests allowed to wait for an execution; beyond that requests wait up to
     /// --queue-wait for room, then get HTTP 503 [default: 4 × jobs].
     #[arg(long)]
@@ -74,7 +73,7 @@ pub fn run(args: Args) -> Result<i32> {
     options.max_body = args.max_body;
     options.max_buffered = args.max_buffered;
     options.grace = args.grace;
-    let executor = make_executor(args.cache_dir.as_deref(), args.compile_profile)?;
+    let executor = make_executor(&args.cache, args.compile_profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ioi-run-serve")
@@ -110,20 +109,15 @@ fn describe(endpoints: &[String]) -> String {
     }
 }
 
-/// The executor that judges requests: the native judge with the compile cache in
-/// `cache_dir/compile` (default `$IOI_RUN_CACHE`), as `judge` and `evaluate` use it, and the
-/// given compile profile. The server bounds the executions at once, not the executor.
-pub fn make_executor(
-    cache_dir: Option<&Path>,
-    profile: CompileProfile,
-) -> Result<Arc<dyn Executor>> {
+/// The executor that judges requests: the native judge with the compile cache options
+/// `judge` and `evaluate` take too, and the given compile profile. The server bounds the
+/// executions at once, not the executor.
+fn make_executor(cache: &super::CacheArgs, profile: CompileProfile) -> Result<Arc<dyn Executor>> {
     let mut options = JudgeOptions {
         compile_profile: profile,
         ..JudgeOptions::default()
     };
-    if let Some(dir) = cache_dir {
-        options.cache_dir = dir.join("compile");
-    }
+    cache.apply(&mut options);
     let executor =
         JudgeExecutor::new(options).context("cannot start the judge for `ioi-run serve`")?;
     Ok(Arc::new(executor))

@@ -3,7 +3,7 @@
 //! dataset's results JSONL as soon as it is known, and at the end the parquet export and the
 //! reports are written.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use crate::judge::schedule::{
     self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
 use crate::judge::{stop, Judge, LoadedProblem};
-use crate::problem::Problem;
+use crate::problem::{Problem, ProblemKey};
 
 /// Everything `ioi-run evaluate` needs.
 #[derive(Debug, Clone)]
@@ -152,11 +152,11 @@ impl Catalog {
     }
 
     /// The key of the problem a submission is for (CMS folders without a year match any year).
-    fn key_for(&self, year: i64, problem_id: &str) -> Option<String> {
+    fn key_for(&self, year: i64, problem_id: &str) -> Option<ProblemKey> {
         self.problems()
             .into_iter()
             .find(|p| p.id == problem_id && (p.year == year || p.year == 0))
-            .map(|p| format!("{}/{}", p.year, p.id))
+            .map(ProblemKey::of)
     }
 }
 
@@ -190,17 +190,21 @@ fn has_cms_children(dir: &Path) -> bool {
 struct CatalogSource<'a> {
     catalog: &'a Catalog,
     judge: &'a Judge,
+    /// The problems of the jobs, by the name the scheduler knows them by (their label).
+    keys: HashMap<String, ProblemKey>,
 }
 
 impl ProblemSource for CatalogSource<'_> {
-    fn load(&self, key: &str) -> Result<LoadedProblem> {
-        let (year, id) = key.split_once('/').context("malformed problem key")?;
-        let year: i64 = year.parse()?;
+    fn load(&self, name: &str) -> Result<LoadedProblem> {
+        let key = self
+            .keys
+            .get(name)
+            .with_context(|| format!("unknown problem {name}"))?;
         match self.catalog {
             Catalog::Cms(list, _) => {
                 let (_, dir) = list
                     .iter()
-                    .find(|(p, _)| p.id == id && p.year == year)
+                    .find(|(p, _)| key.is(p))
                     .context("unknown problem")?;
                 let (problem, tests) = crate::judge::tps::load_task_folder(self.judge, dir)?;
                 self.judge.prepare(problem, tests)
@@ -208,7 +212,7 @@ impl ProblemSource for CatalogSource<'_> {
             Catalog::OpenR1 { problems, tests } => {
                 let problem = problems
                     .iter()
-                    .find(|p| p.id == id && p.year == year)
+                    .find(|p| key.is(p))
                     .context("unknown problem")?;
                 let test_set = crate::problem::openr1::load_tests(tests, problem)?;
                 self.judge.prepare(problem.clone(), test_set)
@@ -221,16 +225,29 @@ impl ProblemSource for CatalogSource<'_> {
 struct Pending {
     dataset: usize,
     submission: Submission,
-    problem_key: String,
+    problem_key: ProblemKey,
+}
+
+/// One dataset of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetPlan {
+    /// Its config name (the name of its results).
+    pub name: String,
+    /// Submissions in it (in this shard).
+    pub total: usize,
+    /// Already judged by an earlier run.
+    pub done: usize,
+    /// To judge now.
+    pub to_run: usize,
 }
 
 /// What a dry run or a run found to do.
 #[derive(Debug, Default)]
 pub struct Plan {
-    /// Per dataset: (name, total submissions, already done, to run).
-    pub datasets: Vec<(String, usize, usize, usize)>,
-    /// Submissions to run per problem key.
-    pub per_problem: BTreeMap<String, usize>,
+    /// What each dataset holds and what of it runs.
+    pub datasets: Vec<DatasetPlan>,
+    /// Submissions to run per problem.
+    pub per_problem: BTreeMap<ProblemKey, usize>,
     /// Rows that cannot be judged (e.g. an unknown problem), each named: written nowhere.
     pub bad_rows: Vec<String>,
     /// Problem folders that could not be loaded, each named.
@@ -307,8 +324,8 @@ fn prepare(
                 // One bad row must not refuse the whole dataset: it is named and left out.
                 let known: Vec<String> = catalog
                     .problems()
-                    .iter()
-                    .map(|p| problem_label(p.year, &p.id))
+                    .into_iter()
+                    .map(|p| ProblemKey::of(p).to_string())
                     .collect();
                 plan.bad_rows.push(format!(
                     "{}: field `problem_id`: no problem {:?} of year {} among the problems ({})",
@@ -329,12 +346,12 @@ fn prepare(
                 problem_key,
             });
         }
-        plan.datasets.push((
-            dataset.config_name.clone(),
+        plan.datasets.push(DatasetPlan {
+            name: dataset.config_name.clone(),
             total,
-            total - to_run - bad,
+            done: total - to_run - bad,
             to_run,
-        ));
+        });
         files.extend(results);
     }
     // Grouped by problem so each problem's tests are loaded once and dropped after use.
@@ -370,14 +387,6 @@ fn warn_about_content(plan: &mut Plan, origin: &str, submissions: &[Submission])
             without_code.len(),
             submissions.len()
         ));
-    }
-}
-
-/// How a problem is named in messages: `2024/nile`, or `nile` for a task folder with no year.
-fn problem_label(year: i64, id: &str) -> String {
-    match year {
-        0 => id.to_string(),
-        _ => format!("{year}/{id}"),
     }
 }
 
@@ -417,14 +426,21 @@ pub fn evaluate(
     let jobs: Vec<SubmissionJob> = pending
         .iter()
         .map(|p| SubmissionJob {
-            problem: p.problem_key.clone(),
+            problem: p.problem_key.to_string(),
             code: p.submission.code.clone().map(String::into_bytes),
         })
         .collect();
     let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
     let failures = Mutex::new(Vec::new());
     let write_errors = Mutex::new(Vec::new());
-    let source = CatalogSource { catalog, judge };
+    let source = CatalogSource {
+        catalog,
+        judge,
+        keys: pending
+            .iter()
+            .map(|p| (p.problem_key.to_string(), p.problem_key.clone()))
+            .collect(),
+    };
     schedule::run(
         judge,
         &source,
@@ -566,18 +582,15 @@ pub fn resolve_sources(items: &[String]) -> Result<Vec<PathBuf>> {
 /// What a plan will judge, per dataset and per problem, for messages.
 pub fn describe(plan: &Plan) -> String {
     let mut out = String::new();
-    for (name, total, done, run) in &plan.datasets {
+    for d in &plan.datasets {
         out.push_str(&format!(
-            "  {name}: {total} submissions, {done} already judged, {run} to judge\n"
+            "  {}: {} submissions, {} already judged, {} to judge\n",
+            d.name, d.total, d.done, d.to_run
         ));
     }
     // A BTreeMap: already in problem order.
     for (key, count) in &plan.per_problem {
-        let label = match key.split_once('/') {
-            Some((year, id)) => problem_label(year.parse().unwrap_or_default(), id),
-            None => key.clone(),
-        };
-        out.push_str(&format!("    {label}: {count}\n"));
+        out.push_str(&format!("    {key}: {count}\n"));
     }
     for warning in &plan.warnings {
         out.push_str(&format!("warning: {warning}\n"));

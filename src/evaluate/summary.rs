@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::reports::JudgedSubmission;
+use crate::problem::ProblemKey;
 use crate::score::Verdict;
 
 /// One line of the table.
@@ -27,23 +28,26 @@ pub struct ProblemSummary {
 
 /// Summarises every results row of `results_files`, one line per problem.
 pub fn summarize(results_files: &[PathBuf], id_column: &str) -> Result<Vec<ProblemSummary>> {
-    let mut by_problem: BTreeMap<(i64, String), Vec<JudgedSubmission>> = BTreeMap::new();
+    let mut by_problem: BTreeMap<ProblemKey, Vec<JudgedSubmission>> = BTreeMap::new();
     for path in results_files {
         for row in super::read_results(path)? {
             let judged = JudgedSubmission::from_row(&row, id_column)?;
             by_problem
-                .entry((judged.year, judged.problem_id.clone()))
+                .entry(ProblemKey {
+                    year: judged.year,
+                    id: judged.problem_id.clone(),
+                })
                 .or_default()
                 .push(judged);
         }
     }
     Ok(by_problem
         .into_iter()
-        .map(|((year, id), submissions)| summary(year, &id, &submissions))
+        .map(|(key, submissions)| summary(&key, &submissions))
         .collect())
 }
 
-fn summary(year: i64, id: &str, submissions: &[JudgedSubmission]) -> ProblemSummary {
+fn summary(key: &ProblemKey, submissions: &[JudgedSubmission]) -> ProblemSummary {
     // Keyed by a rank so that verdicts come worst first, as statuses are ordered.
     let mut counts: BTreeMap<(u8, String), usize> = BTreeMap::new();
     for s in submissions {
@@ -57,10 +61,7 @@ fn summary(year: i64, id: &str, submissions: &[JudgedSubmission]) -> ProblemSumm
     }
     let total: f64 = submissions.iter().map(|s| s.total).sum();
     ProblemSummary {
-        problem: match year {
-            0 => id.to_string(),
-            _ => format!("{year}/{id}"),
-        },
+        problem: key.to_string(),
         submissions: submissions.len(),
         mean_score: total / submissions.len().max(1) as f64,
         verdicts: counts.into_iter().map(|((_, w), n)| (w, n)).collect(),

@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use super::compile::Compiled;
+use super::compile::{CompileError, Compiled};
 
 /// Entries used more recently than this are never trimmed.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
@@ -84,7 +84,7 @@ impl CacheStore {
         touch(&entry);
         match found {
             Verified::Program => self.pin(key, &entry.join(PROGRAM)).ok(),
-            Verified::Error { exit_code, stderr } => Some(Compiled::Error { exit_code, stderr }),
+            Verified::Error(error) => Some(Compiled::Error(error)),
         }
     }
 
@@ -113,14 +113,12 @@ impl CacheStore {
         bail!("the compile cache entry {key} keeps vanishing after publishing")
     }
 
-    /// Stores a compilation error under `key`.
-    pub fn publish_error(&self, key: &str, exit_code: i32, stderr: &str) -> Result<Compiled> {
-        let text = json!({ "exit_code": exit_code, "stderr": stderr }).to_string();
+    /// Stores a compilation error under `key` (`exit_code` null for a compiler stopped by a
+    /// limit).
+    pub fn publish_error(&self, key: &str, error: CompileError) -> Result<Compiled> {
+        let text = json!({ "exit_code": error.exit_code, "stderr": error.stderr }).to_string();
         self.publish(key, ERROR, Content::Bytes(text.as_bytes()), false)?;
-        Ok(Compiled::Error {
-            exit_code,
-            stderr: stderr.to_string(),
-        })
+        Ok(Compiled::Error(error))
     }
 
     fn publish(&self, key: &str, name: &str, content: Content, executable: bool) -> Result<()> {
@@ -327,7 +325,7 @@ fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
 
 enum Verified {
     Program,
-    Error { exit_code: i32, stderr: String },
+    Error(CompileError),
 }
 
 /// Reads an entry's manifest and checks its file against it (length, then blake3).
@@ -352,10 +350,15 @@ fn verify(entry: &Path) -> Option<Verified> {
         return Some(Verified::Program);
     }
     let error: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    Some(Verified::Error {
-        exit_code: error["exit_code"].as_i64()? as i32,
+    // Entries written before `null` meant "stopped by a limit" hold -1 for it.
+    let exit_code = match &error["exit_code"] {
+        serde_json::Value::Null => None,
+        code => Some(i32::try_from(code.as_i64()?).ok()?).filter(|c| *c >= 0),
+    };
+    Some(Verified::Error(CompileError {
+        exit_code,
         stderr: error["stderr"].as_str()?.to_string(),
-    })
+    }))
 }
 
 fn write_synced(path: &Path, bytes: &[u8], executable: bool) -> Result<()> {
@@ -488,8 +491,23 @@ mod tests {
                 "{key}: the right bytes"
             );
         }
-        let error = store.publish_error("k3", 1, "oops").unwrap();
+        let error = store
+            .publish_error("k3", CompileError::exited(1, "oops"))
+            .unwrap();
         assert_eq!(store.lookup("k3"), Some(error));
+        let stopped = store
+            .publish_error("k4", CompileError::stopped("killed"))
+            .unwrap();
+        assert_eq!(store.lookup("k4"), Some(stopped));
+        // An entry of an earlier version, where -1 meant "stopped by a limit".
+        let legacy = json!({ "exit_code": -1, "stderr": "old" }).to_string();
+        store
+            .publish("k5", ERROR, Content::Bytes(legacy.as_bytes()), false)
+            .unwrap();
+        assert_eq!(
+            store.lookup("k5"),
+            Some(Compiled::Error(CompileError::stopped("old")))
+        );
     }
 
     #[test]
@@ -527,7 +545,9 @@ mod tests {
                 let key = format!("key{i:02}");
                 let got = match store.lookup(&key) {
                     Some(found) => found,
-                    None if i % 4 == 3 => store.publish_error(&key, i, &key).unwrap(),
+                    None if i % 4 == 3 => store
+                        .publish_error(&key, CompileError::exited(i, key.clone()))
+                        .unwrap(),
                     None => store.publish_program(&key, &content(&key)).unwrap(),
                 };
                 match got {
@@ -537,8 +557,8 @@ mod tests {
                             "{key} round {round}"
                         )
                     }
-                    Compiled::Error { exit_code, stderr } => {
-                        assert_eq!((exit_code, stderr.as_str()), (i, key.as_str()))
+                    Compiled::Error(error) => {
+                        assert_eq!(error, CompileError::exited(i, key.clone()))
                     }
                 }
             }
@@ -579,7 +599,7 @@ mod tests {
                 Compiled::Binary(path) => {
                     assert!(fs::read(path).unwrap() == content(&key), "{key}")
                 }
-                Compiled::Error { exit_code, .. } => assert_eq!(exit_code, i),
+                Compiled::Error(error) => assert_eq!(error.exit_code, Some(i)),
             }
         }
         let names: Vec<String> = fs::read_dir(dir.path())

@@ -73,14 +73,60 @@ pub const MAX_COMPILER_STDERR: usize = 64 * 1024;
 pub enum Compiled {
     /// The executable, in the cache.
     Binary(PathBuf),
-    /// The compiler failed: its exit code (or -1 when it was stopped by a limit) and stderr.
-    Error { exit_code: i32, stderr: String },
+    /// The compiler failed.
+    Error(CompileError),
 }
 
-impl Compiled {
-    /// The feedback the Python pipeline expects for a compilation error.
-    pub fn error_feedback(exit_code: i32, stderr: &str) -> String {
-        format!("Compilation error exit code {exit_code}\n{stderr}")
+/// A compilation error, whoever compiled (the native judge, the scripts, a tool's build): how
+/// the compiler ended and what it said. The one type for "the code does not compile".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileError {
+    /// The compiler's exit code; `None` when a limit (time, memory, output) stopped it.
+    pub exit_code: Option<i32>,
+    /// Its diagnostics, capped and decoded lossily.
+    pub stderr: String,
+}
+
+impl CompileError {
+    /// A compiler that exited with `exit_code`.
+    pub fn exited(exit_code: i32, stderr: impl Into<String>) -> CompileError {
+        CompileError {
+            exit_code: Some(exit_code),
+            stderr: stderr.into(),
+        }
+    }
+
+    /// A compiler stopped by a limit.
+    pub fn stopped(stderr: impl Into<String>) -> CompileError {
+        CompileError {
+            exit_code: None,
+            stderr: stderr.into(),
+        }
+    }
+
+    /// The exit code as Piston and the Python pipeline report it: -1 for a stopped compiler.
+    /// Only the wire formats (feedback, the IOI response) speak this way.
+    pub fn reported_code(&self) -> i32 {
+        self.exit_code.unwrap_or(-1)
+    }
+
+    /// The feedback the Python pipeline gives every test of a submission that does not compile.
+    pub fn feedback(&self) -> String {
+        format!(
+            "Compilation error exit code {}\n{}",
+            self.reported_code(),
+            self.stderr
+        )
+    }
+}
+
+impl std::fmt::Display for CompileError {
+    /// "does not compile (exit code N):" or "(stopped by a limit):", then the diagnostics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.exit_code {
+            Some(code) => write!(f, "does not compile (exit code {code}):\n{}", self.stderr),
+            None => write!(f, "does not compile (stopped by a limit):\n{}", self.stderr),
+        }
     }
 }
 
@@ -113,15 +159,21 @@ impl CompileJob<'_> {
             h.update(part.as_bytes());
             h.update(b"\0");
         }
-        let mut files = self.files.clone();
-        files.sort();
-        for (name, content) in files {
-            h.update(name.as_bytes());
-            h.update(b"\0");
-            h.update(&(content.len() as u64).to_le_bytes());
-            h.update(content);
-        }
+        hash_files(&mut h, &self.files);
         h.finalize().to_hex().to_string()
+    }
+}
+
+/// Feeds named files into a cache key, in name order, each name and content delimited, so no
+/// two different sets of files give the same bytes.
+pub(super) fn hash_files(h: &mut blake3::Hasher, files: &[(&str, &[u8])]) {
+    let mut files = files.to_vec();
+    files.sort();
+    for (name, content) in files {
+        h.update(name.as_bytes());
+        h.update(b"\0");
+        h.update(&(content.len() as u64).to_le_bytes());
+        h.update(content);
     }
 }
 
@@ -381,13 +433,10 @@ impl CompileCache {
             // the same verdict again.
             BuildResult::Binary(path) => self.store.publish_program_file(key, &path),
             BuildResult::Error {
-                exit_code,
-                stderr,
+                error,
                 cacheable: true,
-            } => self.store.publish_error(key, exit_code, &stderr),
-            BuildResult::Error {
-                exit_code, stderr, ..
-            } => Ok(Compiled::Error { exit_code, stderr }),
+            } => self.store.publish_error(key, error),
+            BuildResult::Error { error, .. } => Ok(Compiled::Error(error)),
         }
     }
 
@@ -424,8 +473,7 @@ pub(super) enum BuildResult {
     /// was stopped from outside or by the wall clock, which a loaded machine or a stray signal
     /// can cause: the next run of the same code must compile it again.
     Error {
-        exit_code: i32,
-        stderr: String,
+        error: CompileError,
         cacheable: bool,
     },
 }
@@ -470,7 +518,7 @@ fn build(
     let outcome = sandbox.run(&spec);
     // A compile that ioi-run stopped is not a verdict (and never cached).
     stop::check_outcome(&outcome)?;
-    let stderr = read_diagnostics(&stderr_path, MAX_COMPILER_STDERR);
+    let stderr = read_diagnostics(&stderr_path, MAX_COMPILER_STDERR)?;
     let program = workdir.path().join(job.output);
     let too_large = |size: u64| {
         format!(
@@ -478,13 +526,7 @@ fn build(
              (--max-program-size)"
         )
     };
-    let error = |exit_code: i32, stderr: String, cacheable: bool| {
-        Ok(BuildResult::Error {
-            exit_code,
-            stderr,
-            cacheable,
-        })
-    };
+    let error = |error: CompileError, cacheable: bool| Ok(BuildResult::Error { error, cacheable });
     match outcome.status {
         Termination::Ok => {
             // Checked before anything reads it: its size, and that it is a plain file.
@@ -495,7 +537,7 @@ fn build(
                 bail!("the compiler produced {}, which is not a file", job.output);
             }
             if meta.len() > max_program_bytes {
-                return error(1, too_large(meta.len()), true);
+                return error(CompileError::exited(1, too_large(meta.len())), true);
             }
             Ok(BuildResult::Binary(program))
         }
@@ -516,17 +558,18 @@ fn build(
                      bytes (--max-program-size)"
                 );
             }
-            error(outcome.exit_code.unwrap_or(1), stderr, cacheable)
+            error(
+                CompileError::exited(outcome.exit_code.unwrap_or(1), stderr),
+                cacheable,
+            )
         }
         Termination::InternalError => bail!("cannot compile: {}", outcome.message),
         Termination::TimeLimit | Termination::MemoryLimit | Termination::OutputLimit => error(
-            -1,
-            format!("{stderr}\ncompiler stopped: {}", outcome.message),
+            CompileError::stopped(format!("{stderr}\ncompiler stopped: {}", outcome.message)),
             true,
         ),
         Termination::Signaled | Termination::WallTimeLimit => error(
-            -1,
-            format!("{stderr}\ncompiler stopped: {}", outcome.message),
+            CompileError::stopped(format!("{stderr}\ncompiler stopped: {}", outcome.message)),
             false,
         ),
     }
@@ -534,13 +577,13 @@ fn build(
 
 /// The first `cap` bytes of the compiler's diagnostics (the rest is never read), decoded
 /// lossily: diagnostics quote the source, which need not be UTF-8.
-pub(super) fn read_diagnostics(path: &Path, cap: usize) -> String {
+pub(super) fn read_diagnostics(path: &Path, cap: usize) -> Result<String> {
     let total = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let mut text = super::workdir::read_prefix(path, cap as u64);
+    let mut text = super::workdir::read_prefix(path, cap as u64)?;
     if total > cap as u64 {
         text.push_str("\n[compiler output truncated]");
     }
-    text
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -553,10 +596,10 @@ mod tests {
         let path = dir.path().join("stderr");
         fs::write(&path, b"x.cpp:1: error: caf\xe9\n").unwrap();
         assert_eq!(
-            read_diagnostics(&path, 1000),
+            read_diagnostics(&path, 1000).unwrap(),
             "x.cpp:1: error: caf\u{fffd}\n"
         );
-        let cut = read_diagnostics(&path, 5);
+        let cut = read_diagnostics(&path, 5).unwrap();
         assert_eq!(cut, "x.cpp\n[compiler output truncated]");
     }
 

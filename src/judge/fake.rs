@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::schedule::{ProblemSource, SubmissionRunner};
-use super::{Build, LoadedProblem, ProblemTools, Program, TestVerdict};
+use super::{Build, CompileError, LoadedProblem, ProblemTools, Program, TestVerdict};
 use crate::problem::{Problem, Subtask, TaskType, TestSet};
 
 /// What one scripted test does: its score, and how long it runs.
@@ -105,10 +105,10 @@ impl SubmissionRunner for FakeRunner {
             bail!("scripted judge-side failure");
         }
         if code.starts_with("CE") {
-            return Ok(Build::Error {
-                exit_code: 1,
-                stderr: format!("scripted error in {code}"),
-            });
+            return Ok(Build::Error(CompileError::exited(
+                1,
+                format!("scripted error in {code}"),
+            )));
         }
         Ok(Build::Program(Program::Binary(PathBuf::from(code))))
     }

@@ -17,6 +17,8 @@ pub mod scripts;
 pub mod stop;
 pub mod tps;
 mod workdir;
+pub(crate) use workdir::read_capped;
+pub use workdir::OUTPUT_CAP;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,6 +28,7 @@ use ioi_sandbox::{Sandbox, SandboxOptions};
 
 use crate::problem::{Problem, TaskType, TestCase, TestSet};
 use crate::score::{TestResult, Verdict};
+pub use compile::CompileError;
 use compile::{CompileCache, CompileProfile, Compiled};
 pub use workdir::BoxDir;
 
@@ -121,18 +124,7 @@ pub enum Program {
 #[derive(Clone)]
 pub enum Build {
     Program(Program),
-    /// A compilation error: the compiler's exit code (-1 when a limit stopped it) and stderr.
-    Error {
-        exit_code: i32,
-        stderr: String,
-    },
-}
-
-impl Build {
-    /// The feedback every test of a submission that did not compile gets.
-    pub fn error_feedback(exit_code: i32, stderr: &str) -> String {
-        Compiled::error_feedback(exit_code, stderr)
-    }
+    Error(CompileError),
 }
 
 /// The judge: a sandbox, a compile cache and a runner.
@@ -233,12 +225,8 @@ impl Judge {
     ) -> Result<PathBuf> {
         match self.cache.tool(&self.sandbox, problem, source)? {
             Compiled::Binary(path) => Ok(path),
-            Compiled::Error { exit_code, stderr } => {
-                bail!(
-                    "problem {}: the {what} {} does not compile (exit code {exit_code}):\n{stderr}",
-                    problem.id,
-                    source.path
-                )
+            Compiled::Error(error) => {
+                bail!("problem {}: the {what} {} {error}", problem.id, source.path)
             }
         }
     }
@@ -255,15 +243,13 @@ impl Judge {
                     .submission(&self.sandbox, &loaded.problem, code, self.profile)?
                 {
                     Compiled::Binary(path) => Build::Program(Program::Binary(path)),
-                    Compiled::Error { exit_code, stderr } => Build::Error { exit_code, stderr },
+                    Compiled::Error(error) => Build::Error(error),
                 },
             ),
             Runner::Scripts(scripts) => Ok(
                 match scripts::compile(&self.sandbox, scripts, &loaded.problem, code)? {
                     scripts::ScriptBuild::Box(dir) => Build::Program(Program::ScriptBox(dir)),
-                    scripts::ScriptBuild::Error { exit_code, stderr } => {
-                        Build::Error { exit_code, stderr }
-                    }
+                    scripts::ScriptBuild::Error(error) => Build::Error(error),
                 },
             ),
         }

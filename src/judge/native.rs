@@ -187,8 +187,8 @@ fn run_checker(
     spec.limits = tool_limits(problem, 1);
     let run = sandbox.run(&spec);
     stop::check_outcome(&run)?;
-    let stdout = read_capped(&private.join("checker.out"));
-    let stderr = read_capped(&private.join("checker.err"));
+    let stdout = read_capped(&private.join("checker.out"))?;
+    let stderr = read_capped(&private.join("checker.err"))?;
     match run.status {
         // testlib checkers may exit non-zero on WA while still printing the score.
         Termination::Ok | Termination::RuntimeError => {
@@ -277,19 +277,19 @@ pub fn run_communication(
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
-    let n = params.num_processes.max(1);
-    let fifos = Fifos::new(n)?;
-    let private = private_dir()?;
-    let (mut manager_spec, user_specs) = communication_specs(
+    let Conversation {
+        fifos,
+        private,
+        manager: mut manager_spec,
+        users: user_specs,
+    } = Conversation::new(
         params,
         manager,
         program,
         &test.input,
-        private.path(),
-        &fifos,
         &solution_limits(problem),
-    );
-    manager_spec.limits = tool_limits(problem, n);
+    )?;
+    manager_spec.limits = tool_limits(problem, user_specs.len());
     let (manager_run, user_runs, released) = converse(sandbox, &manager_spec, &user_specs, &fifos);
 
     let usage = combined_usage(&user_runs);
@@ -304,8 +304,8 @@ pub fn run_communication(
             check_manager_output(sandbox, problem, checker, test, &private, &manager_run)?;
         return Ok(scored(score, feedback, &usage));
     }
-    let stdout = read_capped(&private.path().join("manager.out"));
-    let stderr = read_capped(&private.path().join("manager.err"));
+    let stdout = read_capped(&private.path().join("manager.out"))?;
+    let stderr = read_capped(&private.path().join("manager.err"))?;
     let parsed = check::parse_verdict(&stdout, &stderr, "manager");
     let stopped_talking = || {
         scored(
@@ -428,7 +428,7 @@ fn check_manager_output(
             "the manager failed on test {}: {} (stderr: {})",
             test.name,
             manager_run.message,
-            read_capped(&private.path().join("manager.err")).trim()
+            read_capped(&private.path().join("manager.err"))?.trim()
         );
     }
     fs::rename(
@@ -451,18 +451,12 @@ pub(crate) fn manager_output(
     output: &Path,
     limits: &Limits,
 ) -> Result<()> {
-    let n = params.num_processes.max(1);
-    let fifos = Fifos::new(n)?;
-    let private = private_dir()?;
-    let (mut manager_spec, user_specs) = communication_specs(
-        params,
-        manager,
-        program,
-        input,
-        private.path(),
-        &fifos,
-        limits,
-    );
+    let Conversation {
+        fifos: _fifos,
+        private,
+        manager: mut manager_spec,
+        users: user_specs,
+    } = Conversation::new(params, manager, program, input, limits)?;
     manager_spec.limits = limits.clone();
     manager_spec.limits.memory = Some(limits.memory.unwrap_or(0).max(4 << 30));
     let (manager_run, user_runs) = std::thread::scope(|s| {
@@ -489,12 +483,51 @@ pub(crate) fn manager_output(
         bail!(
             "the manager: {} (stderr: {})",
             manager_run.message,
-            read_capped(&private.path().join("manager.err")).trim()
+            read_capped(&private.path().join("manager.err"))?.trim()
         );
     }
     fs::copy(private.path().join("manager.out"), output)
         .with_context(|| format!("cannot write {}", output.display()))?;
     Ok(())
+}
+
+/// What one Communication run needs, made in one place for the judge and for TPS's expected
+/// outputs: its FIFOs, its root-only folder (the manager's output), and the run specs.
+struct Conversation {
+    fifos: Fifos,
+    private: tempfile::TempDir,
+    manager: RunSpec,
+    users: Vec<RunSpec>,
+}
+
+impl Conversation {
+    /// The FIFOs, folder and specs of a run of `manager` against `program` on `input`, users
+    /// with `user_limits` (see [`communication_specs`]).
+    fn new(
+        params: &Communication,
+        manager: &Path,
+        program: &Path,
+        input: &Path,
+        user_limits: &Limits,
+    ) -> Result<Conversation> {
+        let fifos = Fifos::new(params.num_processes.max(1))?;
+        let private = private_dir()?;
+        let (manager, users) = communication_specs(
+            params,
+            manager,
+            program,
+            input,
+            private.path(),
+            &fifos,
+            user_limits,
+        );
+        Ok(Conversation {
+            fifos,
+            private,
+            manager,
+            users,
+        })
+    }
 }
 
 /// The manager's and the user processes' run specs of a Communication test (SPEC §2.3), users

@@ -33,7 +33,7 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Bind, RunSpec, Sandbox, Stdio, Termination};
 
 use super::compile::{
-    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache,
+    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache, CompileError,
     DEFAULT_MAX_PROGRAM_BYTES, MAX_COMPILER_STDERR,
 };
 use super::stop;
@@ -380,14 +380,7 @@ fn key(kind: &str, flags: &[&str], what: &[&str], files: &[(&str, &[u8])]) -> St
         h.update(part.as_bytes());
         h.update(b"\0");
     }
-    let mut files = files.to_vec();
-    files.sort();
-    for (name, content) in files {
-        h.update(name.as_bytes());
-        h.update(b"\0");
-        h.update(&(content.len() as u64).to_le_bytes());
-        h.update(content);
-    }
+    super::compile::hash_files(&mut h, files);
     format!("{kind}-{}", h.finalize().to_hex())
 }
 
@@ -557,12 +550,11 @@ fn compile_with(
         // The plain compile does strictly more work: it would be stopped too. These limits are
         // measured on the compiler alone, so they are its verdict (cached, as in `build`).
         Termination::TimeLimit | Termination::MemoryLimit => Some(BuildResult::Error {
-            exit_code: -1,
-            stderr: format!(
+            error: CompileError::stopped(format!(
                 "{}\ncompiler stopped: {}",
-                read_diagnostics(&stderr_path, MAX_COMPILER_STDERR),
+                read_diagnostics(&stderr_path, MAX_COMPILER_STDERR)?,
                 outcome.message
-            ),
+            )),
             cacheable: true,
         }),
         _ => None,

@@ -874,8 +874,8 @@ impl Shared<'_> {
                         state.may_speculate.insert(job);
                         self.needs(state, job, next, endings);
                     }
-                    Ok(Build::Error { exit_code, stderr }) => {
-                        let feedback = Build::error_feedback(exit_code, &stderr);
+                    Ok(Build::Error(error)) => {
+                        let feedback = error.feedback();
                         self.finish(state, job, Ended::CompileError(feedback), endings);
                     }
                     Err(e) => {

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::workdir::{read_capped, BoxDir};
-use super::TestVerdict;
+use super::{CompileError, TestVerdict};
 use crate::problem::{Problem, TestCase};
 
 /// The project's `graders/compile`.
@@ -41,7 +41,7 @@ impl Default for Scripts {
 /// Result of `compile`: the compiled box, or the compiler's failure.
 pub enum ScriptBuild {
     Box(Arc<BoxDir>),
-    Error { exit_code: i32, stderr: String },
+    Error(CompileError),
 }
 
 fn script_limits(wall: Duration, memory: u64) -> Limits {
@@ -76,16 +76,17 @@ pub fn compile(
     spec.limits = script_limits(Duration::from_secs(120), 4 << 30);
     let outcome = sandbox.run(&spec);
     super::stop::check_outcome(&outcome)?;
-    let stderr = read_capped(&work.join(".compile-stderr"));
+    let stderr = read_capped(&work.join(".compile-stderr"))?;
     Ok(match outcome.status {
         Termination::Ok => ScriptBuild::Box(Arc::new(work)),
         Termination::InternalError => {
             anyhow::bail!("cannot run the compile script: {}", outcome.message)
         }
-        _ => ScriptBuild::Error {
-            exit_code: outcome.exit_code.unwrap_or(-1),
+        // A script stopped by a limit or a signal has no exit code of its own.
+        _ => ScriptBuild::Error(CompileError {
+            exit_code: outcome.exit_code,
             stderr,
-        },
+        }),
     })
 }
 
@@ -112,8 +113,8 @@ pub fn run_test(
     spec.limits = script_limits(hard, problem.memory_limit.saturating_mul(2) + (1 << 30));
     let outcome = sandbox.run(&spec);
     super::stop::check_outcome(&outcome)?;
-    let stdout = read_capped(&private.path().join("stdout"));
-    let stderr = read_capped(&private.path().join("stderr"));
+    let stdout = read_capped(&private.path().join("stdout"))?;
+    let stderr = read_capped(&private.path().join("stderr"))?;
     if outcome.status == Termination::InternalError {
         anyhow::bail!("cannot run the run script: {}", outcome.message);
     }

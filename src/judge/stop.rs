@@ -19,8 +19,14 @@
 //! once the signal is pending, and the signal is queued for ioi-run before a box killed by the
 //! same group signal can be reaped; an outcome killed by one of these terminal signals is
 //! still given a short moment for the handler to run ([`check_outcome`]).
+//!
+//! Two ways to stop share the flag but not the exit. The command line's signal handler also
+//! records *which* signal interrupted it ([`interrupted_by`]): it then owns the process exit,
+//! and the main thread, whose runs were just killed, parks instead of exiting first with their
+//! failure ([`interrupting_signal`]). The server's forced shutdown only raises the flag
+//! ([`request`]): no signal is recorded, so nothing parks and the server returns normally.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -74,6 +80,25 @@ pub fn check_outcome(outcome: &ioi_sandbox::Outcome) -> anyhow::Result<()> {
     check()
 }
 
+/// The signal that interrupted the command line (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Records that `signal` interrupted the command line, and raises the flag (see the module
+/// documentation: only the CLI's signal handler calls this, never a server shutdown).
+pub fn interrupted_by(signal: i32) {
+    SIGNAL.store(signal, Ordering::SeqCst);
+    request();
+}
+
+/// The signal that interrupted the command line, if any: set by [`interrupted_by`] only, so a
+/// server's forced shutdown, which raises the flag alone, leaves it `None`.
+pub fn interrupting_signal() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
 /// Whether an error (anywhere in its chain) is [`Aborted`].
 pub fn is_aborted(error: &anyhow::Error) -> bool {
     error.chain().any(|e| e.is::<Aborted>())
@@ -98,5 +123,11 @@ mod tests {
             ..ioi_sandbox::Outcome::internal_error("killed")
         };
         assert!(check_outcome(&killed).is_err());
+        // Raising the flag alone (a server's forced shutdown) records no interrupting signal,
+        // so the command line's main thread does not park; the CLI's handler records one.
+        assert_eq!(interrupting_signal(), None);
+        interrupted_by(libc::SIGTERM);
+        assert_eq!(interrupting_signal(), Some(libc::SIGTERM));
+        assert!(requested());
     }
 }

@@ -112,11 +112,6 @@ fn compile_tools(
     plan: &GenPlan,
 ) -> Result<Tools> {
     let sandbox = judge.sandbox();
-    let gen_files: Vec<(&str, &[u8])> = package
-        .gen_files
-        .iter()
-        .map(|f| (f.path.as_str(), f.content.as_slice()))
-        .collect();
     let mut names: Vec<&str> = plan
         .tests
         .iter()
@@ -127,32 +122,24 @@ fn compile_tools(
         .collect();
     names.sort_unstable();
     names.dedup();
-    let mut generators = Vec::new();
-    for name in names {
-        let source = format!("{name}.cpp");
-        match judge.cache().program(sandbox, &gen_files, &source)? {
-            Compiled::Binary(path) => generators.push((name.to_string(), path)),
-            Compiled::Error { exit_code, stderr } => bail!(
-                "{}: the generator does not compile (exit code {exit_code}):\n{stderr}",
-                package.dir.join("gen").join(&source).display()
-            ),
-        }
-    }
-    let mut validators = Vec::new();
-    let validator_files: Vec<(&str, &[u8])> = package
-        .validator_files
-        .iter()
-        .map(|f| (f.path.as_str(), f.content.as_slice()))
-        .collect();
-    for source in validator_sources(package) {
-        match judge.cache().program(sandbox, &validator_files, &source)? {
-            Compiled::Binary(path) => validators.push((source, path)),
-            Compiled::Error { exit_code, stderr } => bail!(
-                "{}: the validator does not compile (exit code {exit_code}):\n{stderr}",
-                package.dir.join("validator").join(&source).display()
-            ),
-        }
-    }
+    let generators = compile_makers(
+        judge,
+        &package.gen_files,
+        &package.dir.join("gen"),
+        "generator",
+        names
+            .into_iter()
+            .map(|name| (name.to_string(), format!("{name}.cpp"))),
+    )?;
+    let validators = compile_makers(
+        judge,
+        &package.validator_files,
+        &package.dir.join("validator"),
+        "validator",
+        validator_sources(package)
+            .into_iter()
+            .map(|source| (source.clone(), source)),
+    )?;
     let model_path = package.solution_path(&package.model_solution);
     let code = fs::read(&model_path)
         .with_context(|| format!("cannot read the model solution {}", model_path.display()))?;
@@ -162,17 +149,14 @@ fn compile_tools(
         .submission(sandbox, problem, &code, judge.compile_profile())?
     {
         Compiled::Binary(path) => path,
-        Compiled::Error { exit_code, stderr } => bail!(
-            "{}: the model solution does not compile (exit code {exit_code}):\n{stderr}",
-            model_path.display()
-        ),
+        Compiled::Error(error) => bail!("{}: the model solution {error}", model_path.display()),
     };
     let manager = match (&problem.task, problem.manager()) {
         (TaskType::Communication(_), Some(source)) => {
             match judge.cache().tool(sandbox, problem, source)? {
                 Compiled::Binary(path) => Some(path),
-                Compiled::Error { exit_code, stderr } => bail!(
-                    "{}: the manager does not compile (exit code {exit_code}):\n{stderr}",
+                Compiled::Error(error) => bail!(
+                    "{}: the manager {error}",
                     package.dir.join("grader/manager.cpp").display()
                 ),
             }
@@ -252,24 +236,12 @@ fn make_tests(
     let header = gen_file(package, "input.header");
     let footer = gen_file(package, "input.footer");
     plan.tests.par_iter().try_for_each(|test| {
-        make_input(judge, package, tools, test, out, header, footer).with_context(|| {
-            format!(
-                "test {} ({}: line {})",
-                test.name,
-                package.dir.join("gen/data").display(),
-                test.line
-            )
-        })
+        make_input(judge, package, tools, test, out, header, footer)
+            .with_context(|| gen_data_line(package, test))
     })?;
     plan.tests.par_iter().try_for_each(|test| {
-        validate(judge, package, plan, tools, test, out).with_context(|| {
-            format!(
-                "test {} ({}: line {})",
-                test.name,
-                package.dir.join("gen/data").display(),
-                test.line
-            )
-        })
+        validate(judge, package, plan, tools, test, out)
+            .with_context(|| gen_data_line(package, test))
     })?;
     plan.tests.par_iter().try_for_each(|test| {
         make_output(judge, problem, tools, test, out).with_context(|| {
@@ -279,6 +251,16 @@ fn make_tests(
             )
         })
     })
+}
+
+/// Where a test comes from, for errors: its name and its line of `gen/data`.
+fn gen_data_line(package: &TpsPackage, test: &GenTest) -> String {
+    format!(
+        "test {} ({}: line {})",
+        test.name,
+        package.dir.join("gen/data").display(),
+        test.line
+    )
 }
 
 fn gen_file<'a>(package: &'a TpsPackage, name: &str) -> Option<&'a GraderFile> {
@@ -306,24 +288,17 @@ fn make_input(
                 .iter()
                 .find(|(name, _)| name == program)
                 .context("generator not compiled")?;
-            let mut argv = vec!["/gen/program".to_string()];
-            argv.extend(args.iter().cloned());
-            let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, argv);
-            spec.binds.push(Bind::read_only(binary, "/gen/program"));
-            spec.stdout = Stdio::Path(raw.clone());
             let stderr = out.join(format!("{}.gen-err", test.name));
-            spec.stderr = Stdio::Path(stderr.clone());
-            spec.limits = maker_limits(4 << 30);
-            let run = judge.sandbox().run(&spec);
-            let message = super::workdir::read_capped(&stderr);
-            let _ = fs::remove_file(&stderr);
-            if run.status != Termination::Ok {
-                bail!(
-                    "generator {program} {}: {} (stderr: {})",
-                    args.join(" "),
-                    run.message,
-                    message.trim()
-                );
+            let stdout = Stdio::Path(raw.clone());
+            if let Err(why) = run_maker(
+                judge,
+                (binary, "/gen/program"),
+                args,
+                Stdio::Null,
+                stdout,
+                &stderr,
+            )? {
+                bail!("generator {program} {}: {why}", args.join(" "));
             }
         }
     }
@@ -339,6 +314,59 @@ fn make_input(
     let input = dos2unix(input);
     let path = out.join(format!("{}.in", test.name));
     fs::write(&path, input).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Compiles the test makers (generators or validators) of `folder`, given as (name, source):
+/// each one's name and program. A maker that does not compile is an error naming its file.
+fn compile_makers(
+    judge: &Judge,
+    files: &[GraderFile],
+    folder: &Path,
+    what: &str,
+    makers: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<(String, PathBuf)>> {
+    let files: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.content.as_slice()))
+        .collect();
+    let mut programs = Vec::new();
+    for (name, source) in makers {
+        match judge.cache().program(judge.sandbox(), &files, &source)? {
+            Compiled::Binary(path) => programs.push((name, path)),
+            Compiled::Error(error) => {
+                bail!("{}: the {what} {error}", folder.join(&source).display())
+            }
+        }
+    }
+    Ok(programs)
+}
+
+/// Runs a test maker (`binary`, seen in the box as `mount`, which is its `argv[0]`) with
+/// `args`, the given stdin and stdout, in a box of its own; `Err` with its stderr when it does
+/// not end well.
+fn run_maker(
+    judge: &Judge,
+    (binary, mount): (&Path, &str),
+    args: &[String],
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: &Path,
+) -> Result<std::result::Result<(), String>> {
+    let mut argv = vec![mount.to_string()];
+    argv.extend(args.iter().cloned());
+    let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, argv);
+    spec.binds.push(Bind::read_only(binary, mount));
+    spec.stdin = stdin;
+    spec.stdout = stdout;
+    spec.stderr = Stdio::Path(stderr.to_path_buf());
+    spec.limits = maker_limits(4 << 30);
+    let run = judge.sandbox().run(&spec);
+    let message = super::workdir::read_capped(stderr)?;
+    let _ = fs::remove_file(stderr);
+    Ok(match run.status {
+        Termination::Ok => Ok(()),
+        _ => Err(format!("{} (stderr: {})", run.message, message.trim())),
+    })
 }
 
 /// The C++ validators named by `subtasks.json` (file names in `validator/`). Validators in
@@ -389,24 +417,19 @@ fn validate(
         let Some((_, binary)) = tools.validators.iter().find(|(name, _)| name == file) else {
             continue;
         };
-        let mut argv = vec!["/validator/program".to_string()];
-        argv.extend(args.iter().cloned());
-        let mut spec = RunSpec::in_tmpfs(MAKER_BOX_BYTES, argv);
-        spec.binds
-            .push(Bind::read_only(binary, "/validator/program"));
-        spec.stdin = Stdio::Path(input.clone());
         let stderr = out.join(format!("{}.val-err", test.name));
-        spec.stderr = Stdio::Path(stderr.clone());
-        spec.limits = maker_limits(4 << 30);
-        let run = judge.sandbox().run(&spec);
-        let message = super::workdir::read_capped(&stderr);
-        let _ = fs::remove_file(&stderr);
-        if run.status != Termination::Ok {
+        let stdin = Stdio::Path(input.clone());
+        if let Err(why) = run_maker(
+            judge,
+            (binary, "/validator/program"),
+            args,
+            stdin,
+            Stdio::Null,
+            &stderr,
+        )? {
             bail!(
-                "the input is refused by the validator `{command}` (subtasks {}): {} (stderr: {})",
-                subtasks.join(", "),
-                run.message,
-                message.trim()
+                "the input is refused by the validator `{command}` (subtasks {}): {why}",
+                subtasks.join(", ")
             );
         }
     }
@@ -497,7 +520,7 @@ fn run_data_py(judge: &Judge, dir: &Path, script: &[u8]) -> Result<String> {
             "{}: python3 failed (it must be installed in the host's /usr): {} (stderr: {})",
             origin.display(),
             run.message,
-            super::workdir::read_capped(&stderr).trim()
+            super::workdir::read_capped(&stderr)?.trim()
         );
     }
     String::from_utf8(fs::read(&stdout)?)

@@ -57,21 +57,32 @@ impl BoxDir {
     }
 }
 
-/// The first MiB of a file written by a sandboxed tool (its stdout or stderr), as text; empty
-/// when the file is missing.
-pub(crate) fn read_capped(path: &Path) -> String {
-    read_prefix(path, 1 << 20)
+/// Bytes of a program's output (stdout, stderr, a checker's or manager's messages) that the
+/// judge and the server read: far more than any feedback, little enough to hold in memory.
+pub const OUTPUT_CAP: u64 = 1 << 20;
+
+/// The first [`OUTPUT_CAP`] bytes of a file a program wrote, as text (see [`read_prefix`]).
+pub(crate) fn read_capped(path: &Path) -> Result<String> {
+    read_prefix(path, OUTPUT_CAP)
 }
 
 /// The first `cap` bytes of a file a program wrote (the rest is never read), decoded lossily:
-/// the one reader for output of untrusted programs, whose text need not be UTF-8.
-pub(crate) fn read_prefix(path: &Path, cap: u64) -> String {
+/// the one reader for output of untrusted programs, whose text need not be UTF-8. A missing
+/// file is empty (the program wrote nothing); any other failure is an error naming the file,
+/// never a silently empty output.
+pub(crate) fn read_prefix(path: &Path, cap: u64) -> Result<String> {
     use std::io::Read;
     let mut text = Vec::new();
-    if let Ok(file) = fs::File::open(path) {
-        let _ = file.take(cap).read_to_end(&mut text);
+    match fs::File::open(path) {
+        Ok(file) => {
+            file.take(cap)
+                .read_to_end(&mut text)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
-    String::from_utf8_lossy(&text).into_owned()
+    Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
 /// Gives a box folder to the sandbox: each run writes as its own uid in the box group, so
@@ -82,4 +93,26 @@ fn chown(path: &Path, (uid, gid): (u32, u32)) -> Result<()> {
         .with_context(|| format!("cannot give {} to the sandbox user {uid}", path.display()))?;
     fs::set_permissions(path, fs::Permissions::from_mode(0o2775))
         .with_context(|| format!("cannot open {} to the box group", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_output_is_capped_lossy_and_never_silently_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        fs::write(&path, b"ab\xffcd").unwrap();
+        assert_eq!(read_prefix(&path, 3).unwrap(), "ab\u{fffd}");
+        assert_eq!(read_capped(&path).unwrap(), "ab\u{fffd}cd");
+        // Nothing written: empty output.
+        assert_eq!(read_capped(&dir.path().join("missing")).unwrap(), "");
+        // Something that cannot be read is an error naming it, not an empty output.
+        let error = read_capped(dir.path()).unwrap_err();
+        assert!(
+            format!("{error:#}").contains(&dir.path().display().to_string()),
+            "{error:#}"
+        );
+    }
 }

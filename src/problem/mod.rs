@@ -11,6 +11,38 @@ pub mod openr1;
 pub mod testcases;
 pub mod tps;
 
+/// Which problem of a catalog: its year (0 for a task folder without one) and id. Ordered by
+/// year, then id; shown as `2024/nile`, or `nile` without a year.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProblemKey {
+    pub year: i64,
+    pub id: String,
+}
+
+impl ProblemKey {
+    /// The key of `problem`.
+    pub fn of(problem: &Problem) -> ProblemKey {
+        ProblemKey {
+            year: problem.year,
+            id: problem.id.clone(),
+        }
+    }
+
+    /// Whether this is the key of `problem`.
+    pub fn is(&self, problem: &Problem) -> bool {
+        problem.year == self.year && problem.id == self.id
+    }
+}
+
+impl std::fmt::Display for ProblemKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.year {
+            0 => f.write_str(&self.id),
+            year => write!(f, "{year}/{}", self.id),
+        }
+    }
+}
+
 /// One IOI problem, ready to judge. Subtasks are in their sorted (judging) order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {

@@ -28,6 +28,7 @@ use super::codeforces::{
 use super::runtime::CfLanguage;
 use super::{JudgeExecutor, RequestError};
 use crate::judge::compile::Compiled;
+use crate::judge::read_capped;
 
 /// Flags of the Codeforces package's C++ compile, before `-std=` and after it.
 const CPP_FLAGS_BEFORE_STD: [&str; 2] = ["-DONLINE_JUDGE", "-O2"];
@@ -99,9 +100,9 @@ impl JudgeExecutor {
             .map_err(|e| internal("cannot compile the program", e))?;
         Ok(match compiled {
             Compiled::Binary(path) => Ok(Program::Binary(path)),
-            Compiled::Error { exit_code, stderr } => Err(CfVerdict::CompileError {
-                code: (exit_code >= 0).then_some(exit_code),
-                stderr,
+            Compiled::Error(error) => Err(CfVerdict::CompileError {
+                code: error.exit_code,
+                stderr: error.stderr,
             }),
         })
     }
@@ -217,7 +218,7 @@ impl JudgeExecutor {
         if run.status == Termination::InternalError {
             bail!("sandbox failure running the checker: {}", run.message);
         }
-        let stdout = super::judged::read_capped(&stdout_path)?;
+        let stdout = read_capped(&stdout_path)?;
         // The package passes a test only when the checker prints 1 or 100 and exits 0; a
         // checker that fails on a malformed output is that output's fault.
         let (passed, note) = match run.status {

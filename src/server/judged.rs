@@ -26,15 +26,16 @@ use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Stdio, Terminatio
 use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
 use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
 use crate::judge::compile::Compiled;
-use crate::judge::{BoxDir, Build, Judge, JudgeOptions, Runner};
+use crate::judge::{read_capped, BoxDir, Build, CompileError, Judge, JudgeOptions, Runner};
 use crate::problem::{Problem, Subtask, TaskType, TestCase, TestSet};
 
 /// The name of the single test of a `cms_ioi` request.
 const TEST_NAME: &str = "request";
 /// Where a plain program's binary appears inside its box.
 const PLAIN_PROGRAM: &str = "/sol/program";
-/// Bytes of a plain program's stdout and of its stderr kept in the response; more is cut.
-pub const MAX_PLAIN_OUTPUT: usize = 1 << 20;
+/// Bytes of a plain program's stdout and of its stderr kept in the response; more is cut (the
+/// judge's one capped reader, [`read_capped`], reads this much).
+pub const MAX_PLAIN_OUTPUT: u64 = crate::judge::OUTPUT_CAP;
 /// Largest file a plain program may write (its stdout included).
 const PLAIN_OUTPUT_LIMIT: u64 = 64 << 20;
 
@@ -82,12 +83,7 @@ impl JudgeExecutor {
             .map_err(|e| internal("cannot compile the submission", e))?;
         let program = match build {
             Build::Program(program) => program,
-            Build::Error { exit_code, stderr } => {
-                return Ok(IoiOutcome::CompileError {
-                    code: exit_code,
-                    stderr,
-                })
-            }
+            Build::Error(error) => return Ok(IoiOutcome::CompileError(error)),
         };
         let verdict = self
             .judge
@@ -117,9 +113,9 @@ impl JudgeExecutor {
             .map_err(|e| internal("cannot compile the program", e))?;
         let binary = match compiled {
             Compiled::Binary(path) => path,
-            Compiled::Error { exit_code, stderr } => {
+            Compiled::Error(error) => {
                 return Ok(Response {
-                    compile: Some(compile_failure(exit_code, stderr)),
+                    compile: Some(compile_failure(error)),
                     run: None,
                 })
             }
@@ -251,33 +247,17 @@ fn piston_exit(outcome: &Outcome) -> (Option<i32>, Option<String>) {
     }
 }
 
-/// The compile stage of a failed compile; a compiler stopped by a limit (-1) was killed.
-fn compile_failure(exit_code: i32, stderr: String) -> Stage {
-    if exit_code < 0 {
-        Stage::new(
+/// The compile stage of a failed compile; a compiler stopped by a limit was killed.
+fn compile_failure(error: CompileError) -> Stage {
+    match error.exit_code {
+        None => Stage::new(
             String::new(),
-            stderr,
+            error.stderr,
             None,
             Some(HARD_TIMEOUT_SIGNAL.to_string()),
-        )
-    } else {
-        Stage::new(String::new(), stderr, Some(exit_code), None)
+        ),
+        Some(code) => Stage::new(String::new(), error.stderr, Some(code), None),
     }
-}
-
-/// At most [`MAX_PLAIN_OUTPUT`] bytes of a file, as text.
-pub(super) fn read_capped(path: &Path) -> anyhow::Result<String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    match fs::File::open(path) {
-        Ok(file) => file
-            .take(MAX_PLAIN_OUTPUT as u64)
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {}", path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn internal(what: &str, error: anyhow::Error) -> RequestError {

@@ -7,6 +7,7 @@
 //! outcome comes back exactly as the judge meant it.
 
 use super::{Response, Stage};
+use crate::judge::CompileError;
 
 /// The feedback the client substitutes when Piston killed the run at its hard limit.
 pub const HARD_TIMEOUT_FEEDBACK: &str = "Time limit exceeded";
@@ -24,7 +25,7 @@ pub enum IoiOutcome {
     /// limits are judged outcomes with score 0.
     Judged { score: f64, feedback: String },
     /// The submission did not compile: the compiler's exit code and stderr.
-    CompileError { code: i32, stderr: String },
+    CompileError(CompileError),
     /// The whole run outlived the request's `run_timeout` and was killed.
     HardTimeout,
 }
@@ -44,8 +45,14 @@ pub fn ioi_response(outcome: &IoiOutcome) -> Response {
                 None,
             )),
         },
-        IoiOutcome::CompileError { code, stderr } => Response {
-            compile: Some(Stage::new(String::new(), stderr.clone(), Some(*code), None)),
+        // The pipeline reads the code into its feedback: -1 for a compiler stopped by a limit.
+        IoiOutcome::CompileError(error) => Response {
+            compile: Some(Stage::new(
+                String::new(),
+                error.stderr.clone(),
+                Some(error.reported_code()),
+                None,
+            )),
             run: None,
         },
         IoiOutcome::HardTimeout => Response {
@@ -161,10 +168,7 @@ mod tests {
 
     #[test]
     fn a_compilation_error_carries_the_exit_code_and_stderr() {
-        let outcome = IoiOutcome::CompileError {
-            code: 1,
-            stderr: "a.cpp:1: error".into(),
-        };
+        let outcome = IoiOutcome::CompileError(CompileError::exited(1, "a.cpp:1: error"));
         assert_eq!(
             view(outcome.clone()),
             (

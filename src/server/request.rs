@@ -49,7 +49,7 @@ pub fn parse_execute(body: &[u8]) -> Result<ExecuteRequest, RequestError> {
         .any(|f| CONTRACT_FILES.contains(&f.name.as_str()));
     let runtime = Runtime::find(&language, &version, contract_shaped)
         .ok_or_else(|| unknown_runtime(&language, &version))?;
-    let limits = Limits::parse(&top)?;
+    let limits = RequestLimits::parse(&top)?;
     let job = match runtime {
         Runtime::CmsIoi => Job::Ioi(ioi_job(files, &limits)?),
         Runtime::Cpp => Job::Plain(plain_job(files, &mut top, &limits)?),
@@ -76,16 +76,17 @@ fn unknown_runtime(language: &str, version: &str) -> RequestError {
     }
 }
 
-/// The limits of a request, in the units the judge uses.
-struct Limits {
+/// The limits a request asks for (`run_timeout`, `compile_timeout`, `run_memory_limit`), in
+/// the units the judge uses; not the sandbox's [`ioi_sandbox::Limits`], which they become.
+struct RequestLimits {
     run_timeout: Option<Duration>,
     compile_timeout: Option<Duration>,
     run_memory_limit: Option<u64>,
 }
 
-impl Limits {
-    fn parse(top: &Map<String, Value>) -> Result<Limits, RequestError> {
-        Ok(Limits {
+impl RequestLimits {
+    fn parse(top: &Map<String, Value>) -> Result<RequestLimits, RequestError> {
+        Ok(RequestLimits {
             run_timeout: milliseconds(top, "run_timeout")?,
             compile_timeout: milliseconds(top, "compile_timeout")?,
             run_memory_limit: bytes(top, "run_memory_limit")?,
@@ -99,7 +100,7 @@ struct File {
     content: Vec<u8>,
 }
 
-fn ioi_job(mut files: Vec<File>, limits: &Limits) -> Result<IoiJob, RequestError> {
+fn ioi_job(mut files: Vec<File>, limits: &RequestLimits) -> Result<IoiJob, RequestError> {
     let problem_id = problem_id(&files)?;
     let submission_path = format!("graders/{problem_id}.cpp");
     let submission = take(&mut files, &submission_path).ok_or_else(|| {
@@ -215,7 +216,7 @@ fn problem_id(files: &[File]) -> Result<String, RequestError> {
 fn plain_job(
     mut files: Vec<File>,
     top: &mut Map<String, Value>,
-    limits: &Limits,
+    limits: &RequestLimits,
 ) -> Result<PlainJob, RequestError> {
     if files.is_empty() {
         return Err(bad(

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::*;
 use crate::judge::fake::{self, FakeProblems, FakeRun, FakeRunner};
 use crate::judge::plan::{Replay, SubmissionPlan};
+use crate::judge::CompileError;
 use crate::problem::{Communication, Problem, TaskType, UserIo};
 
 fn names(prefix: &str, n: usize) -> Vec<String> {
@@ -81,7 +82,7 @@ fn reference(problem: &Problem, code: Option<&str>, batch: usize) -> Vec<Subtask
         return plan.uniform(TestResult::skipped);
     };
     if code.starts_with("CE") {
-        let feedback = Build::error_feedback(1, &format!("scripted error in {code}"));
+        let feedback = CompileError::exited(1, format!("scripted error in {code}")).feedback();
         return plan.uniform(|t| TestResult {
             score: 0.0,
             status: Verdict::CompilationError,
