@@ -226,8 +226,15 @@ pub fn run(args: Args) -> Result<i32> {
     // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
     if looks_like_hub_id(&results_name) && !args.demo {
         outln!(
-            "to upload to the Hugging Face hub: huggingface-cli upload {results_name} {} --repo-type dataset",
-            results_dir.display()
+            "to upload to the Hugging Face hub: {}",
+            upload_command(&results_name, &results_dir)
+        );
+    }
+    if summary.broken_problems > 0 {
+        eprintln!(
+            "{} problem(s) could not be loaded (listed above); {} submission(s) named them and \
+             were left out",
+            summary.broken_problems, summary.naming_broken
         );
     }
     if summary.bad_rows > 0 {
@@ -247,6 +254,18 @@ pub fn run(args: Args) -> Result<i32> {
         return Ok(1);
     }
     Ok(if summary.bad_rows > 0 { 1 } else { 0 })
+}
+
+/// The command that publishes a results folder. `hf` is the Hugging Face CLI since
+/// huggingface_hub 0.34 (1.0 removed `huggingface-cli`). The lock files that keep two runs
+/// apart (`.<dataset>.jsonl.lock`, naming a pid, a host and a command line) and the `.bak` of
+/// an `--override` are not results: they stay home.
+fn upload_command(repo: &str, folder: &std::path::Path) -> String {
+    format!(
+        "hf upload {repo} {} --repo-type dataset --exclude '{}' --exclude '*.bak'",
+        folder.display(),
+        crate::evaluate::LOCK_PATTERN
+    )
 }
 
 fn looks_like_hub_id(name: &str) -> bool {
