@@ -35,7 +35,8 @@ pub struct Args {
     /// `ioi-run evaluate --demo [RESULTS_NAME]` (default: `ioi-run-demo` in the current folder).
     #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
     pub(super) demo: bool,
-    /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.
+    /// Problems: open-r1/ioi rows (file, folder or hub id), or CMS/TPS task folders (or a
+    /// folder of them).
     #[arg(long, default_value = "open-r1/ioi")]
     problems: Vec<String>,
     /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders.

@@ -15,7 +15,8 @@ use crate::score::{SubtaskResult, TestResult, Verdict};
 #[derive(Debug, clap::Args)]
 #[command(allow_missing_positional = true)]
 pub struct Args {
-    /// The CMS or TPS task folder; leave it out with --problems, --tests and --problem-id.
+    /// The CMS or TPS task folder; leave it out with --problems and --problem-id (open-r1/ioi
+    /// rows).
     #[arg(value_name = "PROBLEM")]
     problem: Option<PathBuf>,
     /// The solution to judge.
@@ -146,7 +147,7 @@ fn check_paths(args: &Args) -> Result<()> {
         ),
         (None, None) => bail!(
             "give a CMS or TPS task folder and a solution (ioi-run judge TASK SOLUTION.cpp), or \
-             --problems, --tests and --problem-id with a solution"
+             --problems and --problem-id (and --tests) with a solution"
         ),
         _ if solution.is_dir() => bail!(
             "{} is a folder: SOLUTION.cpp must be a file",
@@ -189,7 +190,7 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
             }
             crate::judge::tps::load_task_folder(judge, dir)
         }
-        None => bail!("give a CMS or TPS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
+        None => bail!("give a CMS or TPS task folder and a solution, or --problems and --problem-id (and --tests) with a solution"),
     }
 }
 
