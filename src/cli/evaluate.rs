@@ -118,8 +118,10 @@ pub fn run(args: Args) -> Result<i32> {
         let results = args.datasets.clone().unwrap_or_else(|| DEMO_RESULTS.into());
         demo_dir = PathBuf::from(&results).join("demo-input");
         crate::evaluate::demo::extract(&demo_dir)?;
+        // The demo's rows without code are warned about like any dataset's: say it is on purpose.
         eprintln!(
-            "demo problems and submissions written to {}",
+            "demo problems and submissions written to {} (every kind of failure is there on \
+             purpose: compilation errors, crashes, TLE, MLE, rows without code)",
             demo_dir.display()
         );
         let subs = demo_dir

@@ -298,10 +298,13 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
             text
         }
     };
+    // The id only when the name does not already say it (`sumpairs (sumpairs)` says it twice).
+    let title = match problem.name.eq_ignore_ascii_case(&problem.id) {
+        true => problem.name.clone(),
+        false => format!("{} ({})", problem.name, problem.id),
+    };
     outln!(
-        "{} ({}), time limit {} s, memory limit {} MiB",
-        problem.name,
-        problem.id,
+        "{title}, time limit {} s, memory limit {} MiB",
         problem.time_limit,
         problem.memory_limit >> 20
     );
