@@ -7,31 +7,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
 mod common;
-
-/// The server process; stopped by pid (SIGTERM, then SIGKILL) when dropped, even when the test
-/// fails.
-struct ServeProcess {
-    child: Child,
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        for _ in 0..300 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `python3`, or `None` (the test then skips, unless `CI` is set).
 fn python3() -> Option<&'static str> {
@@ -69,7 +47,7 @@ fn the_python_rl_client_gets_the_expected_rewards_from_many_endpoints() {
         .spawn()
         .expect("ioi-run serve starts");
     let stderr = child.stderr.take().unwrap();
-    let server = ServeProcess { child };
+    let server = common::Stopping(child);
     let mut lines = BufReader::new(stderr).lines();
     let endpoints = loop {
         let line = lines

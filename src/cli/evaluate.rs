@@ -35,7 +35,8 @@ pub struct Args {
     /// `ioi-run evaluate --demo [RESULTS_NAME]` (default: `ioi-run-demo` in the current folder).
     #[arg(long, conflicts_with_all = ["results_name", "problems", "tests"])]
     pub(super) demo: bool,
-    /// Problems: open-r1/ioi rows (file, folder or hub id) or CMS task folders.
+    /// Problems: open-r1/ioi rows (file, folder or hub id), or CMS/TPS task folders (or a
+    /// folder of them).
     #[arg(long, default_value = "open-r1/ioi", help_heading = "Input")]
     problems: Vec<String>,
     /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders.
@@ -129,8 +130,10 @@ impl Inputs {
         let results = results.unwrap_or_else(|| DEMO_RESULTS.into());
         let demo_dir = PathBuf::from(&results).join("demo-input");
         crate::evaluate::demo::extract(&demo_dir)?;
+        // The demo's rows without code are warned about like any dataset's: say it is on purpose.
         eprintln!(
-            "demo problems and submissions written to {}",
+            "demo problems and submissions written to {} (every kind of failure is there on \
+             purpose: compilation errors, crashes, TLE, MLE, rows without code)",
             demo_dir.display()
         );
         Ok(Inputs {
@@ -279,9 +282,15 @@ fn print_summary(
     // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
     if looks_like_hub_id(&inputs.results_name) && !args.demo {
         outln!(
-            "to upload to the Hugging Face hub: huggingface-cli upload {} {} --repo-type dataset",
-            inputs.results_name,
-            options.results_dir.display()
+            "to upload to the Hugging Face hub: {}",
+            upload_command(&inputs.results_name, &options.results_dir)
+        );
+    }
+    if summary.broken_problems > 0 {
+        eprintln!(
+            "{} problem(s) could not be loaded (listed above); {} submission(s) named them and \
+             were left out",
+            summary.broken_problems, summary.naming_broken
         );
     }
     if summary.bad_rows > 0 {
@@ -301,6 +310,18 @@ fn print_summary(
         return Ok(1);
     }
     Ok(if summary.bad_rows > 0 { 1 } else { 0 })
+}
+
+/// The command that publishes a results folder. `hf` is the Hugging Face CLI since
+/// huggingface_hub 0.34 (1.0 removed `huggingface-cli`). The lock files that keep two runs
+/// apart (`.<dataset>.jsonl.lock`, naming a pid, a host and a command line) and the `.bak` of
+/// an `--override` are not results: they stay home.
+fn upload_command(repo: &str, folder: &std::path::Path) -> String {
+    format!(
+        "hf upload {repo} {} --repo-type dataset --exclude '{}' --exclude '*.bak'",
+        folder.display(),
+        crate::evaluate::LOCK_PATTERN
+    )
 }
 
 fn looks_like_hub_id(name: &str) -> bool {

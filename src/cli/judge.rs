@@ -17,18 +17,22 @@ use crate::score::{SubtaskResult, TestResult, Verdict};
 #[derive(Debug, clap::Args)]
 #[command(allow_missing_positional = true)]
 pub struct Args {
-    /// The CMS or TPS task folder; leave it out with --problems, --tests and --problem-id.
+    /// The CMS or TPS task folder; leave it out with --problems and --problem-id (open-r1/ioi
+    /// rows).
     #[arg(value_name = "PROBLEM")]
     problem: Option<PathBuf>,
     /// The solution to judge.
     #[arg(value_name = "SOLUTION.cpp")]
     solution: PathBuf,
-    /// open-r1/ioi problem rows (parquet or jsonl, file or folder).
+    /// open-r1/ioi problem rows, as in `evaluate`: parquet or jsonl, a file, a folder or a
+    /// Hugging Face id (`open-r1/ioi`).
     #[arg(long, requires = "problem_id")]
-    problems: Option<PathBuf>,
-    /// open-r1/ioi-test-cases (parquet or jsonl) or a folder of <name>.in/.out.
+    problems: Vec<String>,
+    /// Test cases, as in `evaluate`: open-r1/ioi-test-cases (parquet or jsonl, a file, a
+    /// folder or a Hugging Face id) or a folder of <name>.in/.out [default with --problems:
+    /// open-r1/ioi-test-cases].
     #[arg(long, requires = "problems")]
-    tests: Vec<PathBuf>,
+    tests: Vec<String>,
     /// Problem id in --problems.
     #[arg(long)]
     problem_id: Option<String>,
@@ -124,7 +128,7 @@ pub fn run(args: Args) -> Result<i32> {
 /// Paths in the wrong place get a hint, not a bare "Not a directory".
 fn check_paths(args: &Args) -> Result<()> {
     let solution = &args.solution;
-    match (&args.problem, &args.problems) {
+    match (&args.problem, args.problems.first()) {
         (Some(problem), None) if problem.is_file() && solution.is_dir() => bail!(
             "{} is a file and {} a folder: the problem comes first \
              (ioi-run judge {} {})",
@@ -143,7 +147,7 @@ fn check_paths(args: &Args) -> Result<()> {
         ),
         (None, None) => bail!(
             "give a CMS or TPS task folder and a solution (ioi-run judge TASK SOLUTION.cpp), or \
-             --problems, --tests and --problem-id with a solution"
+             --problems and --problem-id (and --tests) with a solution"
         ),
         _ if solution.is_dir() => bail!(
             "{} is a folder: SOLUTION.cpp must be a file",
@@ -154,45 +158,26 @@ fn check_paths(args: &Args) -> Result<()> {
 }
 
 fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
-    if let Some(rows) = &args.problems {
-        let id = args
-            .problem_id
-            .as_deref()
-            .unwrap_or_default()
-            .to_lowercase();
-        let problems = crate::problem::openr1::load_problems(std::slice::from_ref(rows))?;
-        let mut years: Vec<i64> = problems
+    if !args.problems.is_empty() {
+        let sources = crate::evaluate::run::resolve_sources(&args.problems)?;
+        if let Some(folder) = sources
             .iter()
-            .filter(|p| p.id == id)
-            .map(|p| p.year)
-            .collect();
-        years.sort();
-        let found: Vec<Problem> = problems
-            .into_iter()
-            .filter(|p| p.id == id && args.year.is_none_or(|y| p.year == y))
-            .collect();
-        let problem = match found.len() {
-            0 if !years.is_empty() => bail!(
-                "no problem {id:?} of year {} in {}; it exists for {}",
-                args.year.unwrap_or_default(),
-                rows.display(),
-                years
-                    .iter()
-                    .map(|y| y.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            0 => bail!("no problem {id:?} in {}", rows.display()),
-            1 => found.into_iter().next().context("unreachable")?,
-            _ => bail!(
-                "several problems {id:?} in {} (years differ): pick one with --year",
-                rows.display()
-            ),
-        };
-        if args.tests.is_empty() {
-            bail!("--tests is required with --problems");
+            .find(|p| crate::evaluate::run::is_cms_source(p))
+        {
+            bail!(
+                "{} holds task folders, not open-r1/ioi rows: give the task folder itself \
+                 before the solution (ioi-run judge TASK SOLUTION.cpp)",
+                folder.display()
+            );
         }
-        let tests = crate::problem::openr1::load_tests(&args.tests, &problem)?;
+        let problem = pick_problem(args, &sources)?;
+        // As in `evaluate`: the test cases' hub dataset unless told otherwise.
+        let tests = match args.tests.is_empty() {
+            true => vec!["open-r1/ioi-test-cases".to_string()],
+            false => args.tests.clone(),
+        };
+        let tests = crate::evaluate::run::resolve_sources(&tests)?;
+        let tests = crate::problem::openr1::load_tests(&tests, &problem)?;
         return Ok((problem, tests));
     }
     match &args.problem {
@@ -205,7 +190,61 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
             }
             crate::judge::tps::load_task_folder(judge, dir)
         }
-        None => bail!("give a CMS or TPS task folder and a solution, or --problems, --tests and --problem-id with a solution"),
+        None => bail!("give a CMS or TPS task folder and a solution, or --problems and --problem-id (and --tests) with a solution"),
+    }
+}
+
+/// The problem `--problem-id` (and `--year`) names among open-r1/ioi rows. Other problems
+/// with a bad row are only warned about; the named one with a bad row is an error.
+fn pick_problem(args: &Args, sources: &[PathBuf]) -> Result<Problem> {
+    let id = args
+        .problem_id
+        .as_deref()
+        .unwrap_or_default()
+        .to_lowercase();
+    let given = args.problems.join(", ");
+    let loaded = crate::problem::openr1::load_problems(sources)?;
+    let wanted = |year: i64| args.year.is_none_or(|y| y == year);
+    for broken in &loaded.broken {
+        let named = broken.id == id && broken.year.is_none_or(|y| y == 0 || wanted(y));
+        if named {
+            bail!(
+                "problem {} cannot be judged: {}",
+                broken.label(),
+                broken.why
+            );
+        }
+        eprintln!(
+            "warning: problem {} could not be loaded (not the one judged): {}",
+            broken.label(),
+            broken.why
+        );
+    }
+    let mut years: Vec<i64> = loaded
+        .problems
+        .iter()
+        .filter(|p| p.id == id)
+        .map(|p| p.year)
+        .collect();
+    years.sort();
+    let found: Vec<Problem> = loaded
+        .problems
+        .into_iter()
+        .filter(|p| p.id == id && wanted(p.year))
+        .collect();
+    match found.len() {
+        0 if !years.is_empty() => bail!(
+            "no problem {id:?} of year {} in {given}; it exists for {}",
+            args.year.unwrap_or_default(),
+            years
+                .iter()
+                .map(|y| y.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        0 => bail!("no problem {id:?} in {given}"),
+        1 => found.into_iter().next().context("unreachable"),
+        _ => bail!("several problems {id:?} in {given} (years differ): pick one with --year"),
     }
 }
 
@@ -263,10 +302,13 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
             text
         }
     };
+    // The id only when the name does not already say it (`sumpairs (sumpairs)` says it twice).
+    let title = match problem.name.eq_ignore_ascii_case(&problem.id) {
+        true => problem.name.clone(),
+        false => format!("{} ({})", problem.name, problem.id),
+    };
     outln!(
-        "{} ({}), time limit {} s, memory limit {} MiB",
-        problem.name,
-        problem.id,
+        "{title}, time limit {} s, memory limit {} MiB",
         problem.time_limit,
         problem.memory_limit >> 20
     );

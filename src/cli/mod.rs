@@ -37,13 +37,14 @@ enum Command {
     Merge(merge::Args),
     /// Regenerate the markdown reports from results JSONL files.
     Report(evaluate::ReportArgs),
-    /// Convert CMS task folders to the open-r1/ioi parquet layout.
+    /// Convert CMS and TPS task folders to the open-r1/ioi parquet layout.
     Convert(convert::Args),
     /// Benchmarks that print figures.
     Bench(bench::Args),
     /// Run on a Slurm cluster: evaluate as a job array of shards, or serve a fleet of workers.
     Slurm(slurm::Args),
-    /// Serve the Piston HTTP API (drop-in for Piston workers running the IOI package).
+    /// Serve the Piston HTTP API (drop-in for Piston workers running the IOI or Codeforces
+    /// package).
     Serve(serve::Args),
 }
 

@@ -63,6 +63,9 @@ impl ResultsLock {
     }
 }
 
+/// A glob matching every lock file's name (and no results file), for the upload hint.
+pub const LOCK_PATTERN: &str = ".*.jsonl.lock";
+
 fn lock_path(dir: &Path, config_name: &str) -> PathBuf {
     dir.join(format!(".{config_name}.jsonl.lock"))
 }
@@ -97,5 +100,22 @@ mod tests {
         );
         drop(first);
         ResultsLock::acquire(dir.path(), "model").unwrap();
+    }
+
+    #[test]
+    fn the_lock_pattern_matches_lock_files_and_no_results() {
+        let pattern = glob::Pattern::new(LOCK_PATTERN).unwrap();
+        let dir = Path::new("out");
+        let lock = lock_path(dir, "model-v2.1");
+        let name = lock.file_name().unwrap().to_str().unwrap();
+        assert!(pattern.matches(name), "{name}");
+        for results in [
+            "model.jsonl",
+            "model.jsonl.bak",
+            "model/train-0.parquet",
+            "README.md",
+        ] {
+            assert!(!pattern.matches(results), "{results}");
+        }
     }
 }

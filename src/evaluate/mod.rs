@@ -21,6 +21,7 @@ pub mod submissions;
 pub mod summary;
 
 pub use export::{export_results_file, write_parquet_dataset};
+pub use lock::LOCK_PATTERN;
 pub use reports::write_reports;
 pub use results::{read_results, result_row, ResultsFile};
 pub use submissions::{

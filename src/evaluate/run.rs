@@ -17,6 +17,7 @@ use crate::judge::schedule::{
     self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
 use crate::judge::{stop, Judge, LoadedProblem};
+use crate::problem::openr1::ProblemRows;
 use crate::problem::{Problem, ProblemKey};
 
 /// Everything `ioi-run evaluate` needs.
@@ -59,8 +60,9 @@ pub enum Catalog {
     /// Task folders that loaded, and those that did not with why (a broken folder only matters
     /// to the submissions that name it).
     Cms(Vec<(Problem, PathBuf)>, Vec<(PathBuf, String)>),
+    /// open-r1/ioi rows: the problems that loaded, those with a bad row, and the test sources.
     OpenR1 {
-        problems: Vec<Problem>,
+        rows: ProblemRows,
         tests: Vec<PathBuf>,
     },
 }
@@ -110,8 +112,17 @@ impl Catalog {
                 if tests.is_empty() {
                     bail!("--tests is required with open-r1/ioi problem rows");
                 }
+                let loaded = crate::problem::openr1::load_problems(&rows)?;
+                if loaded.problems.is_empty() {
+                    let first = loaded.broken.first().map(|b| b.why.as_str());
+                    bail!(
+                        "no problem could be loaded ({} with bad rows); {}",
+                        loaded.broken.len(),
+                        first.unwrap_or("no problem rows")
+                    );
+                }
                 Ok(Catalog::OpenR1 {
-                    problems: crate::problem::openr1::load_problems(&rows)?,
+                    rows: loaded,
                     tests: tests.to_vec(),
                 })
             }
@@ -130,24 +141,53 @@ impl Catalog {
         for problem in self.problems() {
             h.update(format!("{problem:?}").as_bytes());
         }
+        // Which problems are left out changes which submissions a shard judges.
+        for broken in self.broken() {
+            h.update(broken.as_bytes());
+        }
         h.finalize().to_hex()[..16].to_string()
     }
 
-    /// Problem folders that could not be loaded, with why, for messages.
+    /// Problems that could not be loaded (task folders, or problems with a bad row), with why,
+    /// for messages.
     pub fn broken(&self) -> Vec<String> {
         match self {
             Catalog::Cms(_, broken) => broken
                 .iter()
                 .map(|(dir, why)| format!("{}: {why}", dir.display()))
                 .collect(),
-            Catalog::OpenR1 { .. } => Vec::new(),
+            Catalog::OpenR1 { rows, .. } => rows
+                .broken
+                .iter()
+                .map(|b| format!("problem {}: {}", b.label(), b.why))
+                .collect(),
+        }
+    }
+
+    /// Why a submission for (year, id) cannot be judged when the problem it names failed to
+    /// load: a problem with a bad row, or a task folder of that name that is broken.
+    fn broken_for(&self, year: i64, problem_id: &str) -> Option<String> {
+        match self {
+            Catalog::Cms(_, broken) => broken
+                .iter()
+                .find(|(dir, _)| {
+                    dir.file_name()
+                        .is_some_and(|n| n.to_string_lossy().to_lowercase() == problem_id)
+                })
+                .map(|(dir, _)| format!("its task folder {} could not be loaded", dir.display())),
+            Catalog::OpenR1 { rows, .. } => rows.broken_for(year, problem_id).map(|b| {
+                format!(
+                    "problem {} could not be loaded: its rows in --problems are bad",
+                    b.label()
+                )
+            }),
         }
     }
 
     fn problems(&self) -> Vec<&Problem> {
         match self {
             Catalog::Cms(list, _) => list.iter().map(|(p, _)| p).collect(),
-            Catalog::OpenR1 { problems, .. } => problems.iter().collect(),
+            Catalog::OpenR1 { rows, .. } => rows.problems.iter().collect(),
         }
     }
 
@@ -209,8 +249,9 @@ impl ProblemSource for CatalogSource<'_> {
                 let (problem, tests) = crate::judge::tps::load_task_folder(self.judge, dir)?;
                 self.judge.prepare(problem, tests)
             }
-            Catalog::OpenR1 { problems, tests } => {
-                let problem = problems
+            Catalog::OpenR1 { rows, tests } => {
+                let problem = rows
+                    .problems
                     .iter()
                     .find(|p| key.is(p))
                     .context("unknown problem")?;
@@ -250,8 +291,10 @@ pub struct Plan {
     pub per_problem: BTreeMap<ProblemKey, usize>,
     /// Rows that cannot be judged (e.g. an unknown problem), each named: written nowhere.
     pub bad_rows: Vec<String>,
-    /// Problem folders that could not be loaded, each named.
+    /// Problems that could not be loaded (task folders, problems with a bad row), each named.
     pub broken_problems: Vec<String>,
+    /// How many of `bad_rows` name one of `broken_problems`.
+    pub naming_broken: usize,
     /// What looks wrong but is judged anyway (an empty dataset, generations without code).
     pub warnings: Vec<String>,
     /// The submissions of `bad_rows`, by dataset index (a shard records them, so that `merge`
@@ -265,6 +308,10 @@ pub struct Summary {
     pub judged: usize,
     /// Rows left out as bad input (named in the plan).
     pub bad_rows: usize,
+    /// Problems that could not be loaded, and how many submissions named them (among
+    /// `bad_rows`).
+    pub broken_problems: usize,
+    pub naming_broken: usize,
     pub failed: Vec<String>,
     pub elapsed: Duration,
     pub results_files: Vec<PathBuf>,
@@ -320,7 +367,24 @@ fn prepare(
             if done.contains(&submission.key()) {
                 continue;
             }
-            let Some(problem_key) = catalog.key_for(submission.year, &submission.problem_id) else {
+            let problem_key = catalog.key_for(submission.year, &submission.problem_id);
+            let broken = match problem_key {
+                Some(_) => None,
+                None => catalog.broken_for(submission.year, &submission.problem_id),
+            };
+            if let Some(why) = broken {
+                // Named and left out: judging it on a partly loaded problem would be a wrong
+                // score.
+                plan.bad_rows.push(format!(
+                    "{}: field `problem_id`: {why} (listed above)",
+                    submission.origin
+                ));
+                plan.naming_broken += 1;
+                bad += 1;
+                plan.left_out.push((index, submission.key()));
+                continue;
+            }
+            let Some(problem_key) = problem_key else {
                 // One bad row must not refuse the whole dataset: it is named and left out.
                 let known: Vec<String> = catalog
                     .problems()
@@ -494,6 +558,8 @@ pub fn evaluate(
         // A shard writes neither parquet nor reports: `merge` does, from all the shards.
         return Ok(Summary {
             bad_rows: plan.bad_rows.len(),
+            broken_problems: plan.broken_problems.len(),
+            naming_broken: plan.naming_broken,
             judged: jobs.len() - failed.len(),
             failed,
             elapsed: started.elapsed(),
@@ -514,6 +580,8 @@ pub fn evaluate(
     )?;
     Ok(Summary {
         bad_rows: plan.bad_rows.len(),
+        broken_problems: plan.broken_problems.len(),
+        naming_broken: plan.naming_broken,
         judged: jobs.len() - failed.len(),
         failed,
         elapsed: started.elapsed(),
@@ -597,7 +665,8 @@ pub fn describe(plan: &Plan) -> String {
     }
     if !plan.broken_problems.is_empty() {
         out.push_str(&format!(
-            "{} problem folder(s) could not be loaded (their submissions are not judged):\n",
+            "warning: {} problem(s) could not be loaded (the submissions naming them are left \
+             out; the other problems are judged):\n",
             plan.broken_problems.len()
         ));
         for broken in &plan.broken_problems {

@@ -228,7 +228,7 @@ mod tests {
         let problems_out = out.path().join("problems/train.parquet");
         let tests_out = out.path().join("tests/2024.parquet");
         write_openr1(&[(problem.clone(), tests)], &problems_out, &tests_out).unwrap();
-        let loaded = load_problems(&[problems_out]).unwrap();
+        let loaded = load_problems(&[problems_out]).unwrap().problems;
         assert_eq!(loaded.len(), 1);
         let loaded_tests = load_tests(&[tests_out], &loaded[0]).unwrap();
         let (_, tests) = load_cms(dir).unwrap();

@@ -30,25 +30,112 @@ const PROBLEM_COLUMNS: &[&str] = &[
     "grader_files",
 ];
 
+/// What open-r1/ioi rows hold: the problems that load, and those that cannot be judged.
+#[derive(Debug, Default)]
+pub struct ProblemRows {
+    /// Sorted by (year, id), subtasks sorted by name.
+    pub problems: Vec<Problem>,
+    /// Problems with a bad row (or rows that disagree), each with why.
+    pub broken: Vec<BrokenProblem>,
+}
+
+/// A problem that cannot be judged because one of its rows is bad: judging it without that
+/// row would score it on fewer subtasks, so every submission naming it is left out instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokenProblem {
+    /// `None` when the bad row's own `year` cannot be read: then every year of the id is out.
+    pub year: Option<i64>,
+    pub id: String,
+    /// Every error found, each naming the file, the row (counted from 1) and the field.
+    pub why: String,
+}
+
+impl BrokenProblem {
+    /// Whether a submission for (year, id) names this problem (rows without a year, 0, match
+    /// submissions of any year, as problems without a year do).
+    pub fn covers(&self, year: i64, id: &str) -> bool {
+        self.id == id && self.year.is_none_or(|y| y == year || y == 0)
+    }
+
+    /// `2024/nile`, or `nile` when the year is unknown or absent.
+    pub fn label(&self) -> String {
+        match self.year {
+            Some(year) if year != 0 => format!("{year}/{}", self.id),
+            _ => self.id.clone(),
+        }
+    }
+}
+
+impl ProblemRows {
+    /// The broken problem a submission for (year, id) names, if any.
+    pub fn broken_for(&self, year: i64, id: &str) -> Option<&BrokenProblem> {
+        self.broken.iter().find(|b| b.covers(year, id))
+    }
+}
+
 /// Loads problems from open-r1/ioi files (or folders of them), grouping the subtask rows of
-/// each (year, id). Problems come back sorted by (year, id), subtasks sorted by name.
-pub fn load_problems(paths: &[PathBuf]) -> Result<Vec<Problem>> {
+/// each (year, id). One bad row does not refuse the set: its problem is returned as broken and
+/// every other problem loads. Only a row whose problem cannot be told (unreadable, or without
+/// an `id`) is an error, since any problem could then be missing a subtask.
+pub fn load_problems(paths: &[PathBuf]) -> Result<ProblemRows> {
     let mut groups: BTreeMap<(i64, String), Vec<SubtaskRow>> = BTreeMap::new();
+    let mut bad: BTreeMap<(Option<i64>, String), Vec<String>> = BTreeMap::new();
+    // Said after the row's own error, which names the file, the row and the field.
+    let unknown_problem = |e: anyhow::Error| {
+        anyhow::anyhow!(
+            "{e:#}; the problem this row belongs to cannot be told, so any problem could be \
+             missing a subtask: fix or remove the row"
+        )
+    };
+    let mut rows_seen = 0usize;
     for path in paths {
         for file in files_under(path)? {
             for row in read_rows(&file, Some(PROBLEM_COLUMNS))? {
-                let row = SubtaskRow::parse(&row?)?;
-                groups
-                    .entry((row.year, row.id.clone()))
-                    .or_default()
-                    .push(row);
+                let row = row.map_err(unknown_problem)?;
+                rows_seen += 1;
+                let id = row.str("id").map_err(unknown_problem)?.to_lowercase();
+                // An unreadable year leaves the id known: every year of it is out.
+                let year = match row.get("year") {
+                    None => Some(0),
+                    Some(_) => row.int("year").ok(),
+                };
+                match (year, SubtaskRow::parse(&row)) {
+                    (Some(year), Ok(parsed)) => groups.entry((year, id)).or_default().push(parsed),
+                    (year, Err(e)) => bad.entry((year, id)).or_default().push(format!("{e:#}")),
+                    (None, Ok(_)) => bail!("{}: field `year` is unreadable", row.location()),
+                }
             }
         }
     }
-    if groups.is_empty() {
+    if rows_seen == 0 {
         bail!("no problem rows found in {}", list(paths));
     }
-    groups.into_values().map(build_problem).collect()
+    let mut loaded = ProblemRows::default();
+    for ((year, id), why) in bad {
+        loaded.broken.push(BrokenProblem {
+            year,
+            id,
+            why: why.join("; "),
+        });
+    }
+    for ((year, id), rows) in groups {
+        let has_bad_row = loaded
+            .broken
+            .iter()
+            .any(|b| b.id == id && (b.year.is_none() || b.year == Some(year)));
+        if has_bad_row {
+            continue; // its bad row is already reported
+        }
+        match build_problem(rows) {
+            Ok(problem) => loaded.problems.push(problem),
+            Err(e) => loaded.broken.push(BrokenProblem {
+                year: Some(year),
+                id,
+                why: format!("{e:#}"),
+            }),
+        }
+    }
+    Ok(loaded)
 }
 
 /// One open-r1/ioi row: one subtask of a problem, plus the problem's fields.
@@ -339,7 +426,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.jsonl");
         write_jsonl(&path, rows);
-        format!("{:#}", load_problems(&[path]).unwrap_err())
+        let loaded = load_problems(&[path]).unwrap();
+        assert!(loaded.problems.is_empty(), "{loaded:?}");
+        assert_eq!(loaded.broken.len(), 1, "{loaded:?}");
+        loaded.broken[0].why.clone()
     }
 
     #[test]
@@ -354,7 +444,7 @@ mod tests {
                 row("Nile", "00-samples", &["0-01"], batch_graders("nile")),
             ],
         );
-        let problems = load_problems(&[path]).unwrap();
+        let problems = load_problems(&[path]).unwrap().problems;
         assert_eq!(problems.len(), 2);
         let nile = &problems[0];
         assert_eq!(
@@ -386,7 +476,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.jsonl");
         write_jsonl(&path, &[r]);
-        let p = &load_problems(&[path]).unwrap()[0];
+        let p = &load_problems(&[path]).unwrap().problems[0];
         assert_eq!(
             p.task,
             TaskType::Communication(Communication {
@@ -411,7 +501,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.jsonl");
         write_jsonl(&path, &[row("x", "00", &["a"], graders)]);
-        let p = &load_problems(&[path]).unwrap()[0];
+        let p = &load_problems(&[path]).unwrap().problems[0];
         assert_eq!(p.task, TaskType::Batch);
         // The stale config is rewritten so that script-mode graders agree with the row.
         let cfg = p.grader_file(GRADER_CONFIG_PATH).unwrap();
@@ -487,6 +577,76 @@ mod tests {
         let err = load_err(&[row("nile", "00", &["a"], graders)]);
         assert!(
             err.contains("p.jsonl row 1") && err.contains("grader_config.json"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_row_breaks_only_its_problem() {
+        let mut bad = row("nile", "01-N2", &["a"], batch_graders("nile"));
+        bad["score"] = json!("lots");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        write_jsonl(
+            &path,
+            &[
+                row("nile", "00-samples", &["a"], batch_graders("nile")),
+                bad,
+                row("tree", "00-samples", &["a"], batch_graders("tree")),
+            ],
+        );
+        let loaded = load_problems(&[path]).unwrap();
+        let ids: Vec<&str> = loaded.problems.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["tree"], "nile is not judged on one subtask of two");
+        assert_eq!(loaded.broken.len(), 1);
+        let broken = &loaded.broken[0];
+        assert_eq!((broken.year, broken.id.as_str()), (Some(2024), "nile"));
+        assert!(
+            broken.why.contains("p.jsonl row 2") && broken.why.contains("`score`"),
+            "{}",
+            broken.why
+        );
+        assert!(loaded.broken_for(2024, "nile").is_some());
+        assert!(loaded.broken_for(2023, "nile").is_none());
+        assert!(loaded.broken_for(2024, "tree").is_none());
+    }
+
+    #[test]
+    fn an_unreadable_year_breaks_every_year_of_the_id() {
+        let mut bad = row("nile", "01-N2", &["a"], batch_graders("nile"));
+        bad["year"] = json!("twenty");
+        let mut other_year = row("nile", "00", &["a"], batch_graders("nile"));
+        other_year["year"] = json!(2023);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        write_jsonl(
+            &path,
+            &[
+                row("nile", "00", &["a"], batch_graders("nile")),
+                other_year,
+                bad,
+            ],
+        );
+        let loaded = load_problems(&[path]).unwrap();
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.broken.len(), 1);
+        assert!(loaded.broken_for(2023, "nile").is_some());
+        assert!(
+            loaded.broken[0].why.contains("`year`"),
+            "{:?}",
+            loaded.broken
+        );
+    }
+
+    #[test]
+    fn a_row_of_no_known_problem_refuses_the_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let good = row("nile", "00", &["a"], batch_graders("nile")).to_string();
+        std::fs::write(&path, format!("{good}\n{{oops\n")).unwrap();
+        let err = format!("{:#}", load_problems(&[path]).unwrap_err());
+        assert!(
+            err.contains("p.jsonl row 2") && err.contains("cannot be told"),
             "{err}"
         );
     }

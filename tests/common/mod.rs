@@ -145,6 +145,25 @@ impl Drop for Guard {
     }
 }
 
+/// A child process stopped gracefully when dropped, even when the test fails: SIGTERM by pid
+/// (so a server finishes its runs and removes its boxes), then SIGKILL after 30 s.
+pub struct Stopping(pub Child);
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        for _ in 0..300 {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A server on an ephemeral port, on its own runtime, so tests speak blocking HTTP to it;
 /// stopped when dropped, even when the test fails.
 pub struct TestServer {
