@@ -6,12 +6,14 @@
 //! processes), to show how much of the workers' time goes into runs. `judge`: one submission
 //! on ~100 tests against a Piston-style compile-and-run per test. `evaluate`: dataset
 //! throughput on the scaled demo. `shards`: the cost of sharding. `serve`: the HTTP server's
-//! throughput with the real judge. `load`: busy loops beside a measurement or a test.
+//! throughput with the real judge. `sandbox`: the sandbox's cost per run and of the `sandbox`
+//! command. `load`: busy loops beside a measurement or a test.
 
 pub mod compile;
 pub mod evaluate;
 pub mod judge;
 pub mod load;
+pub mod sandbox;
 pub mod scheduler;
 pub mod serve;
 pub mod shards;
