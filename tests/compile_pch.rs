@@ -41,6 +41,13 @@ vector<long long> split_orchard(vector<int> A) {
 }
 "#;
 
+/// `code` compiled by `cache` with the reference profile.
+fn compile(cache: &CompileCache, sandbox: &Sandbox, problem: &Problem, code: &str) -> Compiled {
+    cache
+        .submission(sandbox, problem, code.as_bytes(), CompileProfile::Reference)
+        .unwrap()
+}
+
 fn binary(compiled: Compiled) -> Vec<u8> {
     match compiled {
         Compiled::Binary(path) => std::fs::read(path).unwrap(),
@@ -76,25 +83,8 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
     // executables are byte for byte those of the plain compile.
     let second = format!("{SOLUTION}// another submission\n");
     for code in [SOLUTION, second.as_str()] {
-        let expected = binary(
-            plain
-                .submission(
-                    &sandbox,
-                    &problem,
-                    code.as_bytes(),
-                    CompileProfile::Reference,
-                )
-                .unwrap(),
-        );
-        let got = binary(
-            fast.submission(
-                &sandbox,
-                &problem,
-                code.as_bytes(),
-                CompileProfile::Reference,
-            )
-            .unwrap(),
-        );
+        let expected = binary(compile(&plain, &sandbox, &problem, code));
+        let got = binary(compile(&fast, &sandbox, &problem, code));
         assert!(
             expected == got,
             "the precompiled header changed the executable"
@@ -115,22 +105,8 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
     // A compilation error: the same exit code and message as the plain compile (the plain
     // compile produces it, after the accelerated one failed).
     let broken = SOLUTION.replace("return {best, at};", "return {best, at}");
-    let expected = plain
-        .submission(
-            &sandbox,
-            &problem,
-            broken.as_bytes(),
-            CompileProfile::Reference,
-        )
-        .unwrap();
-    let got = fast
-        .submission(
-            &sandbox,
-            &problem,
-            broken.as_bytes(),
-            CompileProfile::Reference,
-        )
-        .unwrap();
+    let expected = compile(&plain, &sandbox, &problem, &broken);
+    let got = compile(&fast, &sandbox, &problem, &broken);
     assert!(matches!(expected, Compiled::Error { .. }));
     assert_eq!(expected, got);
     assert_eq!(fast.pch_stats().fallbacks, 1);
@@ -140,25 +116,8 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
         "#include <bits/stdc++.h>",
         "#include <vector>\n#include <numeric>\n#include <climits>\n#include <cstdlib>",
     );
-    let expected = binary(
-        plain
-            .submission(
-                &sandbox,
-                &problem,
-                vector_only.as_bytes(),
-                CompileProfile::Reference,
-            )
-            .unwrap(),
-    );
-    let got = binary(
-        fast.submission(
-            &sandbox,
-            &problem,
-            vector_only.as_bytes(),
-            CompileProfile::Reference,
-        )
-        .unwrap(),
-    );
+    let expected = binary(compile(&plain, &sandbox, &problem, &vector_only));
+    let got = binary(compile(&fast, &sandbox, &problem, &vector_only));
     assert!(expected == got);
     assert_eq!(fast.pch_stats().used, 2);
 }
@@ -168,15 +127,7 @@ fn a_damaged_precompiled_header_is_never_trusted() {
     let Some(sandbox) = sandbox() else { return };
     let problem = orchard();
     let (_dir, plain, fast) = caches();
-    binary(
-        fast.submission(
-            &sandbox,
-            &problem,
-            SOLUTION.as_bytes(),
-            CompileProfile::Reference,
-        )
-        .unwrap(),
-    );
+    binary(compile(&fast, &sandbox, &problem, SOLUTION));
     assert_eq!(fast.pch_stats().used, 1);
 
     // Replace the .gch with something g++ rejects: the next submission must still get the
@@ -185,25 +136,8 @@ fn a_damaged_precompiled_header_is_never_trusted() {
     std::fs::remove_file(&gch).unwrap();
     std::fs::write(&gch, b"gpch.013 not a real precompiled header").unwrap();
     let code = format!("{SOLUTION}// variant after damage\n");
-    let expected = binary(
-        plain
-            .submission(
-                &sandbox,
-                &problem,
-                code.as_bytes(),
-                CompileProfile::Reference,
-            )
-            .unwrap(),
-    );
-    let got = binary(
-        fast.submission(
-            &sandbox,
-            &problem,
-            code.as_bytes(),
-            CompileProfile::Reference,
-        )
-        .unwrap(),
-    );
+    let expected = binary(compile(&plain, &sandbox, &problem, &code));
+    let got = binary(compile(&fast, &sandbox, &problem, &code));
     assert!(expected == got);
     let stats = fast.pch_stats();
     assert_eq!((stats.used, stats.fallbacks), (1, 1));

@@ -216,28 +216,14 @@ impl SubmissionPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::{Subtask, TaskType};
+    use crate::problem::TaskType;
 
     fn problem(subtasks: &[(&str, &[&str])]) -> Problem {
-        Problem {
-            year: 2024,
-            id: "p".into(),
-            name: "P".into(),
-            day: "1".into(),
-            task: TaskType::Batch,
-            time_limit: 1.0,
-            memory_limit: 1 << 28,
-            subtasks: subtasks
-                .iter()
-                .map(|(name, tests)| Subtask {
-                    name: name.to_string(),
-                    points: 10.0,
-                    score_precision: 2,
-                    test_names: tests.iter().map(|t| t.to_string()).collect(),
-                })
-                .collect(),
-            grader_files: vec![],
-        }
+        let subtasks: Vec<(&str, Vec<String>)> = subtasks
+            .iter()
+            .map(|(name, tests)| (*name, tests.iter().map(|t| t.to_string()).collect()))
+            .collect();
+        crate::judge::fake::problem("p", TaskType::Batch, &subtasks)
     }
 
     fn result(name: &str, score: f64) -> TestResult {

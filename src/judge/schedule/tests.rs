@@ -142,6 +142,14 @@ fn schedule(
         .collect()
 }
 
+/// A submission of `code` to `problem`.
+fn job(problem: &str, code: &str) -> SubmissionJob {
+    SubmissionJob {
+        problem: problem.into(),
+        code: Some(code.into()),
+    }
+}
+
 fn options(jobs: usize, batch_size: usize) -> ScheduleOptions {
     ScheduleOptions {
         jobs,
@@ -229,22 +237,10 @@ fn verdicts_are_identical_at_every_parallelism_and_completion_order() {
 fn compilation_errors_and_judge_side_failures() {
     let problems = problems();
     let jobs = vec![
-        SubmissionJob {
-            problem: "p1".into(),
-            code: Some("CE broken".into()),
-        },
-        SubmissionJob {
-            problem: "p2".into(),
-            code: Some("JUDGE-ERROR".into()),
-        },
-        SubmissionJob {
-            problem: "p4".into(),
-            code: Some("solution".into()),
-        },
-        SubmissionJob {
-            problem: "p3".into(),
-            code: Some("fine".into()),
-        },
+        job("p1", "CE broken"),
+        job("p2", "JUDGE-ERROR"),
+        job("p4", "solution"),
+        job("p3", "fine"),
     ];
     let runner = FakeRunner::new(|_, _| FakeRun {
         score: 1.0,
@@ -283,16 +279,7 @@ fn a_submission_past_its_timeout_fails_and_the_others_finish() {
         "slow".into(),
         fake::problem("slow", TaskType::Batch, &[("01", names("s", 10))]),
     );
-    let jobs = vec![
-        SubmissionJob {
-            problem: "slow".into(),
-            code: Some("slow".into()),
-        },
-        SubmissionJob {
-            problem: "p1".into(),
-            code: Some("quick".into()),
-        },
-    ];
+    let jobs = vec![job("slow", "slow"), job("p1", "quick")];
     // The slow submission needs at least 10 × 1 s / 2 workers = 5 s, far past its 1.5 s.
     let runner = FakeRunner::new(|code, test| FakeRun {
         score: truth(code, test).max(0.5),
@@ -356,10 +343,7 @@ fn speculative_results_are_discarded_and_nothing_more_starts() {
             }
         }
     });
-    let jobs = [SubmissionJob {
-        problem: "p".into(),
-        code: Some("x".into()),
-    }];
+    let jobs = [job("p", "x")];
     let progress = Progress::default();
     let source = FakeProblems(problems.clone());
     let result = Mutex::new(None);
@@ -453,10 +437,7 @@ fn wide_tests_take_their_slots_and_a_test_wider_than_the_machine_runs_alone() {
     let jobs: Vec<SubmissionJob> = (0..12)
         .map(|i| {
             let problem = ["comm", "batch", "huge"][i % 3];
-            SubmissionJob {
-                problem: problem.into(),
-                code: Some(format!("{problem} {i}").into_bytes()),
-            }
+            job(problem, &format!("{problem} {i}"))
         })
         .collect();
     let got = schedule(
@@ -511,10 +492,7 @@ fn slots_never_exceed_the_jobs_without_the_widest() {
     let jobs: Vec<SubmissionJob> = (0..10)
         .map(|i| {
             let problem = ["comm", "batch"][i % 2];
-            SubmissionJob {
-                problem: problem.into(),
-                code: Some(format!("{problem} {i}").into_bytes()),
-            }
+            job(problem, &format!("{problem} {i}"))
         })
         .collect();
     let got = schedule(
@@ -597,10 +575,7 @@ fn a_wide_test_waiting_for_slots_lets_one_slot_work_fill_them_and_still_runs() {
         }
     });
     let jobs =
-        [("narrow", "slow"), ("wide", "w"), ("narrow", "quick")].map(|(p, code)| SubmissionJob {
-            problem: p.into(),
-            code: Some(code.into()),
-        });
+        [("narrow", "slow"), ("wide", "w"), ("narrow", "quick")].map(|(p, code)| job(p, code));
     let got = schedule(
         &runner,
         problems.clone(),
