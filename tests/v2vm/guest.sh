@@ -12,8 +12,7 @@
 # Writes OUT_DIR/<name>.out (stdout+stderr) and OUT_DIR/<name>.rc for every step; the Rust
 # test reads and judges them. The guest is slow on system calls and page faults: the hostile
 # tests run with IOI_TEST_TIME_SCALE=5 and the judge fixture with a 5 s time limit and
-# 32 MiB of memory (so that its memory hog reaches the limit after few page faults: a page
-# fault costs the guest much CPU time, more still when the host is loaded).
+# 64 MiB of memory (so that its memory hog reaches the limit quickly).
 set -u
 scenario=$1 ioi=$2 hostile=$3 project=$4 out=$5
 export IOI_TEST_TIME_SCALE=5 TMPDIR=/tmp
@@ -40,7 +39,7 @@ step() {
 fixture=/tmp/sumpairs
 rm -rf $fixture && cp -r "$project/tests/problems/sumpairs" $fixture
 sed -i -e 's/"time_limit": *[0-9.]*/"time_limit": 5.0/' \
-    -e 's/"memory_limit": *[0-9]*/"memory_limit": 33554432/' $fixture/problem.json
+    -e 's/"memory_limit": *[0-9]*/"memory_limit": 67108864/' $fixture/problem.json
 chmod -R a+rX $fixture
 
 # checks IOI_RUN HOSTILE_TESTS SOLUTIONS PREFIX...: doctor, hostile tests, judge fixtures, each
