@@ -172,11 +172,24 @@ impl CgroupRoot {
 
     /// Creates the cgroup of one run with its limits (the program joins it through
     /// [`RunCgroup::open_procs`]).
+    #[cfg(test)]
     pub(crate) fn create_run(
         &self,
         memory: Option<u64>,
         processes: Option<u64>,
     ) -> Result<RunCgroup> {
+        let mut cgroup = self.create_spare()?;
+        if let Err(e) = cgroup.limit(memory, processes) {
+            cgroup.remove();
+            return Err(e);
+        }
+        Ok(cgroup)
+    }
+
+    /// Creates the cgroup of one future run, without limits yet ([`RunCgroup::limit`] sets
+    /// them when a run takes it). A new cgroup holds no charge, counter or peak of anything:
+    /// made ahead of need, it is still used by one run only.
+    pub(crate) fn create_spare(&self) -> Result<RunCgroup> {
         let name = format!(
             "{}-{}",
             std::process::id(),
@@ -187,30 +200,35 @@ impl CgroupRoot {
             create_dir_retrying(dir)?;
         }
         let cgroup = match self {
-            CgroupRoot::V1 { .. } => RunCgroup {
-                version: CgroupVersion::V1,
-                memory: MemController::new(dirs[0].clone(), dirs[0].clone(), false),
-                pids: PidController::new(dirs[2].clone(), dirs[2].clone(), false),
-                cpu_usage: open_counter(&dirs[1].join("cpuacct.usage"))?,
-                peak: PeakSource::detect(CgroupVersion::V1, &dirs[0], sample_forced())?,
-                memory_limit: memory,
-                dirs,
-            },
-            CgroupRoot::V2 { .. } => RunCgroup {
-                version: CgroupVersion::V2,
-                memory: MemController::new(dirs[0].clone(), dirs[0].clone(), true),
-                pids: PidController::new(dirs[0].clone(), dirs[0].clone(), true),
-                cpu_usage: open_counter(&dirs[0].join("cpu.stat"))?,
-                peak: PeakSource::detect(CgroupVersion::V2, &dirs[0], sample_forced())?,
-                memory_limit: memory,
-                dirs,
-            },
+            CgroupRoot::V1 { .. } => (|| {
+                Ok(RunCgroup {
+                    version: CgroupVersion::V1,
+                    memory: MemController::new(dirs[0].clone(), dirs[0].clone(), false),
+                    pids: PidController::new(dirs[2].clone(), dirs[2].clone(), false),
+                    cpu_usage: open_counter(&dirs[1].join("cpuacct.usage"))?,
+                    peak: PeakSource::detect(CgroupVersion::V1, &dirs[0], sample_forced())?,
+                    memory_limit: None,
+                    dirs: dirs.clone(),
+                })
+            })(),
+            CgroupRoot::V2 { .. } => (|| {
+                Ok(RunCgroup {
+                    version: CgroupVersion::V2,
+                    memory: MemController::new(dirs[0].clone(), dirs[0].clone(), true),
+                    pids: PidController::new(dirs[0].clone(), dirs[0].clone(), true),
+                    cpu_usage: open_counter(&dirs[0].join("cpu.stat"))?,
+                    peak: PeakSource::detect(CgroupVersion::V2, &dirs[0], sample_forced())?,
+                    memory_limit: None,
+                    dirs: dirs.clone(),
+                })
+            })(),
         };
-        if let Err(e) = cgroup.set_limits(memory, processes) {
-            cgroup.remove();
-            return Err(e);
+        if cgroup.is_err() {
+            for dir in &dirs {
+                let _ = fs::remove_dir(dir);
+            }
         }
-        Ok(cgroup)
+        cgroup
     }
 }
 
@@ -485,6 +503,22 @@ impl PeakSource {
 }
 
 impl RunCgroup {
+    /// Sets the run's limits (once, before the program joins).
+    pub(crate) fn limit(&mut self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
+        self.memory_limit = memory;
+        self.set_limits(memory, processes)
+    }
+
+    /// Whether no process is left in the cgroup (every one has been reaped): its counters are
+    /// then final.
+    pub(crate) fn is_empty(&self) -> Result<bool> {
+        let current = self
+            .pids
+            .get_pid_current()
+            .with_context(|| self.counter_error("process count"))?;
+        Ok(current == 0)
+    }
+
     fn set_limits(&self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
         if let Some(bytes) = memory {
             let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);

@@ -15,6 +15,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
 use crate::child::{self, ChildPlan, Report, StdioPlan, Step};
+use crate::housekeeper::{Housekeeper, Leftover};
 use crate::mounts::{self, SystemLayout};
 use crate::namespaces;
 use crate::uids::{UidPool, UidRange};
@@ -51,7 +52,8 @@ pub struct Sandbox {
     root_mountpoint: PathBuf,
     options: SandboxOptions,
     keeper_is_root: bool,
-    networks: Option<namespaces::NetworkPool>,
+    networks: Option<Arc<namespaces::NetworkPool>>,
+    housekeeper: Housekeeper,
     /// Host uids for runs (root only).
     uids: Option<UidPool>,
     range: UidRange,
@@ -60,7 +62,8 @@ pub struct Sandbox {
 /// Inside the namespaces the program is always this uid/gid.
 const INSIDE_ID: u32 = mounts::INSIDE_UID;
 
-/// Runs in progress, by init pid, with their cgroups: what [`abort_all`] kills and removes.
+/// Runs in progress (and finished runs whose init is not reaped yet), by init pid, with their
+/// cgroups: what [`abort_all`] kills and removes.
 fn active() -> &'static Mutex<HashMap<i32, Arc<RunCgroup>>> {
     static ACTIVE: OnceLock<Mutex<HashMap<i32, Arc<RunCgroup>>>> = OnceLock::new();
     ACTIVE.get_or_init(Default::default)
@@ -80,6 +83,14 @@ pub fn abort_all() {
         );
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
         cgroup.remove();
+    }
+    crate::housekeeper::remove_all_spares();
+}
+
+/// Forgets a run whose init has been reaped.
+pub(crate) fn forget(init: i32) {
+    if let Ok(mut map) = active().lock() {
+        map.remove(&init);
     }
 }
 
@@ -105,6 +116,8 @@ impl Sandbox {
         } else {
             None
         };
+        let networks = namespaces::NetworkPool::new();
+        let housekeeper = Housekeeper::start(cgroups.clone(), networks.clone());
         Ok(Sandbox {
             cgroups,
             system,
@@ -112,7 +125,8 @@ impl Sandbox {
             root_mountpoint,
             options,
             keeper_is_root,
-            networks: namespaces::NetworkPool::new(),
+            networks,
+            housekeeper,
             uids,
             range,
         })
@@ -177,37 +191,74 @@ impl Sandbox {
         if spec.argv.is_empty() {
             bail!("empty command");
         }
-        // Held until the run is over: no other box on the host runs as this uid meanwhile.
+        // Held until no process of the box is left: no other box on the host runs as this
+        // uid meanwhile.
         let lease = self.uids.as_ref().map(|pool| pool.lease()).transpose()?;
-        let cgroup = Arc::new(
-            self.cgroups
-                .create_run(spec.limits.memory, spec.limits.processes)?,
-        );
-        let result = self.run_in(spec, &cgroup, lease.as_ref().map(|l| l.uid));
-        cgroup.remove();
+        let mut cgroup = self.housekeeper.cgroup()?;
+        if let Err(e) = cgroup.limit(spec.limits.memory, spec.limits.processes) {
+            cgroup.remove();
+            return Err(e);
+        }
+        let cgroup = Arc::new(cgroup);
+        // A pooled network namespace when possible (see `namespaces`), else a fresh one; back
+        // to the pool only when the init is reaped.
+        let network = match self.networks.as_ref().map(|pool| pool.lend()).transpose() {
+            Ok(network) => network,
+            Err(e) => {
+                cgroup.remove();
+                return Err(e);
+            }
+        };
+        let (result, init) = self.run_in(spec, &cgroup, lease.as_ref().map(|l| l.uid), &network);
+        drop(lease);
+        self.housekeeper.finish(Leftover {
+            init,
+            network,
+            cgroup,
+        });
         result
     }
 
     /// One run in its cgroup, as named steps: plan the child, clone the init into its
-    /// namespaces, write its id maps, watch it.
-    fn run_in(&self, spec: &RunSpec, cgroup: &Arc<RunCgroup>, uid: Option<u32>) -> Result<Outcome> {
-        let procs = cgroup.open_procs()?;
-        let (go_read, go_write) = pipe()?;
-        let (report_read, report_write) = pipe()?;
-        let strings = ProgramStrings::new(spec)?;
+    /// namespaces, write its id maps, watch it. Also returns the init when it is still to be
+    /// reaped (every process of its box is, see `housekeeper`).
+    fn run_in(
+        &self,
+        spec: &RunSpec,
+        cgroup: &Arc<RunCgroup>,
+        uid: Option<u32>,
+        network: &Option<namespaces::LentNetwork>,
+    ) -> (Result<Outcome>, Option<i32>) {
+        let prepared = (|| {
+            let procs = cgroup.open_procs()?;
+            let (go_read, go_write) = pipe()?;
+            let (report_read, report_write) = pipe()?;
+            Ok((procs, go_read, go_write, report_read, report_write))
+        })();
+        let (procs, go_read, go_write, report_read, report_write) = match prepared {
+            Ok(p) => p,
+            Err(e) => return (Err(e), None),
+        };
+        let strings = match ProgramStrings::new(spec) {
+            Ok(s) => s,
+            Err(e) => return (Err(e), None),
+        };
         // The program's stack between its clone and its execve (see child::spawn_program).
         let mut program_stack = vec![0u8; 256 << 10];
-        let plan = self.child_plan(
+        let plan = match self.child_plan(
             spec,
             [&go_read, &report_write],
             &procs,
             &strings,
             &mut program_stack,
-        )?;
-        // A pooled network namespace when possible (see `namespaces`), else a fresh one; back
-        // to the pool only when the run is over.
-        let network = self.networks.as_ref().map(|pool| pool.lend()).transpose()?;
-        let pid = clone_init(&plan, network.as_ref())?;
+        ) {
+            Ok(plan) => plan,
+            Err(e) => return (Err(e), None),
+        };
+        let pid = match clone_init(&plan, network.as_ref()) {
+            Ok(pid) => pid,
+            Err(e) => return (Err(e), None),
+        };
         // The init has its copies; the keeper's would keep the pipes open.
         drop(go_read);
         drop(report_write);
@@ -224,10 +275,13 @@ impl Sandbox {
                 Err(e)
             }
         };
-        if let Ok(mut map) = active().lock() {
-            map.remove(&pid);
+        match outcome {
+            Ok((outcome, Ended::BoxEmptied)) => (Ok(outcome), Some(pid)),
+            other => {
+                forget(pid);
+                (other.map(|(outcome, _)| outcome), None)
+            }
         }
-        outcome
     }
 
     /// Everything the init and the program need, prepared before the clone (the child must
@@ -288,7 +342,7 @@ impl Sandbox {
         cgroup: &RunCgroup,
         spec: &RunSpec,
         plan: &ChildPlan,
-    ) -> Result<Outcome> {
+    ) -> Result<(Outcome, Ended)> {
         let init = nix::unistd::Pid::from_raw(pid);
         let kill_init = || {
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
@@ -314,7 +368,7 @@ impl Sandbox {
         let mut got = 0usize;
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
         // the CPU limit off or report a false peak.
-        let fail = |e: anyhow::Error| -> Result<Outcome> {
+        let fail = |e: anyhow::Error| -> Result<(Outcome, Ended)> {
             kill_init();
             let _ = nix::sys::wait::waitpid(init, None);
             Err(e)
@@ -392,7 +446,18 @@ impl Sandbox {
             }
         }
         let wall_time = start.elapsed();
-        let _ = nix::sys::wait::waitpid(init, None);
+        // The init has reported and exits by itself. When the program was the last process of
+        // the box, the counters are final now; the init's exit (the kernel tearing the box's
+        // mounts and namespaces down) is left to the housekeeper. Otherwise the init's exit
+        // kills what is left, and the counters are final after it.
+        // (An unreadable count is taken as "not empty": the slow path is always right.)
+        let box_emptied = got == Report::SIZE && limit_hit.is_none();
+        let ended = if box_emptied && cgroup.is_empty().unwrap_or(false) {
+            Ended::BoxEmptied
+        } else {
+            let _ = nix::sys::wait::waitpid(init, None);
+            Ended::Reaped
+        };
         let report = if got == Report::SIZE {
             Report::decode(&report_bytes)
         } else {
@@ -403,14 +468,8 @@ impl Sandbox {
             memory: cgroup.memory_peak()?,
             oom_kills: cgroup.oom_kills()?,
         };
-        Ok(classify(
-            report,
-            limit_hit,
-            &stats,
-            wall_time,
-            spec,
-            &plan.mounts,
-        ))
+        let outcome = classify(report, limit_hit, &stats, wall_time, spec, &plan.mounts);
+        Ok((outcome, ended))
     }
 
     fn write_id_maps(&self, pid: i32, uid: Option<u32>) -> Result<()> {
@@ -453,8 +512,17 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
+        self.housekeeper.stop();
         self.cgroups.release();
     }
+}
+
+/// How the keeper left the init at the end of a run.
+enum Ended {
+    /// Reaped, and with it every process of its box.
+    Reaped,
+    /// Still exiting, but every process of its box has been reaped.
+    BoxEmptied,
 }
 
 struct Stats {

@@ -43,6 +43,7 @@
 mod cgroup;
 mod child;
 pub mod host;
+mod housekeeper;
 mod keeper;
 mod mounts;
 mod namespaces;

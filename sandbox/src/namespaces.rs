@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use nix::sched::{setns, unshare, CloneFlags};
@@ -22,24 +22,41 @@ pub(crate) struct NetworkPool {
 }
 
 /// A network namespace lent to one run; back to the pool when dropped.
-pub(crate) struct LentNetwork<'a> {
+pub(crate) struct LentNetwork {
     fd: Option<OwnedFd>,
-    pool: &'a NetworkPool,
+    pool: Arc<NetworkPool>,
 }
 
 impl NetworkPool {
     /// A pool, when this process may create network namespaces in its own user namespace
     /// (root); `None` otherwise (each run then gets a fresh namespace with its user namespace).
-    pub(crate) fn new() -> Option<NetworkPool> {
+    pub(crate) fn new() -> Option<Arc<NetworkPool>> {
         let pool = NetworkPool {
             free: Mutex::new(Vec::new()),
         };
         let first = create().ok()?;
         pool.free.lock().ok()?.push(first);
-        Some(pool)
+        Some(Arc::new(pool))
     }
 
-    pub(crate) fn lend(&self) -> Result<LentNetwork<'_>> {
+    /// Adds a new namespace when none is free, so that the next run need not create one
+    /// (creating takes about 0.5 ms).
+    pub(crate) fn top_up(&self) -> Result<()> {
+        let empty = self
+            .free
+            .lock()
+            .map_err(|_| anyhow::anyhow!("network pool lock poisoned"))?
+            .is_empty();
+        if empty {
+            let fd = create()?;
+            if let Ok(mut free) = self.free.lock() {
+                free.push(fd);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn lend(self: &Arc<Self>) -> Result<LentNetwork> {
         let reused = self
             .free
             .lock()
@@ -51,12 +68,12 @@ impl NetworkPool {
         };
         Ok(LentNetwork {
             fd: Some(fd),
-            pool: self,
+            pool: self.clone(),
         })
     }
 }
 
-impl Drop for LentNetwork<'_> {
+impl Drop for LentNetwork {
     fn drop(&mut self) {
         let Some(fd) = self.fd.take() else { return };
         // A namespace goes back to the pool only without a socket left in it: a box can keep
@@ -89,7 +106,7 @@ fn without_sockets(namespace: &OwnedFd) -> bool {
     clean
 }
 
-impl LentNetwork<'_> {
+impl LentNetwork {
     /// Moves the calling thread into the lent namespace until the guard is dropped.
     pub(crate) fn enter(&self) -> Result<ThreadInNetwork> {
         let own = own_network()?;
