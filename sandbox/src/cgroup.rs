@@ -157,8 +157,10 @@ impl CgroupRoot {
         }
     }
 
-    /// Also removes the parent directories when the process exits normally, even if the
-    /// sandbox is never dropped (kept in a static): whichever process leaves last succeeds.
+    /// When the process exits normally, even if the sandbox is never dropped (kept in a
+    /// static): finishes every run still registered and removes the spare cgroups
+    /// ([`crate::abort_all`]), then removes the parent directories (whichever process leaves
+    /// last succeeds).
     pub(crate) fn release_at_exit(&self) {
         static REGISTER: std::sync::Once = std::sync::Once::new();
         if let Ok(mut parents) = PARENTS_AT_EXIT.lock() {
@@ -235,6 +237,8 @@ impl CgroupRoot {
 static PARENTS_AT_EXIT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 extern "C" fn remove_parents_at_exit() {
+    // Runs still in progress, runs whose init was still exiting, and spare cgroups.
+    crate::abort_all();
     if let Ok(parents) = PARENTS_AT_EXIT.lock() {
         for parent in parents.iter() {
             let _ = fs::remove_dir(parent);

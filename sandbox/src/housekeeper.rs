@@ -24,10 +24,10 @@ use crate::namespaces::{LentNetwork, NetworkPool};
 /// Cgroups kept ready: one per run that may start before the thread makes the next.
 const SPARE_CGROUPS: usize = 2;
 
-/// What remains of a run once its outcome is known.
+/// What remains of a run whose outcome is known while its init is still exiting. The run
+/// stays registered for [`crate::abort_all`] until it is finished.
 pub(crate) struct Leftover {
-    /// The init, when it is still to be reaped.
-    pub init: Option<i32>,
+    pub init: i32,
     pub network: Option<LentNetwork>,
     pub cgroup: Arc<RunCgroup>,
 }
@@ -35,12 +35,10 @@ pub(crate) struct Leftover {
 impl Leftover {
     /// Reaps the init, returns the network namespace, removes the cgroup, and forgets the run.
     pub(crate) fn finish(self) {
-        if let Some(pid) = self.init {
-            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
-            crate::keeper::forget(pid);
-        }
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(self.init), None);
         drop(self.network);
         self.cgroup.remove();
+        crate::keeper::forget(self.init);
     }
 }
 

@@ -211,11 +211,17 @@ impl Sandbox {
         };
         let (result, init) = self.run_in(spec, &cgroup, lease.as_ref().map(|l| l.uid), &network);
         drop(lease);
-        self.housekeeper.finish(Leftover {
-            init,
-            network,
-            cgroup,
-        });
+        match init {
+            Some(init) => self.housekeeper.finish(Leftover {
+                init,
+                network,
+                cgroup,
+            }),
+            None => {
+                drop(network);
+                cgroup.remove();
+            }
+        }
         result
     }
 

@@ -1,0 +1,125 @@
+//! What the sandbox does off a run's latency (see the `housekeeper` module): cgroups made
+//! ahead of need, and runs finished after their outcome is known. Nothing it defers may change
+//! an outcome or outlive the sandbox.
+
+mod common;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::*;
+use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
+
+/// Cgroup directories of runs of this process (named `<pid>-<n>`), in every hierarchy.
+fn own_run_cgroups() -> Vec<PathBuf> {
+    let prefix = format!("{}-", std::process::id());
+    walkdir::WalkDir::new("/sys/fs/cgroup")
+        .max_depth(6)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_dir())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy();
+            name.strip_prefix(&prefix)
+                .is_some_and(|n| n.parse::<u64>().is_ok())
+        })
+        .map(|e| e.path().to_path_buf())
+        .collect()
+}
+
+/// Processes whose parent is this process, with their state (`Z` for a zombie).
+fn own_children() -> Vec<(i32, String)> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            (fields.get(1) == Some(&me.as_str())).then(|| (pid, fields[0].to_string()))
+        })
+        .collect()
+}
+
+fn shell(sandbox: &Sandbox, script: &str, wall: f64) -> ioi_sandbox::Outcome {
+    let mut spec = RunSpec::in_tmpfs(16 << 20, ["/bin/sh", "-c", script]);
+    spec.limits = Limits {
+        cpu_time: Some(Duration::from_secs(5)),
+        wall_time: Some(Duration::from_secs_f64(wall * time_scale())),
+        memory: Some(64 << 20),
+        processes: Some(16),
+        ..Limits::default()
+    };
+    sandbox.run(&spec)
+}
+
+/// Runs that end each way (the program last to go, a process outliving it, a limit), then the
+/// sandbox is dropped: its spare cgroups existed while it lived, and afterwards no cgroup of
+/// this process and no child process (running or zombie) is left. Fails if a deferred init is
+/// never reaped, or a spare or deferred cgroup never removed.
+#[test]
+fn a_dropped_sandbox_leaves_no_cgroup_and_no_process() {
+    if sandbox_missing() {
+        return;
+    }
+    // Only this sandbox in this test process (the shared one of `common` is never created
+    // here), so every `<pid>-<n>` cgroup is its own.
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    for _ in 0..5 {
+        let o = shell(&sandbox, "exit 0", 5.0);
+        assert_eq!(o.status, Termination::Ok, "{o:?}");
+    }
+    let o = shell(&sandbox, "sleep 30 & exit 0", 5.0);
+    assert_eq!(
+        o.status,
+        Termination::Ok,
+        "an orphan outlived the program: {o:?}"
+    );
+    let o = shell(&sandbox, "sleep 30", 0.3);
+    assert_eq!(o.status, Termination::WallTimeLimit, "{o:?}");
+    let o = shell(&sandbox, "exit 3", 5.0);
+    assert_eq!(o.exit_code, Some(3), "{o:?}");
+    // The housekeeper makes spares in the background: give it a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while own_run_cgroups().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !own_run_cgroups().is_empty(),
+        "no spare cgroup was made ahead of the next run"
+    );
+    drop(sandbox);
+    assert_eq!(
+        own_run_cgroups(),
+        Vec::<PathBuf>::new(),
+        "cgroups left behind"
+    );
+    assert_eq!(own_children(), vec![], "processes left behind");
+}
+
+/// The outcome of a run whose init is still exiting is already final: a child that burnt CPU
+/// and was waited for by the program, the last thing the program did, is in the CPU time.
+#[test]
+fn an_outcome_returned_before_the_init_exits_counts_every_process() {
+    if sandbox_missing() {
+        return;
+    }
+    let b = TestBox::new();
+    let o = b.run_cpp(
+        r#"#include <ctime>
+        #include <sys/wait.h>
+        #include <unistd.h>
+        int main(){
+          pid_t child = fork();
+          if (child == 0) { while (clock() < CLOCKS_PER_SEC * 3 / 10) {} _exit(0); }
+          waitpid(child, nullptr, 0);
+          return 0; }"#,
+        limits(5.0, 64),
+    );
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    assert!(
+        o.cpu_time >= 0.29,
+        "the child's 0.3 s of CPU are missing: {o:?}"
+    );
+}
