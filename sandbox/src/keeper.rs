@@ -249,8 +249,10 @@ impl Sandbox {
             Ok(s) => s,
             Err(e) => return (Err(e), None),
         };
-        // The program's stack between its clone and its execve (see child::spawn_program).
-        let mut program_stack = vec![0u8; 256 << 10];
+        // The program's stack between its clone and its execve (see child::spawn_program),
+        // in the init's copy of this memory. Not zeroed: only the child writes it, before it
+        // reads it, and zeroing would fault in 64 pages here that the init never shares.
+        let mut program_stack: Vec<u8> = Vec::with_capacity(256 << 10);
         let plan = match self.child_plan(
             spec,
             [&go_read, &report_write],
@@ -298,7 +300,7 @@ impl Sandbox {
         [go_read, report_write]: [&OwnedFd; 2],
         procs: &[OwnedFd],
         strings: &ProgramStrings,
-        program_stack: &mut [u8],
+        program_stack: &mut Vec<u8>,
     ) -> Result<ChildPlan<'a>> {
         let tmp_size = spec
             .limits
@@ -335,7 +337,7 @@ impl Sandbox {
             envp: null_terminated(&strings.env),
             seccomp: &self.filters,
             program_stack: program_stack.as_mut_ptr(),
-            program_stack_len: program_stack.len(),
+            program_stack_len: program_stack.capacity(),
         })
     }
 

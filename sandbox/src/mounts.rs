@@ -67,7 +67,12 @@ impl MountOp {
 pub(crate) struct SystemLayout {
     /// Read-only binds and symlinks of the system directories and files.
     entries: Vec<SystemEntry>,
+    /// The devices of the box's `/dev`, with the flags of their remount.
+    devices: Vec<(PathBuf, libc::c_ulong)>,
 }
+
+/// The harmless devices every box gets.
+const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
 
 #[derive(Debug, Clone)]
 enum SystemEntry {
@@ -125,7 +130,15 @@ impl SystemLayout {
         {
             bail!("/usr is missing: the sandbox needs the host's /usr for compilers and libraries");
         }
-        Ok(SystemLayout { entries })
+        let devices = DEVICES
+            .iter()
+            .map(|dev| {
+                let host = PathBuf::from("/dev").join(dev);
+                let flags = remount_flags(&host, true)? & !libc::MS_NODEV;
+                Ok((host, flags))
+            })
+            .collect::<Result<_>>()?;
+        Ok(SystemLayout { entries, devices })
     }
 }
 
@@ -191,7 +204,7 @@ pub(crate) fn plan(
     plan.the_box(&spec.box_dir)?;
     plan.binds(&spec.binds)?;
     plan.tmp(tmp_size)?;
-    plan.dev(tmp_size)?;
+    plan.dev(system, tmp_size)?;
     plan.proc()?;
     Ok(plan.ops)
 }
@@ -312,15 +325,14 @@ impl Plan<'_> {
     }
 
     /// A small `/dev`: the harmless devices, the `/dev/fd`-style links, a private `/dev/shm`.
-    fn dev(&mut self, shm_size: u64) -> Result<()> {
+    fn dev(&mut self, system: &SystemLayout, shm_size: u64) -> Result<()> {
         self.tmpfs("/dev", "mode=0755,size=64k")?;
-        for dev in ["null", "zero", "full", "random", "urandom"] {
-            let host = PathBuf::from("/dev").join(dev);
+        for (host, flags) in &system.devices {
             self.ops.push(MountOp::Bind {
-                source: cstr(&host)?,
-                path: cstr(&under(self.root, &host)?)?,
+                source: cstr(host)?,
+                path: cstr(&under(self.root, host)?)?,
                 dir: false,
-                flags: remount_flags(&host, true)? & !libc::MS_NODEV,
+                flags: *flags,
             });
         }
         for (name, target) in [
