@@ -209,7 +209,7 @@ impl CgroupRoot {
                     pids: PidController::new(dirs[2].clone(), dirs[2].clone(), false),
                     cpu_usage: open_counter(&dirs[1].join("cpuacct.usage"))?,
                     peak: PeakSource::detect(CgroupVersion::V1, &dirs[0], sample_forced())?,
-                    memory_limit: None,
+                    memory_limit: AtomicU64::new(NO_LIMIT),
                     dirs: dirs.clone(),
                 })
             })(),
@@ -220,7 +220,7 @@ impl CgroupRoot {
                     pids: PidController::new(dirs[0].clone(), dirs[0].clone(), true),
                     cpu_usage: open_counter(&dirs[0].join("cpu.stat"))?,
                     peak: PeakSource::detect(CgroupVersion::V2, &dirs[0], sample_forced())?,
-                    memory_limit: None,
+                    memory_limit: AtomicU64::new(NO_LIMIT),
                     dirs: dirs.clone(),
                 })
             })(),
@@ -444,8 +444,12 @@ pub(crate) struct RunCgroup {
     pids: PidController,
     cpu_usage: File,
     peak: PeakSource,
-    memory_limit: Option<u64>,
+    /// The memory limit, [`NO_LIMIT`] for none (set once, by [`RunCgroup::limit`]).
+    memory_limit: AtomicU64,
 }
+
+/// [`RunCgroup::memory_limit`] when there is none.
+const NO_LIMIT: u64 = u64::MAX;
 
 /// Environment variable that forces the sampled peak memory even where the kernel keeps a
 /// high-water mark: lets the tests (and a doubtful operator) exercise the path that kernels
@@ -508,8 +512,9 @@ impl PeakSource {
 
 impl RunCgroup {
     /// Sets the run's limits (once, before the program joins).
-    pub(crate) fn limit(&mut self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
-        self.memory_limit = memory;
+    pub(crate) fn limit(&self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
+        self.memory_limit
+            .store(memory.unwrap_or(NO_LIMIT), Ordering::Relaxed);
         self.set_limits(memory, processes)
     }
 
@@ -643,7 +648,8 @@ impl RunCgroup {
                     format!("{}: no limit hit count in {text:?}", limit_hits.display())
                 })?;
                 let sampled = highest.load(Ordering::Relaxed);
-                Ok(match self.memory_limit {
+                let limit = self.memory_limit.load(Ordering::Relaxed);
+                Ok(match (limit != NO_LIMIT).then_some(limit) {
                     Some(limit) if hits > 0 => sampled.max(limit),
                     _ => sampled,
                 })

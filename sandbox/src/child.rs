@@ -1,13 +1,15 @@
 //! What runs after the clone: the init (pid 1 of the new namespaces) and the program it forks.
 //!
-//! Everything here is async-signal-safe: raw system calls on the [`ChildPlan`] prepared by the
-//! keeper before the clone, no allocation, no locks, no panics (failures are reported on a pipe
-//! as a step number and an errno, and the process exits).
+//! Everything here is async-signal-safe: raw system calls on the [`InitPlan`] prepared by the
+//! keeper before the clone and on the run's message received into its reserved room (see
+//! `handover`), no allocation, no locks, no panics (failures are reported on a pipe as a step
+//! number and an errno, and the process exits).
 
 use std::ffi::CString;
 
-use crate::mounts::{self, MountOp};
-use crate::rlimits::{self, Rlimit};
+use crate::handover::{Inbox, RunSteps, StdioStep};
+use crate::mounts::{self, MountOp, MountStep};
+use crate::rlimits;
 use crate::seccomp::Filters;
 
 /// How a standard stream is opened by the init.
@@ -32,32 +34,31 @@ pub(crate) enum StdioPlan {
     Fd(libc::c_int),
 }
 
-/// Everything the child needs, prepared before the clone.
-pub(crate) struct ChildPlan<'a> {
+/// What the init is cloned with: everything every run has in common, prepared before the
+/// clone; the run's own part arrives later in the inbox (see `handover`).
+pub(crate) struct InitPlan<'a> {
     /// The init reads one byte here once the keeper has written the id maps.
     pub go_read: libc::c_int,
+    /// The run's message arrives here.
+    pub run_read: libc::c_int,
     /// The init writes its [`Report`] here.
     pub report_write: libc::c_int,
     /// Descriptors to keep in the init, sorted; every other one is closed.
     pub keep_fds: Vec<libc::c_int>,
-    pub stdio: [StdioPlan; 3],
-    pub mounts: Vec<MountOp>,
+    /// The mounts every box starts with (pointing into the keeper's [`MountOp`]s).
+    pub mounts: Vec<MountStep>,
     pub new_root: CString,
     pub cgroup_procs: Vec<libc::c_int>,
-    pub rlimits: Vec<Rlimit>,
-    pub cwd: CString,
     pub uid: libc::uid_t,
     pub gid: libc::gid_t,
     /// Clear supplementary groups (only possible when the keeper is root).
     pub clear_groups: bool,
-    /// argv[0] candidates: the literal path, or `dir/name` for each PATH directory.
-    pub exe_candidates: Vec<CString>,
-    pub argv: Vec<*const libc::c_char>,
-    pub envp: Vec<*const libc::c_char>,
     pub seccomp: &'a Filters,
-    /// The program's stack until it executes (owned by the keeper for the whole run).
+    /// The program's stack until it executes, in the init's copy of the keeper's memory.
     pub program_stack: *mut u8,
     pub program_stack_len: usize,
+    /// Room for the run's message, filled by the init.
+    pub inbox: Inbox,
 }
 
 /// What the init tells the keeper, as fixed-size bytes on the report pipe.
@@ -95,12 +96,14 @@ pub(crate) enum Step {
     Session,
     Terminal,
     HideStdio,
-    /// The mount operation at this index of [`ChildPlan::mounts`].
+    /// Receiving the run's part of the box from the keeper (see `handover`).
+    Handover,
+    /// The mount operation at this index of the box's mounts: the common ones, then the run's.
     Mount(u32),
 }
 
 /// Wire numbers of the steps (the report pipe carries a `u32`); mounts from `MOUNTS` on.
-const WIRE: [Step; 19] = [
+const WIRE: [Step; 20] = [
     Step::OpenStdin,
     Step::OpenStdout,
     Step::OpenStderr,
@@ -120,6 +123,7 @@ const WIRE: [Step; 19] = [
     Step::Session,
     Step::Terminal,
     Step::HideStdio,
+    Step::Handover,
 ];
 const MOUNTS: u32 = 100;
 
@@ -150,7 +154,7 @@ impl Step {
         WIRE.get((code as usize).checked_sub(1)?).copied()
     }
 
-    pub fn describe(self, mounts: &[MountOp]) -> String {
+    pub fn describe(self, mounts: &[&MountOp]) -> String {
         match self {
             Step::OpenStdin => "open stdin".into(),
             Step::OpenStdout => "open stdout".into(),
@@ -174,6 +178,7 @@ impl Step {
                     .into()
             }
             Step::HideStdio => "bind stdin/stdout/stderr into the box".into(),
+            Step::Handover => "receive the run from the keeper".into(),
             Step::Mount(i) => mounts
                 .get(i as usize)
                 .map(|m| m.describe())
@@ -224,7 +229,7 @@ fn write_all(fd: libc::c_int, bytes: &[u8]) {
     }
 }
 
-fn fail(plan: &ChildPlan, step: Step, errno: i32) -> ! {
+fn fail(plan: &InitPlan, step: Step, errno: i32) -> ! {
     write_all(
         plan.report_write,
         &Report::SetupFailed { step, errno }.encode(),
@@ -251,7 +256,8 @@ fn close_others(keep: &[libc::c_int]) {
 
 /// What the program's entry point needs (passed through `clone`'s argument).
 struct ProgramStart<'a, 'b> {
-    plan: &'a ChildPlan<'b>,
+    plan: &'a InitPlan<'b>,
+    run: &'a RunSteps,
     fds: [libc::c_int; 3],
     err_read: libc::c_int,
     err_write: libc::c_int,
@@ -263,7 +269,7 @@ extern "C" fn program_entry(arg: *mut libc::c_void) -> libc::c_int {
     let start = unsafe { &*(arg as *const ProgramStart) };
     // SAFETY: closing our copy of the read end (the descriptor table is not shared).
     unsafe { libc::close(start.err_read) };
-    program_main(start.plan, &start.fds, start.err_write)
+    program_main(start.plan, start.run, &start.fds, start.err_write)
 }
 
 /// Starts the program the way posix_spawn does: sharing the init's memory (no copy of the
@@ -285,20 +291,25 @@ fn spawn_program(start: &ProgramStart) -> libc::pid_t {
     }
 }
 
-/// The init: sets up the box, forks the program, reaps until it exits, reports, exits. A list
-/// of named steps, each of which reports its failure and exits.
-pub(crate) fn init_main(plan: &ChildPlan) -> ! {
+/// The init: sets up the part of the box every run has, waits for its run and sets up the
+/// run's part, forks the program, reaps until it exits, reports, exits. A list of named steps,
+/// each of which reports its failure and exits.
+pub(crate) fn init_main(plan: &mut InitPlan) -> ! {
     close_others(&plan.keep_fds);
     wait_for_go(plan);
     new_session(plan);
-    let mut fds = open_stdio_outside(plan);
     name_the_host_and_privatise_mounts(plan);
-    build_the_root(plan);
-    bind_hidden_stdio(plan);
+    build(plan, &plan.mounts, 0);
+    receive_the_run(plan);
+    let plan: &InitPlan = plan;
+    let run = &plan.inbox.run;
+    let mut fds = open_stdio_outside(plan, run);
+    build(plan, &run.mounts, plan.mounts.len());
+    bind_hidden_stdio(plan, run);
     pivot_into_the_root(plan);
-    open_hidden_stdio(plan, &mut fds);
+    open_hidden_stdio(plan, run, &mut fds);
     make_the_root_read_only(plan);
-    let (program, exec_errors) = start_program(plan, fds);
+    let (program, exec_errors) = start_program(plan, run, fds);
     await_exec(plan, exec_errors);
     let report = reap_until_exit(program);
     write_all(plan.report_write, &report.encode());
@@ -308,7 +319,7 @@ pub(crate) fn init_main(plan: &ChildPlan) -> ! {
 }
 
 /// Dies with the keeper, and waits until the keeper has written the id maps.
-fn wait_for_go(plan: &ChildPlan) {
+fn wait_for_go(plan: &InitPlan) {
     // SAFETY: prctl/read/close on plain values.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
@@ -324,7 +335,7 @@ fn wait_for_go(plan: &ChildPlan) {
 /// keystrokes into), and kill(0, ...), kill(-pgrp, ...) or setpriority(PRIO_PGRP, 0, ...) from
 /// the program reach only the box, never the caller's process group (other boxes, compilers,
 /// ioi-run itself).
-fn new_session(plan: &ChildPlan) {
+fn new_session(plan: &InitPlan) {
     // SAFETY: setsid has no arguments.
     if unsafe { libc::setsid() } < 0 {
         fail(plan, Step::Session, errno());
@@ -334,25 +345,21 @@ fn new_session(plan: &ChildPlan) {
 /// Opens the streams that are not host files (`/dev/null`, the caller's descriptors) while the
 /// host's root is still visible; host files are only created here, and opened from inside the
 /// new root by [`open_hidden_stdio`]. None may be a terminal.
-fn open_stdio_outside(plan: &ChildPlan) -> [libc::c_int; 3] {
+fn open_stdio_outside(plan: &InitPlan, run: &RunSteps) -> [libc::c_int; 3] {
     let mut fds = [-1; 3];
-    for (i, stdio) in plan.stdio.iter().enumerate() {
-        fds[i] = match stdio {
-            StdioPlan::Fd(fd) => *fd,
+    for (i, stdio) in run.stdio.iter().enumerate() {
+        fds[i] = match *stdio {
+            StdioStep::Fd(fd) => fd,
             // SAFETY: open of a prepared path.
-            StdioPlan::Open { path, flags } => unsafe {
-                libc::open(
-                    path.as_ptr(),
-                    *flags | libc::O_CLOEXEC | libc::O_NOCTTY,
-                    0o644,
-                )
+            StdioStep::Open { path, flags } => unsafe {
+                libc::open(path, flags | libc::O_CLOEXEC | libc::O_NOCTTY, 0o644)
             },
-            StdioPlan::Hidden { host, create, .. } => {
-                if *create {
+            StdioStep::Hidden { host, create, .. } => {
+                if create {
                     // SAFETY: open of a prepared path.
                     let fd = unsafe {
                         libc::open(
-                            host.as_ptr(),
+                            host,
                             libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOCTTY,
                             0o644,
                         )
@@ -378,7 +385,7 @@ fn open_stdio_outside(plan: &ChildPlan) -> [libc::c_int; 3] {
 }
 
 /// The box's own host name, and mounts that no longer propagate to or from the host.
-fn name_the_host_and_privatise_mounts(plan: &ChildPlan) {
+fn name_the_host_and_privatise_mounts(plan: &InitPlan) {
     // SAFETY: raw system calls on static strings.
     unsafe {
         if libc::sethostname(c"ioi-box".as_ptr(), 7) != 0 {
@@ -397,23 +404,33 @@ fn name_the_host_and_privatise_mounts(plan: &ChildPlan) {
     }
 }
 
-/// The tmpfs root and everything in it (see [`crate::mounts::plan`]).
-fn build_the_root(plan: &ChildPlan) {
-    for (i, op) in plan.mounts.iter().enumerate() {
-        if let Err(e) = mounts::apply(op) {
-            fail(plan, Step::Mount(i as u32), e);
+/// Mount operations (see `crate::mounts`); a failure is named by its index among all of the
+/// box's, the first of these being `first`.
+fn build(plan: &InitPlan, steps: &[MountStep], first: usize) {
+    for (i, step) in steps.iter().enumerate() {
+        if let Err(e) = mounts::apply(*step) {
+            fail(plan, Step::Mount((first + i) as u32), e);
         }
     }
 }
 
+/// Waits for the run's part of the box (see `handover`).
+fn receive_the_run(plan: &mut InitPlan) {
+    if let Err(errno) = plan.inbox.receive(plan.run_read) {
+        fail(plan, Step::Handover, errno);
+    }
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(plan.run_read) };
+}
+
 /// Binds each host stdio file on a placeholder in the box's `/dev`, to be opened from inside.
-fn bind_hidden_stdio(plan: &ChildPlan) {
-    for (i, stdio) in plan.stdio.iter().enumerate() {
-        if let StdioPlan::Hidden { host, target, .. } = stdio {
+fn bind_hidden_stdio(plan: &InitPlan, run: &RunSteps) {
+    for (i, stdio) in run.stdio.iter().enumerate() {
+        if let StdioStep::Hidden { host, target, .. } = *stdio {
             // SAFETY: open/mount of prepared paths; the placeholder is on the box's /dev tmpfs.
             unsafe {
                 let fd = libc::open(
-                    target.as_ptr(),
+                    target,
                     libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
                     0o600,
                 );
@@ -422,8 +439,8 @@ fn bind_hidden_stdio(plan: &ChildPlan) {
                 }
                 libc::close(fd);
                 if libc::mount(
-                    host.as_ptr(),
-                    target.as_ptr(),
+                    host,
+                    target,
                     std::ptr::null(),
                     libc::MS_BIND,
                     std::ptr::null(),
@@ -438,7 +455,7 @@ fn bind_hidden_stdio(plan: &ChildPlan) {
 }
 
 /// `pivot_root` into the new root and detach the host's.
-fn pivot_into_the_root(plan: &ChildPlan) {
+fn pivot_into_the_root(plan: &InitPlan) {
     // SAFETY: raw system calls on prepared strings.
     unsafe {
         if libc::chdir(plan.new_root.as_ptr()) != 0
@@ -453,16 +470,12 @@ fn pivot_into_the_root(plan: &ChildPlan) {
 
 /// Opens the host stdio files from inside, in order (stdin, stdout, stderr, for FIFO pairs
 /// between boxes, see `crate::Stdio`), then removes their placeholders.
-fn open_hidden_stdio(plan: &ChildPlan, fds: &mut [libc::c_int; 3]) {
-    for (i, stdio) in plan.stdio.iter().enumerate() {
-        if let StdioPlan::Hidden { inside, flags, .. } = stdio {
+fn open_hidden_stdio(plan: &InitPlan, run: &RunSteps, fds: &mut [libc::c_int; 3]) {
+    for (i, stdio) in run.stdio.iter().enumerate() {
+        if let StdioStep::Hidden { inside, flags, .. } = *stdio {
             // SAFETY: open/umount/unlink of prepared paths inside the new root.
             unsafe {
-                fds[i] = libc::open(
-                    inside.as_ptr(),
-                    *flags | libc::O_CLOEXEC | libc::O_NOCTTY,
-                    0o644,
-                );
+                fds[i] = libc::open(inside, flags | libc::O_CLOEXEC | libc::O_NOCTTY, 0o644);
                 if fds[i] < 0 {
                     fail(plan, Step::open_stdio(i), errno());
                 }
@@ -470,9 +483,7 @@ fn open_hidden_stdio(plan: &ChildPlan, fds: &mut [libc::c_int; 3]) {
                     fail(plan, Step::Terminal, libc::EPERM);
                 }
                 // Detached, the open file shows only its own name relative to the bind.
-                if libc::umount2(inside.as_ptr(), libc::MNT_DETACH) != 0
-                    || libc::unlink(inside.as_ptr()) != 0
-                {
+                if libc::umount2(inside, libc::MNT_DETACH) != 0 || libc::unlink(inside) != 0 {
                     fail(plan, Step::HideStdio, errno());
                 }
             }
@@ -481,7 +492,7 @@ fn open_hidden_stdio(plan: &ChildPlan, fds: &mut [libc::c_int; 3]) {
 }
 
 /// The root tmpfs becomes read-only (the box and `/tmp` are mounts of their own).
-fn make_the_root_read_only(plan: &ChildPlan) {
+fn make_the_root_read_only(plan: &InitPlan) {
     let ro = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
     // SAFETY: remount of the root with static arguments.
     let r = unsafe {
@@ -501,7 +512,11 @@ fn make_the_root_read_only(plan: &ChildPlan) {
 /// Spawns the program; returns its pid and the read end of the pipe on which it reports a
 /// failure before `execve` (closed without a word when `execve` succeeds). The init keeps no
 /// stdio or cgroup descriptor: a FIFO peer must see end-of-file when the program exits.
-fn start_program(plan: &ChildPlan, fds: [libc::c_int; 3]) -> (libc::pid_t, libc::c_int) {
+fn start_program(
+    plan: &InitPlan,
+    run: &RunSteps,
+    fds: [libc::c_int; 3],
+) -> (libc::pid_t, libc::c_int) {
     let mut err_pipe = [-1; 2];
     // SAFETY: pipe2 into a local array.
     if unsafe { libc::pipe2(err_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -509,6 +524,7 @@ fn start_program(plan: &ChildPlan, fds: [libc::c_int; 3]) -> (libc::pid_t, libc:
     }
     let start = ProgramStart {
         plan,
+        run,
         fds,
         err_read: err_pipe[0],
         err_write: err_pipe[1],
@@ -528,7 +544,7 @@ fn start_program(plan: &ChildPlan, fds: [libc::c_int; 3]) -> (libc::pid_t, libc:
 }
 
 /// Passes on the program's failure to execute, if any (then the init exits).
-fn await_exec(plan: &ChildPlan, exec_errors: libc::c_int) {
+fn await_exec(plan: &InitPlan, exec_errors: libc::c_int) {
     let mut failure = [0u8; 8];
     // SAFETY: read into a local buffer; returns 0 when exec closed the pipe.
     let n = unsafe { libc::read(exec_errors, failure.as_mut_ptr().cast(), failure.len()) };
@@ -564,7 +580,7 @@ fn reap_until_exit(program: libc::pid_t) -> Report {
 }
 
 /// The program: joins the cgroup, limits itself, becomes unprivileged, executes.
-fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> ! {
+fn program_main(plan: &InitPlan, run: &RunSteps, fds: &[libc::c_int; 3], err: libc::c_int) -> ! {
     let fail = |step: Step, errno: i32| -> ! {
         let mut buf = [0u8; 8];
         buf[..4].copy_from_slice(&step.to_wire().to_ne_bytes());
@@ -580,7 +596,7 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
     // host's cgroup path (which names ioi-run's pid). Best effort: only information is at stake.
     // SAFETY: unshare of the calling process's cgroup namespace.
     unsafe { libc::unshare(libc::CLONE_NEWCGROUP) };
-    if let Err(e) = rlimits::apply(&plan.rlimits) {
+    if let Err(e) = rlimits::apply(&run.rlimits) {
         fail(Step::Rlimits, e);
     }
     // SAFETY: raw system calls on prepared values.
@@ -590,7 +606,7 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
                 fail(Step::DupStdio, errno());
             }
         }
-        if libc::chdir(plan.cwd.as_ptr()) != 0 {
+        if libc::chdir(run.cwd) != 0 {
             fail(Step::Chdir, errno());
         }
         // Drop the capability bounding set while we still may (CAP_SETPCAP).
@@ -634,9 +650,9 @@ fn program_main(plan: &ChildPlan, fds: &[libc::c_int; 3], err: libc::c_int) -> !
         fail(Step::Seccomp, e);
     }
     let mut last = libc::ENOENT;
-    for exe in &plan.exe_candidates {
-        // SAFETY: execve with NUL-terminated argv/envp arrays prepared before the clone.
-        unsafe { libc::execve(exe.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr()) };
+    for &exe in &run.exe_candidates {
+        // SAFETY: execve with NUL-terminated argv/envp arrays received and checked.
+        unsafe { libc::execve(exe, run.argv.as_ptr(), run.envp.as_ptr()) };
         let e = errno();
         if e != libc::ENOENT && e != libc::ENOTDIR {
             last = e;

@@ -1,28 +1,34 @@
 //! Work kept off a run's latency, on a thread of the sandbox's own:
-//! - **ahead of need**: cgroups for the next runs (each is made for one run and removed after
-//!   it, never reused: a new cgroup holds no charge, counter or peak) and a network namespace
-//!   when the pool has none free;
+//! - **ahead of need**: boxes built as far as they go without their run (see `handover`: the
+//!   cgroup, a uid, a network namespace, the init in its namespaces with the common part of
+//!   the root), a spare cgroup for a box built on demand, and a network namespace when the
+//!   pool has none free. Each box and cgroup is used by one run only, then removed.
 //! - **after the outcome**: once a run's program and every process of its box have been
 //!   reaped, the outcome is final and goes back to the caller at once; what is left — the
 //!   init's exit, in which the kernel tears the box's mounts and namespaces down, the network
 //!   namespace going back to the pool, the cgroup's removal — is finished here.
 //!
-//! The same work is done in the same order as before; it only moves to another thread. A run
-//! whose cgroup is not empty when its outcome is known (a process outlived the program) is
-//! finished by the caller as before, since its counters are not final until the init's exit
-//! has killed the rest. The thread is stopped, and everything it still had to do finished,
-//! when the [`crate::Sandbox`] is dropped; [`crate::abort_all`] kills and removes what it has
-//! not finished yet (the init stays registered until it is reaped).
+//! The work is the same as when a run does it all itself; it only moves to another thread. A
+//! box built ahead sees the host's mounts as they were when it was built: when the host's
+//! mount table changes (a mount or unmount anywhere), boxes built before are discarded unused.
+//! A run whose cgroup is not empty when its outcome is known (a process outlived the program)
+//! is finished by the caller, since its counters are not final until the init's exit has
+//! killed the rest. The thread is stopped, and everything it still had to do finished, when
+//! the [`crate::Sandbox`] is dropped; [`crate::abort_all`] kills and removes what it has not
+//! finished yet (every init stays registered until it is reaped).
 
+use std::fs::File;
+use std::os::fd::AsFd;
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-use crate::cgroup::{CgroupRoot, RunCgroup};
-use crate::namespaces::{LentNetwork, NetworkPool};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-/// Cgroups kept ready: one per run that may start before the thread makes the next.
-const SPARE_CGROUPS: usize = 2;
+use crate::cgroup::RunCgroup;
+use crate::keeper::{Builder, Prepared};
+use crate::namespaces::LentNetwork;
 
 /// What remains of a run whose outcome is known while its init is still exiting. The run
 /// stays registered for [`crate::abort_all`] until it is finished.
@@ -42,20 +48,50 @@ impl Leftover {
     }
 }
 
-/// The spare cgroups of every housekeeper of the process, for [`remove_all_spares`].
-static ALL_SPARES: Mutex<Vec<Weak<Mutex<Vec<RunCgroup>>>>> = Mutex::new(Vec::new());
+/// What a housekeeper has ready.
+#[derive(Default)]
+struct Ready {
+    boxes: Vec<Prepared>,
+    cgroups: Vec<RunCgroup>,
+    /// A box is being built on the thread (a run that finds none ready waits for it rather
+    /// than build a second one beside it).
+    building: bool,
+}
 
-/// Removes every spare cgroup of the process (on an interrupt, see [`crate::abort_all`]).
-pub(crate) fn remove_all_spares() {
-    let pools: Vec<_> = match ALL_SPARES.lock() {
-        Ok(pools) => pools.iter().filter_map(Weak::upgrade).collect(),
+/// [`Ready`], and its changes.
+#[derive(Default)]
+struct Shelf {
+    ready: Mutex<Ready>,
+    changed: Condvar,
+}
+
+/// The longest a run waits for the box being built before building its own.
+const WAIT_FOR_BUILDING: Duration = Duration::from_millis(20);
+
+impl Ready {
+    fn discard(&mut self) {
+        for prepared in self.boxes.drain(..) {
+            prepared.discard();
+        }
+        for cgroup in self.cgroups.drain(..) {
+            cgroup.remove();
+        }
+    }
+}
+
+/// What every housekeeper of the process has ready, for [`discard_everything_ready`].
+static ALL_READY: Mutex<Vec<Weak<Shelf>>> = Mutex::new(Vec::new());
+
+/// Discards every box and cgroup made ahead in the process (on an interrupt, see
+/// [`crate::abort_all`]).
+pub(crate) fn discard_everything_ready() {
+    let all: Vec<_> = match ALL_READY.lock() {
+        Ok(all) => all.iter().filter_map(Weak::upgrade).collect(),
         Err(_) => return,
     };
-    for pool in pools {
-        if let Ok(mut spares) = pool.lock() {
-            for spare in spares.drain(..) {
-                spare.remove();
-            }
+    for shelf in all {
+        if let Ok(mut ready) = shelf.ready.lock() {
+            ready.discard();
         }
     }
 }
@@ -67,41 +103,44 @@ enum Chore {
 
 /// The thread and what it has ready.
 pub(crate) struct Housekeeper {
-    root: CgroupRoot,
+    builder: Arc<Builder>,
     chores: Mutex<Option<Sender<Chore>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    spares: Arc<Mutex<Vec<RunCgroup>>>,
+    shelf: Arc<Shelf>,
+    /// `/proc/self/mountinfo`, which polls as changed once the host's mount table changes.
+    mounts: Mutex<Option<File>>,
 }
 
 impl Housekeeper {
-    /// Starts the thread, which begins by preparing for the first run.
-    pub(crate) fn start(root: CgroupRoot, networks: Option<Arc<NetworkPool>>) -> Housekeeper {
+    /// Starts the thread, which begins by preparing for the first runs.
+    pub(crate) fn start(builder: Arc<Builder>) -> Housekeeper {
         let (chores, inbox) = channel::<Chore>();
-        let spares: Arc<Mutex<Vec<RunCgroup>>> = Arc::default();
-        if let Ok(mut all) = ALL_SPARES.lock() {
-            all.retain(|pool| pool.strong_count() > 0);
-            all.push(Arc::downgrade(&spares));
+        let shelf: Arc<Shelf> = Arc::default();
+        if let Ok(mut all) = ALL_READY.lock() {
+            all.retain(|r| r.strong_count() > 0);
+            all.push(Arc::downgrade(&shelf));
         }
         let thread = {
-            let root = root.clone();
-            let spares = spares.clone();
+            let builder = builder.clone();
+            let shelf = shelf.clone();
             std::thread::Builder::new()
                 .name("ioi-sandbox-housekeeper".into())
                 .spawn(move || {
                     for chore in inbox {
                         match chore {
                             Chore::Finish(leftover) => leftover.finish(),
-                            Chore::Prepare => prepare(&root, &spares, networks.as_deref()),
+                            Chore::Prepare => prepare(&builder, &shelf),
                         }
                     }
                 })
                 .ok()
         };
         let housekeeper = Housekeeper {
-            root,
+            builder,
             chores: Mutex::new(thread.is_some().then_some(chores)),
             thread: Mutex::new(thread),
-            spares,
+            shelf,
+            mounts: Mutex::new(File::open("/proc/self/mountinfo").ok()),
         };
         housekeeper.send(Chore::Prepare);
         housekeeper
@@ -118,14 +157,59 @@ impl Housekeeper {
         }
     }
 
-    /// A cgroup for a run about to start: a spare when one is ready, else a new one; either
-    /// way the thread then makes another.
-    pub(crate) fn cgroup(&self) -> anyhow::Result<RunCgroup> {
-        let spare = self.spares.lock().ok().and_then(|mut s| s.pop());
+    /// A box built ahead for a run about to start, if one is ready and the host's mounts have
+    /// not changed since; either way the thread then builds another.
+    pub(crate) fn prepared(&self) -> Option<Prepared> {
+        let changed = self.mounts_changed();
+        let prepared = self.shelf.ready.lock().ok().and_then(|mut ready| {
+            if changed {
+                ready.discard();
+            }
+            if ready.boxes.is_empty() && ready.building && !changed {
+                ready = self
+                    .shelf
+                    .changed
+                    .wait_timeout_while(ready, WAIT_FOR_BUILDING, |r| {
+                        r.boxes.is_empty() && r.building
+                    })
+                    .ok()?
+                    .0;
+            }
+            ready.boxes.pop()
+        });
         self.send(Chore::Prepare);
+        prepared
+    }
+
+    /// Whether the host's mount table changed since the last call (then the boxes built
+    /// before do not see it as it is).
+    fn mounts_changed(&self) -> bool {
+        let Ok(mut mounts) = self.mounts.lock() else {
+            return true;
+        };
+        let Some(file) = mounts.as_ref() else {
+            return true;
+        };
+        let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLPRI)];
+        let changed = !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0));
+        if changed {
+            // A new descriptor reports only the changes after it was opened.
+            *mounts = File::open("/proc/self/mountinfo").ok();
+        }
+        changed
+    }
+
+    /// A cgroup for a box built on demand: a spare when one is ready, else a new one.
+    pub(crate) fn cgroup(&self) -> anyhow::Result<RunCgroup> {
+        let spare = self
+            .shelf
+            .ready
+            .lock()
+            .ok()
+            .and_then(|mut r| r.cgroups.pop());
         match spare {
             Some(cgroup) => Ok(cgroup),
-            None => self.root.create_spare(),
+            None => self.builder.cgroups.create_spare(),
         }
     }
 
@@ -136,7 +220,8 @@ impl Housekeeper {
         }
     }
 
-    /// Stops the thread after it has finished every run left to it; removes the spares.
+    /// Stops the thread after it has finished every run left to it; discards what it had
+    /// ready.
     pub(crate) fn stop(&self) {
         if let Ok(mut chores) = self.chores.lock() {
             chores.take();
@@ -144,27 +229,55 @@ impl Housekeeper {
         if let Some(thread) = self.thread.lock().ok().and_then(|mut t| t.take()) {
             let _ = thread.join();
         }
-        if let Ok(mut spares) = self.spares.lock() {
-            for spare in spares.drain(..) {
-                spare.remove();
-            }
+        if let Ok(mut ready) = self.shelf.ready.lock() {
+            ready.discard();
         }
     }
 }
 
-/// Tops the spare cgroups and the free network namespaces up. A failure here is not reported:
-/// the run that needs one makes it itself, and reports the failure then.
-fn prepare(root: &CgroupRoot, spares: &Mutex<Vec<RunCgroup>>, networks: Option<&NetworkPool>) {
-    let ready = spares.lock().map_or(SPARE_CGROUPS, |s| s.len());
-    if ready < SPARE_CGROUPS {
-        if let Ok(cgroup) = root.create_spare() {
-            match spares.lock() {
-                Ok(mut spares) => spares.push(cgroup),
+/// Tops up the ready boxes, the spare cgroups and the free network namespaces. A failure
+/// here is not reported: the run that needs one builds it itself, and reports the failure.
+fn prepare(builder: &Builder, shelf: &Shelf) {
+    let wanted = shelf.ready.lock().map_or(None, |mut ready| {
+        // A spare cgroup too, for a box built on demand, when boxes are built ahead at all.
+        let ahead = builder.ready_boxes();
+        let wanted = (
+            ready.boxes.len() < ahead,
+            ready.cgroups.len() < ahead.min(1),
+        );
+        ready.building = wanted.0;
+        Some(wanted)
+    });
+    let Some((boxes, cgroups)) = wanted else {
+        return;
+    };
+    if boxes {
+        let prepared = builder
+            .cgroups
+            .create_spare()
+            .and_then(|cgroup| builder.prepare(cgroup, &[]));
+        match shelf.ready.lock() {
+            Ok(mut ready) => {
+                ready.boxes.extend(prepared.ok());
+                ready.building = false;
+            }
+            Err(_) => {
+                if let Ok(prepared) = prepared {
+                    prepared.discard();
+                }
+            }
+        }
+        shelf.changed.notify_all();
+    }
+    if cgroups {
+        if let Ok(cgroup) = builder.cgroups.create_spare() {
+            match shelf.ready.lock() {
+                Ok(mut ready) => ready.cgroups.push(cgroup),
                 Err(_) => cgroup.remove(),
             }
         }
     }
-    if let Some(networks) = networks {
+    if let Some(networks) = builder.networks() {
         let _ = networks.top_up();
     }
 }

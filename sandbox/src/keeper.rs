@@ -14,11 +14,12 @@ use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
-use crate::child::{self, ChildPlan, Report, StdioPlan, Step};
+use crate::child::{self, InitPlan, Report, StdioPlan, Step};
+use crate::handover::{Inbox, RunMessage};
 use crate::housekeeper::{Housekeeper, Leftover};
 use crate::mounts::{self, SystemLayout};
 use crate::namespaces;
-use crate::uids::{UidPool, UidRange};
+use crate::uids::{UidLease, UidPool, UidRange};
 use crate::waiting::WaitClock;
 use crate::{rlimits, seccomp, Outcome, RunSpec, Stdio, Termination};
 
@@ -32,6 +33,10 @@ pub struct SandboxOptions {
     pub uids: Option<UidRange>,
     /// Size of the private `/tmp` and `/dev/shm` (their content also counts as memory).
     pub tmp_size: u64,
+    /// Boxes to build ahead of need, on the sandbox's own thread (see `housekeeper`): a run
+    /// then pays only for its own part of the box. 0 for a sandbox that runs once (a box
+    /// built ahead and never used costs CPU for nothing).
+    pub ready_boxes: usize,
 }
 
 impl Default for SandboxOptions {
@@ -39,6 +44,7 @@ impl Default for SandboxOptions {
         SandboxOptions {
             uids: None,
             tmp_size: 1 << 30,
+            ready_boxes: 2,
         }
     }
 }
@@ -46,17 +52,50 @@ impl Default for SandboxOptions {
 /// A configured sandbox: host facts detected once, shared by every run. `run` may be called
 /// from many threads at once.
 pub struct Sandbox {
-    cgroups: CgroupRoot,
+    builder: Arc<Builder>,
+    housekeeper: Housekeeper,
+}
+
+/// What building a box needs: the host facts, shared by the runs and the housekeeper thread
+/// that builds boxes ahead of need.
+pub(crate) struct Builder {
+    pub(crate) cgroups: CgroupRoot,
     system: SystemLayout,
     filters: seccomp::Filters,
     root_mountpoint: PathBuf,
     options: SandboxOptions,
     keeper_is_root: bool,
     networks: Option<Arc<namespaces::NetworkPool>>,
-    housekeeper: Housekeeper,
     /// Host uids for runs (root only).
     uids: Option<UidPool>,
     range: UidRange,
+}
+
+/// A box built as far as it goes without its run (see `handover`): its init waits for the
+/// run's message. Used by one run, or discarded.
+pub(crate) struct Prepared {
+    pid: i32,
+    run_write: OwnedFd,
+    report_read: OwnedFd,
+    cgroup: Arc<RunCgroup>,
+    /// Held until no process of the box is left: no other box on the host runs as this uid
+    /// meanwhile.
+    lease: Option<UidLease>,
+    network: Option<namespaces::LentNetwork>,
+    /// The mounts the box was built with (named in error messages).
+    base: Vec<mounts::MountOp>,
+}
+
+impl Prepared {
+    /// Kills the init of a box no run will use, and removes what it held.
+    pub(crate) fn discard(self) {
+        let init = nix::unistd::Pid::from_raw(self.pid);
+        let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(init, None);
+        drop(self.network);
+        self.cgroup.remove();
+        forget(self.pid);
+    }
 }
 
 /// Inside the namespaces the program is always this uid/gid.
@@ -84,7 +123,7 @@ pub fn abort_all() {
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
         cgroup.remove();
     }
-    crate::housekeeper::remove_all_spares();
+    crate::housekeeper::discard_everything_ready();
 }
 
 /// Forgets a run whose init has been reaped.
@@ -117,8 +156,7 @@ impl Sandbox {
             None
         };
         let networks = namespaces::NetworkPool::new();
-        let housekeeper = Housekeeper::start(cgroups.clone(), networks.clone());
-        Ok(Sandbox {
+        let builder = Arc::new(Builder {
             cgroups,
             system,
             filters,
@@ -126,23 +164,28 @@ impl Sandbox {
             options,
             keeper_is_root,
             networks,
-            housekeeper,
             uids,
             range,
+        });
+        let housekeeper = Housekeeper::start(builder.clone());
+        Ok(Sandbox {
+            builder,
+            housekeeper,
         })
     }
 
     /// The cgroup version in use.
     pub fn cgroup_version(&self) -> CgroupVersion {
-        self.cgroups.version()
+        self.builder.cgroups.version()
     }
 
     /// Owner (uid, gid) to give box directories: as root, the first uid of the range and the
     /// box group. Each run writes as its own uid in that group, so a writable directory must
     /// be writable by the group: [`Sandbox::give_to_box`] does both.
     pub fn box_owner(&self) -> (u32, u32) {
-        if self.keeper_is_root {
-            (self.range.first, self.range.first)
+        let builder = &self.builder;
+        if builder.keeper_is_root {
+            (builder.range.first, builder.range.first)
         } else {
             (
                 nix::unistd::geteuid().as_raw(),
@@ -153,7 +196,7 @@ impl Sandbox {
 
     /// The range of host uids boxes run as (used only when the keeper is root).
     pub fn uid_range(&self) -> UidRange {
-        self.range
+        self.builder.range
     }
 
     /// Makes a host file or directory usable by boxes: owned by [`Sandbox::box_owner`] and
@@ -191,91 +234,69 @@ impl Sandbox {
         if spec.argv.is_empty() {
             bail!("empty command");
         }
-        // Held until no process of the box is left: no other box on the host runs as this
-        // uid meanwhile.
-        let lease = self.uids.as_ref().map(|pool| pool.lease()).transpose()?;
-        let mut cgroup = self.housekeeper.cgroup()?;
-        if let Err(e) = cgroup.limit(spec.limits.memory, spec.limits.processes) {
-            cgroup.remove();
-            return Err(e);
-        }
-        let cgroup = Arc::new(cgroup);
-        // A pooled network namespace when possible (see `namespaces`), else a fresh one; back
-        // to the pool only when the init is reaped.
-        let network = match self.networks.as_ref().map(|pool| pool.lend()).transpose() {
-            Ok(network) => network,
-            Err(e) => {
-                cgroup.remove();
-                return Err(e);
-            }
+        // A box built ahead when there is one; one built now when the run gives the box a
+        // descriptor of the caller's (it must be in the init's table from its clone on).
+        let fds: Vec<i32> = [&spec.stdin, &spec.stdout, &spec.stderr]
+            .into_iter()
+            .filter_map(|stdio| match stdio {
+                Stdio::Fd(fd) => Some(fd.as_raw_fd()),
+                _ => None,
+            })
+            .collect();
+        let prepared = match fds.is_empty() {
+            true => self.housekeeper.prepared(),
+            false => None,
         };
-        let (result, init) = self.run_in(spec, &cgroup, lease.as_ref().map(|l| l.uid), &network);
-        drop(lease);
-        match init {
-            Some(init) => self.housekeeper.finish(Leftover {
-                init,
-                network,
-                cgroup,
-            }),
-            None => {
-                drop(network);
-                cgroup.remove();
-            }
-        }
-        result
+        let prepared = match prepared {
+            Some(prepared) => prepared,
+            None => self.builder.prepare(self.housekeeper.cgroup()?, &fds)?,
+        };
+        Ok(self.run_in(prepared, spec))
     }
 
-    /// One run in its cgroup, as named steps: plan the child, clone the init into its
-    /// namespaces, write its id maps, watch it. Also returns the init when it is still to be
-    /// reaped (every process of its box is, see `housekeeper`).
-    fn run_in(
-        &self,
-        spec: &RunSpec,
-        cgroup: &Arc<RunCgroup>,
-        uid: Option<u32>,
-        network: &Option<namespaces::LentNetwork>,
-    ) -> (Result<Outcome>, Option<i32>) {
-        let prepared = (|| {
-            let procs = cgroup.open_procs()?;
-            let (go_read, go_write) = pipe()?;
-            let (report_read, report_write) = pipe()?;
-            Ok((procs, go_read, go_write, report_read, report_write))
+    /// One run in a prepared box, as named steps: set the cgroup's limits, send the init the
+    /// run's part, watch it; then finish the box here, or on the housekeeper thread when only
+    /// the init's exit is left (see `housekeeper`).
+    fn run_in(&self, prepared: Prepared, spec: &RunSpec) -> Outcome {
+        let Prepared {
+            pid,
+            run_write,
+            report_read,
+            cgroup,
+            lease,
+            network,
+            base,
+        } = prepared;
+        let result = (|| {
+            cgroup.limit(spec.limits.memory, spec.limits.processes)?;
+            let run = self.builder.run_parts(spec)?;
+            let mut described: Vec<&mounts::MountOp> = base.iter().collect();
+            described.extend(&run.mounts);
+            let message = run.message();
+            let bytes = message.encode();
+            if !crate::handover::fits(&bytes, &message) {
+                bail!("the command, its environment or its binds are too large for a box");
+            }
+            self.builder.watch(
+                pid,
+                (run_write, bytes),
+                report_read,
+                &cgroup,
+                spec,
+                &described,
+            )
         })();
-        let (procs, go_read, go_write, report_read, report_write) = match prepared {
-            Ok(p) => p,
-            Err(e) => return (Err(e), None),
-        };
-        let strings = match ProgramStrings::new(spec) {
-            Ok(s) => s,
-            Err(e) => return (Err(e), None),
-        };
-        // The program's stack between its clone and its execve (see child::spawn_program),
-        // in the init's copy of this memory. Not zeroed: only the child writes it, before it
-        // reads it, and zeroing would fault in 64 pages here that the init never shares.
-        let mut program_stack: Vec<u8> = Vec::with_capacity(256 << 10);
-        let plan = match self.child_plan(
-            spec,
-            [&go_read, &report_write],
-            &procs,
-            &strings,
-            &mut program_stack,
-        ) {
-            Ok(plan) => plan,
-            Err(e) => return (Err(e), None),
-        };
-        let pid = match clone_init(&plan, network.as_ref()) {
-            Ok(pid) => pid,
-            Err(e) => return (Err(e), None),
-        };
-        // The init has its copies; the keeper's would keep the pipes open.
-        drop(go_read);
-        drop(report_write);
-        drop(procs);
-        if let Ok(mut map) = active().lock() {
-            map.insert(pid, cgroup.clone());
-        }
-        let outcome = match self.write_id_maps(pid, uid) {
-            Ok(()) => self.watch(pid, go_write, report_read, cgroup, spec, &plan),
+        let ended = match result {
+            Ok((outcome, Ended::BoxEmptied)) => {
+                drop(lease);
+                self.housekeeper.finish(Leftover {
+                    init: pid,
+                    network,
+                    cgroup,
+                });
+                return outcome;
+            }
+            Ok((outcome, Ended::Reaped)) => Ok(outcome),
             Err(e) => {
                 let init = nix::unistd::Pid::from_raw(pid);
                 let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
@@ -283,73 +304,149 @@ impl Sandbox {
                 Err(e)
             }
         };
-        match outcome {
-            Ok((outcome, Ended::BoxEmptied)) => (Ok(outcome), Some(pid)),
-            other => {
-                forget(pid);
-                (other.map(|(outcome, _)| outcome), None)
-            }
+        forget(pid);
+        drop(lease);
+        drop(network);
+        cgroup.remove();
+        ended.unwrap_or_else(|e| Outcome::internal(format!("{e:#}")))
+    }
+}
+
+/// The run's own part of its box, as the keeper sends it (see `handover`).
+struct RunParts {
+    stdio: [StdioPlan; 3],
+    mounts: Vec<mounts::MountOp>,
+    rlimits: Vec<rlimits::Rlimit>,
+    cwd: CString,
+    strings: ProgramStrings,
+}
+
+impl RunParts {
+    fn message(&self) -> RunMessage<'_> {
+        RunMessage {
+            stdio: &self.stdio,
+            mounts: &self.mounts,
+            rlimits: &self.rlimits,
+            cwd: &self.cwd,
+            argv: &self.strings.argv,
+            env: &self.strings.env,
+            exe_candidates: &self.strings.exe_candidates,
         }
     }
+}
 
-    /// Everything the init and the program need, prepared before the clone (the child must
-    /// not allocate). `[go_read, report_write]` are the init's ends of the two pipes.
-    fn child_plan<'a>(
-        &'a self,
-        spec: &RunSpec,
-        [go_read, report_write]: [&OwnedFd; 2],
-        procs: &[OwnedFd],
-        strings: &ProgramStrings,
-        program_stack: &mut Vec<u8>,
-    ) -> Result<ChildPlan<'a>> {
+impl Builder {
+    /// Builds a box as far as it goes without its run: the cgroup (its limits are the run's),
+    /// a uid, a network namespace, the init cloned into its namespaces with the descriptors
+    /// `fds` of the caller kept open, its id maps written; the init then builds the common
+    /// part of the box and waits for the run.
+    pub(crate) fn prepare(&self, cgroup: RunCgroup, fds: &[i32]) -> Result<Prepared> {
+        let cgroup = Arc::new(cgroup);
+        let prepared = (|| {
+            let lease = self.uids.as_ref().map(|pool| pool.lease()).transpose()?;
+            // A pooled network namespace when possible (see `namespaces`), else a fresh one;
+            // back to the pool only when the init is reaped.
+            let network = self.networks.as_ref().map(|pool| pool.lend()).transpose()?;
+            let procs = cgroup.open_procs()?;
+            let (go_read, go_write) = pipe()?;
+            let (run_read, run_write) = pipe()?;
+            let (report_read, report_write) = pipe()?;
+            let base = mounts::base_plan(&self.root_mountpoint, &self.system)?;
+            // The program's stack between its clone and its execve (see
+            // child::spawn_program), in the init's copy of this memory. Not zeroed: only the
+            // child writes it, before it reads it, and zeroing would fault in 64 pages here
+            // that the init never shares.
+            let mut program_stack: Vec<u8> = Vec::with_capacity(256 << 10);
+            let mut keep_fds: Vec<i32> = vec![
+                go_read.as_raw_fd(),
+                run_read.as_raw_fd(),
+                report_write.as_raw_fd(),
+            ];
+            keep_fds.extend(cgroup::raw(&procs));
+            keep_fds.extend(fds);
+            keep_fds.sort_unstable();
+            let mut plan = InitPlan {
+                go_read: go_read.as_raw_fd(),
+                run_read: run_read.as_raw_fd(),
+                report_write: report_write.as_raw_fd(),
+                keep_fds,
+                mounts: base.iter().map(mounts::MountOp::step).collect(),
+                new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
+                cgroup_procs: cgroup::raw(&procs),
+                uid: INSIDE_ID,
+                gid: INSIDE_ID,
+                clear_groups: self.keeper_is_root,
+                seccomp: &self.filters,
+                program_stack: program_stack.as_mut_ptr(),
+                program_stack_len: program_stack.capacity(),
+                inbox: Inbox::new(),
+            };
+            let pid = clone_init(&mut plan, network.as_ref())?;
+            // The init has its copies; the keeper's would keep the pipes open.
+            drop((go_read, run_read, report_write, procs, plan));
+            if let Ok(mut map) = active().lock() {
+                map.insert(pid, cgroup.clone());
+            }
+            let prepared = Prepared {
+                pid,
+                run_write,
+                report_read,
+                cgroup: cgroup.clone(),
+                lease,
+                network,
+                base,
+            };
+            let started = self
+                .write_id_maps(pid, prepared.lease.as_ref().map(|l| l.uid))
+                .and_then(|()| {
+                    nix::unistd::write(&go_write, b"g")
+                        .map(drop)
+                        .context("cannot start the sandbox init")
+                });
+            match started {
+                Ok(()) => Ok(prepared),
+                Err(e) => {
+                    prepared.discard();
+                    Err(e)
+                }
+            }
+        })();
+        if prepared.is_err() {
+            cgroup.remove();
+        }
+        prepared
+    }
+
+    /// The run's own part of its box.
+    fn run_parts(&self, spec: &RunSpec) -> Result<RunParts> {
         let tmp_size = spec
             .limits
             .memory
             .unwrap_or(self.options.tmp_size)
             .min(self.options.tmp_size);
-        let stdio = [
-            stdio_plan(&spec.stdin, 0, &self.root_mountpoint)?,
-            stdio_plan(&spec.stdout, 1, &self.root_mountpoint)?,
-            stdio_plan(&spec.stderr, 2, &self.root_mountpoint)?,
-        ];
-        let mut keep_fds: Vec<i32> = vec![go_read.as_raw_fd(), report_write.as_raw_fd()];
-        keep_fds.extend(cgroup::raw(procs));
-        keep_fds.extend(stdio.iter().filter_map(|s| match s {
-            StdioPlan::Fd(fd) => Some(*fd),
-            _ => None,
-        }));
-        keep_fds.sort_unstable();
-        Ok(ChildPlan {
-            go_read: go_read.as_raw_fd(),
-            report_write: report_write.as_raw_fd(),
-            keep_fds,
-            stdio,
-            new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
-            mounts: mounts::plan(&self.root_mountpoint, &self.system, spec, tmp_size)?,
-            cgroup_procs: cgroup::raw(procs),
+        Ok(RunParts {
+            stdio: [
+                stdio_plan(&spec.stdin, 0, &self.root_mountpoint)?,
+                stdio_plan(&spec.stdout, 1, &self.root_mountpoint)?,
+                stdio_plan(&spec.stderr, 2, &self.root_mountpoint)?,
+            ],
+            mounts: mounts::run_plan(&self.root_mountpoint, spec, tmp_size)?,
             rlimits: rlimits::plan(&spec.limits),
             cwd: CString::new(spec.cwd.as_os_str().as_bytes())?,
-            uid: INSIDE_ID,
-            gid: INSIDE_ID,
-            clear_groups: self.keeper_is_root,
-            exe_candidates: strings.exe_candidates.clone(),
-            argv: null_terminated(&strings.argv),
-            envp: null_terminated(&strings.env),
-            seccomp: &self.filters,
-            program_stack: program_stack.as_mut_ptr(),
-            program_stack_len: program_stack.capacity(),
+            strings: ProgramStrings::new(spec)?,
         })
     }
 
-    /// Starts the init (its id maps written) and watches it until it reports or a limit hits.
+    /// Hands the run over to the init (the `message` on its pipe) and watches it until it
+    /// reports or a limit hits; `mounts` are the box's, for error messages.
     fn watch(
         &self,
         pid: i32,
-        go_write: OwnedFd,
+        (run_write, message): (OwnedFd, Vec<u8>),
         report_read: OwnedFd,
         cgroup: &RunCgroup,
         spec: &RunSpec,
-        plan: &ChildPlan,
+        mounts: &[&mounts::MountOp],
     ) -> Result<(Outcome, Ended)> {
         let init = nix::unistd::Pid::from_raw(pid);
         let kill_init = || {
@@ -362,10 +459,11 @@ impl Sandbox {
             Some(group) => group.share(waited.credit()),
             None => waited.credit(),
         };
-        if nix::unistd::write(&go_write, b"g").is_err() {
+        // An init that cannot take its run has failed or died: its report, if any, says why.
+        if write_all(&run_write, &message).is_err() {
             kill_init();
         }
-        drop(go_write);
+        drop(run_write);
 
         let limits = &spec.limits;
         let cores = std::thread::available_parallelism()
@@ -476,8 +574,20 @@ impl Sandbox {
             memory: cgroup.memory_peak()?,
             oom_kills: cgroup.oom_kills()?,
         };
-        let outcome = classify(report, limit_hit, &stats, wall_time, spec, &plan.mounts);
+        let outcome = classify(report, limit_hit, &stats, wall_time, spec, mounts);
         Ok((outcome, ended))
+    }
+}
+
+impl Builder {
+    /// How many boxes to keep built ahead.
+    pub(crate) fn ready_boxes(&self) -> usize {
+        self.options.ready_boxes
+    }
+
+    /// The pool of network namespaces (as root).
+    pub(crate) fn networks(&self) -> Option<&namespaces::NetworkPool> {
+        self.networks.as_deref()
     }
 
     fn write_id_maps(&self, pid: i32, uid: Option<u32>) -> Result<()> {
@@ -521,7 +631,7 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.housekeeper.stop();
-        self.cgroups.release();
+        self.builder.cgroups.release();
     }
 }
 
@@ -548,7 +658,7 @@ fn classify(
     stats: &Stats,
     wall: Duration,
     spec: &RunSpec,
-    mounts: &[mounts::MountOp],
+    mounts: &[&mounts::MountOp],
 ) -> Outcome {
     let mut out = Outcome {
         status: Termination::Ok,
@@ -650,7 +760,7 @@ impl ProgramStrings {
 /// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
 /// (lent from the pool) or a new network namespace. Returns the init's pid; the init itself
 /// never returns from here.
-fn clone_init(plan: &ChildPlan, network: Option<&namespaces::LentNetwork>) -> Result<i32> {
+fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) -> Result<i32> {
     let new_network = if network.is_some() {
         0
     } else {
@@ -689,6 +799,18 @@ fn clone_init(plan: &ChildPlan, network: Option<&namespaces::LentNetwork>) -> Re
         );
     }
     Ok(pid)
+}
+
+/// Writes all of `bytes` (a pipe takes a long message in parts, as the reader empties it).
+fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> nix::Result<()> {
+    while !bytes.is_empty() {
+        match nix::unistd::write(fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
@@ -744,14 +866,6 @@ fn to_cstrings(items: impl IntoIterator<Item = impl Into<String>>) -> Result<Vec
     items
         .into_iter()
         .map(|s| CString::new(s.into()).context("argument or environment contains a NUL byte"))
-        .collect()
-}
-
-fn null_terminated(items: &[CString]) -> Vec<*const libc::c_char> {
-    items
-        .iter()
-        .map(|c| c.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
         .collect()
 }
 

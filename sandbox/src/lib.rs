@@ -42,6 +42,7 @@
 
 mod cgroup;
 mod child;
+mod handover;
 pub mod host;
 mod housekeeper;
 mod keeper;

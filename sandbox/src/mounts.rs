@@ -45,7 +45,67 @@ pub(crate) enum MountOp {
     },
 }
 
+/// A C string prepared before the clone (owned by a [`MountOp`], or inside a run message the
+/// init received, see `handover`).
+pub(crate) type CPtr = *const libc::c_char;
+
+/// A [`MountOp`] as the child executes it: pointers to prepared C strings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MountStep {
+    Mkdir {
+        path: CPtr,
+    },
+    Symlink {
+        target: CPtr,
+        path: CPtr,
+    },
+    Tmpfs {
+        path: CPtr,
+        data: CPtr,
+    },
+    Bind {
+        source: CPtr,
+        path: CPtr,
+        dir: bool,
+        flags: libc::c_ulong,
+    },
+    Proc {
+        path: CPtr,
+    },
+}
+
 impl MountOp {
+    /// The step the child executes (pointing into this operation).
+    pub(crate) fn step(&self) -> MountStep {
+        match self {
+            MountOp::Mkdir { path } => MountStep::Mkdir {
+                path: path.as_ptr(),
+            },
+            MountOp::Symlink { target, path } => MountStep::Symlink {
+                target: target.as_ptr(),
+                path: path.as_ptr(),
+            },
+            MountOp::Tmpfs { path, data } => MountStep::Tmpfs {
+                path: path.as_ptr(),
+                data: data.as_ptr(),
+            },
+            MountOp::Bind {
+                source,
+                path,
+                dir,
+                flags,
+            } => MountStep::Bind {
+                source: source.as_ptr(),
+                path: path.as_ptr(),
+                dir: *dir,
+                flags: *flags,
+            },
+            MountOp::Proc { path } => MountStep::Proc {
+                path: path.as_ptr(),
+            },
+        }
+    }
+
     /// A short description for error messages.
     pub(crate) fn describe(&self) -> String {
         let s = |c: &CString| c.to_string_lossy().into_owned();
@@ -186,26 +246,33 @@ fn under(root: &Path, inside: &Path) -> Result<PathBuf> {
     Ok(root.join(inside.strip_prefix("/").unwrap_or(inside)))
 }
 
-/// The whole list of operations for one run, with the new root at `root` (an empty host
-/// directory, mounted over by a tmpfs in the run's private mount namespace): a list of named
-/// steps, in the order they are applied.
-pub(crate) fn plan(
-    root: &Path,
-    system: &SystemLayout,
-    spec: &RunSpec,
-    tmp_size: u64,
-) -> Result<Vec<MountOp>> {
+/// The operations every box starts with, with the new root at `root` (an empty host
+/// directory, mounted over by a tmpfs in the box's private mount namespace): a list of named
+/// steps, in the order they are applied. They do not depend on the run: a box may be built
+/// this far before its run is known (see `handover`).
+pub(crate) fn base_plan(root: &Path, system: &SystemLayout) -> Result<Vec<MountOp>> {
     let mut plan = Plan {
         root,
         ops: Vec::new(),
     };
     plan.root_tmpfs()?;
     plan.system_files(system)?;
+    plan.dev(system)?;
+    plan.proc()?;
+    Ok(plan.ops)
+}
+
+/// The operations of one run, applied after [`base_plan`]'s: the box, the caller's binds, a
+/// private `/tmp` and `/dev/shm` of `tmp_size` bytes.
+pub(crate) fn run_plan(root: &Path, spec: &RunSpec, tmp_size: u64) -> Result<Vec<MountOp>> {
+    let mut plan = Plan {
+        root,
+        ops: Vec::new(),
+    };
     plan.the_box(&spec.box_dir)?;
     plan.binds(&spec.binds)?;
     plan.tmp(tmp_size)?;
-    plan.dev(system, tmp_size)?;
-    plan.proc()?;
+    plan.shm(tmp_size)?;
     Ok(plan.ops)
 }
 
@@ -324,8 +391,8 @@ impl Plan<'_> {
         self.tmpfs("/tmp", &format!("mode=1777,size={size}"))
     }
 
-    /// A small `/dev`: the harmless devices, the `/dev/fd`-style links, a private `/dev/shm`.
-    fn dev(&mut self, system: &SystemLayout, shm_size: u64) -> Result<()> {
+    /// A small `/dev`: the harmless devices and the `/dev/fd`-style links.
+    fn dev(&mut self, system: &SystemLayout) -> Result<()> {
         self.tmpfs("/dev", "mode=0755,size=64k")?;
         for (host, flags) in &system.devices {
             self.ops.push(MountOp::Bind {
@@ -346,7 +413,12 @@ impl Plan<'_> {
                 path: cstr(&under(self.root, &Path::new("/dev").join(name))?)?,
             });
         }
-        self.tmpfs("/dev/shm", &format!("mode=1777,size={shm_size}"))
+        Ok(())
+    }
+
+    /// A private `/dev/shm` (its content counts as the program's memory).
+    fn shm(&mut self, size: u64) -> Result<()> {
+        self.tmpfs("/dev/shm", &format!("mode=1777,size={size}"))
     }
 
     /// A `/proc` of the box's own pid namespace.
@@ -359,7 +431,7 @@ impl Plan<'_> {
 }
 
 /// Executes one operation: async-signal-safe. Returns the errno on failure.
-pub(crate) fn apply(op: &MountOp) -> Result<(), i32> {
+pub(crate) fn apply(op: MountStep) -> Result<(), i32> {
     use std::ptr::null;
     let check = |r: libc::c_int| {
         if r == 0 {
@@ -368,43 +440,39 @@ pub(crate) fn apply(op: &MountOp) -> Result<(), i32> {
             Err(nix::errno::Errno::last_raw())
         }
     };
-    // SAFETY: every pointer is a NUL-terminated string prepared before the clone, or null
-    // where the system call accepts null.
+    // SAFETY: every pointer is a NUL-terminated string prepared before the clone (or received
+    // and checked, see `handover`), or null where the system call accepts null.
     unsafe {
         match op {
-            MountOp::Mkdir { path } => {
-                if libc::mkdir(path.as_ptr(), 0o755) != 0
-                    && nix::errno::Errno::last_raw() != libc::EEXIST
-                {
+            MountStep::Mkdir { path } => {
+                if libc::mkdir(path, 0o755) != 0 && nix::errno::Errno::last_raw() != libc::EEXIST {
                     return Err(nix::errno::Errno::last_raw());
                 }
                 Ok(())
             }
-            MountOp::Symlink { target, path } => {
-                check(libc::symlink(target.as_ptr(), path.as_ptr()))
-            }
-            MountOp::Tmpfs { path, data } => check(libc::mount(
+            MountStep::Symlink { target, path } => check(libc::symlink(target, path)),
+            MountStep::Tmpfs { path, data } => check(libc::mount(
                 c"tmpfs".as_ptr(),
-                path.as_ptr(),
+                path,
                 c"tmpfs".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV,
-                data.as_ptr().cast(),
+                data.cast(),
             )),
-            MountOp::Bind {
+            MountStep::Bind {
                 source,
                 path,
                 dir,
                 flags,
             } => {
-                if *dir {
-                    if libc::mkdir(path.as_ptr(), 0o755) != 0
+                if dir {
+                    if libc::mkdir(path, 0o755) != 0
                         && nix::errno::Errno::last_raw() != libc::EEXIST
                     {
                         return Err(nix::errno::Errno::last_raw());
                     }
                 } else {
                     let fd = libc::open(
-                        path.as_ptr(),
+                        path,
                         libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
                         0o644,
                     );
@@ -419,20 +487,20 @@ pub(crate) fn apply(op: &MountOp) -> Result<(), i32> {
                     }
                 }
                 check(libc::mount(
-                    source.as_ptr(),
-                    path.as_ptr(),
+                    source,
+                    path,
                     null(),
                     libc::MS_BIND | libc::MS_REC,
                     null(),
                 ))?;
-                check(libc::mount(null(), path.as_ptr(), null(), *flags, null()))
+                check(libc::mount(null(), path, null(), flags, null()))
             }
             // hidepid=invisible: the program sees only processes it could trace (its own),
             // never the init, a copy of the caller whose command line and environment are
             // the host's.
-            MountOp::Proc { path } => check(libc::mount(
+            MountStep::Proc { path } => check(libc::mount(
                 c"proc".as_ptr(),
-                path.as_ptr(),
+                path,
                 c"proc".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                 c"hidepid=invisible".as_ptr().cast(),

@@ -123,3 +123,95 @@ fn an_outcome_returned_before_the_init_exits_counts_every_process() {
         "the child's 0.3 s of CPU are missing: {o:?}"
     );
 }
+
+/// Boxes built ahead carry nothing from one run to the next: what a run leaves in `/tmp`,
+/// `/dev/shm` and its environment is gone, and the next run's CPU time and peak memory start
+/// from zero (each box has a cgroup of its own, made for it).
+#[test]
+fn nothing_carries_over_from_one_run_to_the_next() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let stdout = out.path().join("stdout");
+    let run = |script: &str| {
+        let mut spec = RunSpec::in_tmpfs(64 << 20, ["/bin/sh", "-c", script]);
+        spec.limits = Limits {
+            cpu_time: Some(Duration::from_secs(5)),
+            wall_time: Some(Duration::from_secs_f64(10.0 * time_scale())),
+            memory: Some(256 << 20),
+            processes: Some(16),
+            ..Limits::default()
+        };
+        spec.stdout = ioi_sandbox::Stdio::Path(stdout.clone());
+        let outcome = sandbox.run(&spec);
+        assert_eq!(outcome.status, Termination::Ok, "{script}: {outcome:?}");
+        (outcome, std::fs::read_to_string(&stdout).unwrap())
+    };
+    // Leaves files behind, fills 48 MiB of memory, burns CPU.
+    let (first, _) = run("echo secret > /tmp/left; echo secret > /dev/shm/left; \
+         head -c 50331648 /dev/zero > /dev/shm/big; \
+         i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done");
+    assert!(first.memory >= 48 << 20, "{first:?}");
+    assert!(first.cpu_time >= 0.05, "{first:?}");
+    for _ in 0..3 {
+        let (next, seen) = run("ls -A /tmp /dev/shm; echo pid $$");
+        assert_eq!(seen, "/dev/shm:\n\n/tmp:\npid 2\n", "{next:?}");
+        assert!(next.memory < 16 << 20, "the peak carried over: {next:?}");
+        assert!(
+            next.cpu_time < first.cpu_time / 2.0,
+            "CPU carried over: {next:?}"
+        );
+    }
+}
+
+/// A box built before a mount on the host would not see it: once the host's mount table
+/// changes, the next run gets a box that does.
+#[test]
+fn a_host_mount_made_after_boxes_were_built_is_seen() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    let spec = RunSpec::in_tmpfs(16 << 20, ["/bin/true"]);
+    assert_eq!(sandbox.run(&spec).status, Termination::Ok);
+    // Let the housekeeper build the next boxes now, before the mount.
+    std::thread::sleep(Duration::from_millis(200));
+    let data = tempfile::tempdir().unwrap();
+    let mounted = Mounted::tmpfs(data.path());
+    std::fs::write(data.path().join("file"), "after the mount").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut spec = RunSpec::in_tmpfs(16 << 20, ["/bin/cat", "/data/file"]);
+    spec.binds
+        .push(ioi_sandbox::Bind::read_only(data.path(), "/data"));
+    spec.stdout = ioi_sandbox::Stdio::Path(out.path().join("stdout"));
+    let outcome = sandbox.run(&spec);
+    drop(mounted);
+    assert_eq!(outcome.status, Termination::Ok, "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("stdout")).unwrap(),
+        "after the mount"
+    );
+}
+
+/// A tmpfs mounted on the host for a test, unmounted when dropped.
+struct Mounted(PathBuf);
+
+impl Mounted {
+    fn tmpfs(at: &std::path::Path) -> Mounted {
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(at)
+            .status()
+            .unwrap();
+        assert!(status.success(), "cannot mount a tmpfs on {}", at.display());
+        Mounted(at.to_path_buf())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}

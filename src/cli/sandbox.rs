@@ -54,7 +54,12 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<i32> {
     crate::scratch::sweep_stale();
-    let sandbox = Sandbox::new(SandboxOptions::default())
+    // One run: no box is built ahead (it would be built for nothing).
+    let options = SandboxOptions {
+        ready_boxes: 0,
+        ..SandboxOptions::default()
+    };
+    let sandbox = Sandbox::new(options)
         .context("the sandbox cannot start on this host (try `ioi-run doctor`)")?;
     let temp_box;
     let box_dir = match &args.box_dir {
