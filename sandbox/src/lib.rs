@@ -3,40 +3,49 @@
 //! # Theory of operation
 //!
 //! ```text
-//! caller thread (the keeper)          new user+pid+mount+ipc+uts namespaces, and a
-//!                                     network namespace of its own (pooled as root)
-//! ──────────────────────────          ─────────────────────────────────────────
-//! create cgroup, set limits
+//! builder (a run's thread, or the         new user+pid+mount+ipc+uts namespaces, and a
+//! housekeeper thread ahead of need)       network namespace of its own (pooled as root)
+//! ──────────────────────────────          ─────────────────────────────────────────
+//! cgroup (made ahead), uid lease
 //! [enter a pooled network namespace]
-//! clone(CLONE_NEW*) ───────────────▶  init (pid 1): waits for "go"
+//! clone(CLONE_NEW*) ───────────────────▶  init (pid 1): waits for "go"
 //! [back to its own network namespace]
-//! write uid_map/gid_map, send "go"    opens stdin/stdout/stderr (host paths, FIFOs)
-//!                                     builds a tmpfs root: ro binds of /usr, /lib*, /etc
-//!                                     files; rw box; fresh /proc, /dev, /tmp, /dev/shm;
-//!                                     pivot_root into it
-//!                                     spawn ─▶ program (pid 2): joins the cgroup, sets
-//!                                              rlimits, drops to an unprivileged uid and
-//!                                              every capability, no_new_privs, seccomp,
-//!                                              execve
-//! poll: status pipe, wall clock,      init reaps orphans until the program exits, writes
-//!       cgroup CPU time               its status on the status pipe and exits: the kernel
-//! kill init on a limit                then kills every process left in the pid namespace
-//! waitpid(init), read cgroup
-//! (CPU, peak memory, OOM kills),
-//! remove cgroup, classify → Outcome
+//! write uid_map/gid_map, send "go"        builds the part every box has: a tmpfs root with
+//!                                         ro binds of /usr, /lib*, /etc files; /dev, /proc;
+//!                                         then waits for its run
+//! ── the run (keeper: the run's thread) ─────────────────────────────────────────────────
+//! set the cgroup's limits; open the
+//! run's stdio files detached
+//! send the run (socket: message + fds) ─▶  decodes it into room reserved before the clone;
+//!                                         mounts the box, the binds, /tmp, /dev/shm;
+//!                                         pivot_root into the root, made read-only
+//!                                         spawn ─▶ program (pid 2): joins the cgroup, sets
+//!                                                  rlimits, drops to an unprivileged uid and
+//!                                                  every capability, no_new_privs, seccomp,
+//!                                                  execve
+//! poll: report socket, wall clock,        init reaps orphans until the program exits, writes
+//!       cgroup CPU time                   its status on the report pipe and exits: the
+//! kill init on a limit                    kernel then kills every process left in the pid
+//! read the cgroup (CPU, peak memory,      namespace
+//! OOM kills) once it is empty, classify
+//! → Outcome; reaping the init, removing
+//! the cgroup: on the housekeeper thread
 //! ```
 //!
 //! Only the program and its descendants are in the cgroup, so CPU time and memory are the
-//! program's own, all threads and children included. The init dies with the keeper
-//! (`PR_SET_PDEATHSIG`), and with the init the whole pid namespace, so no process survives the
-//! caller, even after a crash; mounts live in the run's private mount namespace and vanish with
-//! it. Cgroups are removed after every run, by [`abort_all`] on an interrupt, and stale ones
-//! of dead keepers are removed when the next [`Sandbox`] starts.
+//! program's own, all threads and children included. The init dies with the thread that cloned
+//! it (`PR_SET_PDEATHSIG`), and with the init the whole pid namespace, so no process survives
+//! the caller, even after a crash; mounts live in the box's private mount namespace and vanish
+//! with it. Every box, with its cgroup, uid and init, serves one run only; boxes built ahead
+//! and not used are discarded (see `housekeeper`). Cgroups are removed after every run, by
+//! [`abort_all`] on an interrupt, and stale ones of dead keepers are removed when the next
+//! [`Sandbox`] starts.
 //!
 //! Between `clone` and `execve` the child only makes raw system calls on data prepared before
-//! the clone: the caller is multi-threaded and a forked copy must not allocate. The init is a
-//! copy of the caller; the program shares the init's memory until it executes (posix_spawn's
-//! way), so the caller's memory is copied once per run, not twice.
+//! the clone, or received into room reserved before it (see `handover`): the caller is
+//! multi-threaded and a forked copy must not allocate. The init is a copy of the caller; the
+//! program shares the init's memory until it executes (posix_spawn's way), so the caller's
+//! memory is copied once per box, not twice.
 
 #![warn(missing_docs)]
 
