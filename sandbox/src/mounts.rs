@@ -356,9 +356,17 @@ impl Plan<'_> {
         Ok(())
     }
 
-    /// The caller's extra binds, with their parent directories.
+    /// The caller's extra binds, with their parent directories. Not under `/dev` or `/proc`,
+    /// which every box has of its own.
     fn binds(&mut self, binds: &[crate::Bind]) -> Result<()> {
         for bind in binds {
+            if bind.inside.starts_with("/dev") || bind.inside.starts_with("/proc") {
+                bail!(
+                    "cannot bind {} at {}: /dev and /proc are the box's own",
+                    bind.host.display(),
+                    bind.inside.display()
+                );
+            }
             let source = bind
                 .host
                 .canonicalize()
@@ -506,5 +514,27 @@ pub(crate) fn apply(op: MountStep) -> Result<(), i32> {
                 c"hidepid=invisible".as_ptr().cast(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/dev` and `/proc` are the box's own: a bind there is refused with its paths named; a
+    /// bind elsewhere is planned.
+    #[test]
+    fn binds_under_dev_or_proc_are_refused() {
+        let root = Path::new("/tmp/ioi-sandbox-root");
+        let host = std::env::temp_dir();
+        for inside in ["/dev/shm/x", "/proc/self", "/dev"] {
+            let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
+            spec.binds.push(crate::Bind::read_only(&host, inside));
+            let error = run_plan(root, &spec, 1 << 20).unwrap_err().to_string();
+            assert!(error.contains(inside), "{error}");
+        }
+        let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
+        spec.binds.push(crate::Bind::read_only(&host, "/data"));
+        assert!(run_plan(root, &spec, 1 << 20).is_ok());
     }
 }

@@ -350,6 +350,17 @@ fn compile(policy: &Policy) -> Result<Vec<sock_filter>> {
     if entries.is_empty() {
         bail!("empty seccomp policy");
     }
+    // The code below relies on these: an empty list would compile to "always", and a jump
+    // over more than 255 comparisons does not fit in a conditional jump.
+    for (nr, tests) in &entries {
+        for test in tests.iter() {
+            if let Cmp::In(values) = &test.cmp {
+                if values.is_empty() || values.len() > 255 {
+                    bail!("seccomp policy: call {nr} tests {} values", values.len());
+                }
+            }
+        }
+    }
     let mut code = vec![
         op(LD_ABS, 0, 0, ARCH),
         op(JEQ, 1, 0, AUDIT_ARCH),
@@ -592,6 +603,19 @@ mod tests {
             "{longest} steps for a table of {} calls",
             policy.len()
         );
+    }
+
+    /// A test the compiler cannot express exactly is refused, not miscompiled.
+    #[test]
+    fn a_policy_the_compiler_cannot_express_is_refused() {
+        for values in [vec![], (0..256).collect::<Vec<u32>>()] {
+            let mut policy = Policy::new();
+            policy.insert(
+                libc::SYS_ioctl as u32,
+                vec![when(1, Cmp::In(values), Action::Kill)],
+            );
+            assert!(compile(&policy).is_err());
+        }
     }
 
     /// The table holds what the rest of the sandbox relies on (the integration tests check
