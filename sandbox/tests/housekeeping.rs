@@ -297,3 +297,46 @@ fn a_box_being_built_when_the_host_mounts_is_not_used_after_the_mount() {
         "runs after the mount got a box built before it"
     );
 }
+
+/// A box built ahead whose init died while it waited for its run (killed from outside: the
+/// host's OOM killer sees every waiting init as large as the keeper it is a copy of) is not
+/// handed a run: the run gets a box that works. Fails when the run is answered "the sandbox
+/// init died without reporting" (an internal error) instead.
+#[test]
+fn a_run_is_not_given_a_box_whose_init_died_while_waiting() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions {
+        ready_boxes: 1,
+        ..SandboxOptions::default()
+    })
+    .unwrap();
+    let spec = RunSpec::in_tmpfs(16 << 20, ["/bin/true"]);
+    assert_eq!(sandbox.run(&spec).status, Termination::Ok);
+    // The next box is built and waits; the last run's init is reaped: one child is left.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let waiting = loop {
+        let children = own_children();
+        if let [(pid, state)] = children.as_slice() {
+            if state == "S" {
+                break *pid;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no box waits alone for its run: {children:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Only this process's own child, started by the sandbox of this test.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(waiting),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let outcome = sandbox.run(&spec);
+    assert_eq!(outcome.status, Termination::Ok, "{outcome:?}");
+    drop(sandbox);
+    assert_eq!(own_children(), vec![], "processes left behind");
+}
