@@ -335,6 +335,11 @@ fn a_run_is_not_given_a_box_whose_init_died_while_waiting() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
+    // Dead before the run comes (a zombie: the sandbox reaps its inits itself).
+    while !own_children().contains(&(waiting, "Z".to_string())) {
+        assert!(std::time::Instant::now() < deadline, "the init did not die");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let outcome = sandbox.run(&spec);
     assert_eq!(outcome.status, Termination::Ok, "{outcome:?}");
     drop(sandbox);
