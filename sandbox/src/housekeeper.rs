@@ -181,7 +181,14 @@ impl Housekeeper {
                     .ok()?
                     .0;
             }
-            ready.boxes.pop()
+            // A box whose init died while it waited would fail its run: built anew instead.
+            while let Some(prepared) = ready.boxes.pop() {
+                if !prepared.exited() {
+                    return Some(prepared);
+                }
+                prepared.discard();
+            }
+            None
         });
         self.send(Chore::Prepare);
         prepared
