@@ -180,7 +180,7 @@ impl CgroupRoot {
         memory: Option<u64>,
         processes: Option<u64>,
     ) -> Result<RunCgroup> {
-        let mut cgroup = self.create_spare()?;
+        let cgroup = self.create_spare()?;
         if let Err(e) = cgroup.limit(memory, processes) {
             cgroup.remove();
             return Err(e);

@@ -19,6 +19,7 @@
 
 use std::fs::File;
 use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -63,6 +64,10 @@ struct Ready {
 struct Shelf {
     ready: Mutex<Ready>,
     changed: Condvar,
+    /// How many changes of the host's mount table runs have noticed (raised under the `ready`
+    /// lock): a box whose build began at an older count may predate a change that was noticed
+    /// while it was being built, when no discard could reach it, so it is never shelved.
+    mounts_generation: AtomicU64,
 }
 
 /// The longest a run waits for the box being built before building its own.
@@ -163,6 +168,7 @@ impl Housekeeper {
         let changed = self.mounts_changed();
         let prepared = self.shelf.ready.lock().ok().and_then(|mut ready| {
             if changed {
+                self.shelf.mounts_generation.fetch_add(1, Ordering::SeqCst);
                 ready.discard();
             }
             if ready.boxes.is_empty() && ready.building && !changed {
@@ -175,7 +181,14 @@ impl Housekeeper {
                     .ok()?
                     .0;
             }
-            ready.boxes.pop()
+            // A box whose init died while it waited would fail its run: built anew instead.
+            while let Some(prepared) = ready.boxes.pop() {
+                if !prepared.exited() {
+                    return Some(prepared);
+                }
+                prepared.discard();
+            }
+            None
         });
         self.send(Chore::Prepare);
         prepared
@@ -252,13 +265,23 @@ fn prepare(builder: &Builder, shelf: &Shelf) {
         return;
     };
     if boxes {
+        // Read before the init is cloned: its view of the host's mounts is at least as recent.
+        let generation = shelf.mounts_generation.load(Ordering::SeqCst);
         let prepared = builder
             .cgroups
             .create_spare()
             .and_then(|cgroup| builder.prepare(cgroup, &[]));
         match shelf.ready.lock() {
             Ok(mut ready) => {
-                ready.boxes.extend(prepared.ok());
+                match prepared {
+                    Ok(prepared)
+                        if shelf.mounts_generation.load(Ordering::SeqCst) != generation =>
+                    {
+                        prepared.discard()
+                    }
+                    Ok(prepared) => ready.boxes.push(prepared),
+                    Err(_) => {}
+                }
                 ready.building = false;
             }
             Err(_) => {

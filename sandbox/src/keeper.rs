@@ -87,6 +87,17 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// Whether the init has exited (killed from outside while it waited, or failed to build
+    /// the common part): looked at without reaping it, which [`Prepared::discard`] does.
+    pub(crate) fn exited(&self) -> bool {
+        use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        !matches!(
+            waitid(Id::Pid(nix::unistd::Pid::from_raw(self.pid)), flags),
+            Ok(WaitStatus::StillAlive)
+        )
+    }
+
     /// Kills the init of a box no run will use, and removes what it held.
     pub(crate) fn discard(self) {
         let init = nix::unistd::Pid::from_raw(self.pid);

@@ -215,3 +215,133 @@ impl Drop for Mounted {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// A tmpfs mounted on the host at once (the mount(2) system call, not the `mount` command, so
+/// that it lands while the housekeeper is still building the box after a run), unmounted
+/// when dropped.
+struct MountedNow(PathBuf);
+
+impl MountedNow {
+    fn tmpfs(at: &std::path::Path) -> MountedNow {
+        nix::mount::mount(
+            Some("tmpfs"),
+            at,
+            Some("tmpfs"),
+            nix::mount::MsFlags::empty(),
+            Some("size=1m"),
+        )
+        .unwrap_or_else(|e| panic!("cannot mount a tmpfs on {}: {e}", at.display()));
+        MountedNow(at.to_path_buf())
+    }
+}
+
+impl Drop for MountedNow {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// A box whose build began before a host mount and ended after a run noticed the change
+/// (that run found no box ready and built its own) must not be used either: every run that
+/// starts after the mount sees it. Another thread's run sets the housekeeper building while
+/// this thread mounts and runs at once, at delays that sweep the build. Fails when the box
+/// being built at the moment of the mount is put on the shelf after the change was noticed
+/// and a later run takes it (its bind of the mount point shows the directory under the mount).
+#[test]
+fn a_box_being_built_when_the_host_mounts_is_not_used_after_the_mount() {
+    if sandbox_missing() {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() && skip("mounting a tmpfs on the host needs root") {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions {
+        ready_boxes: 1,
+        ..SandboxOptions::default()
+    })
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let cat = |data: &std::path::Path, name: &str| {
+        let stdout = out.path().join(name);
+        let mut spec = RunSpec::in_tmpfs(16 << 20, ["/bin/cat", "/data/file"]);
+        spec.binds.push(ioi_sandbox::Bind::read_only(data, "/data"));
+        spec.stdout = ioi_sandbox::Stdio::Path(stdout.clone());
+        let outcome = sandbox.run(&spec);
+        (
+            outcome,
+            std::fs::read_to_string(&stdout).unwrap_or_default(),
+        )
+    };
+    let mut stale = Vec::new();
+    for round in 0..100u64 {
+        // The mount point exists before any box of this round is built.
+        let data = tempfile::tempdir().unwrap();
+        std::thread::scope(|scope| {
+            // This run takes the box ready: the housekeeper starts building the next one.
+            scope.spawn(|| sandbox.run(&RunSpec::in_tmpfs(16 << 20, ["/bin/true"])));
+            std::thread::sleep(Duration::from_micros(100 * (round % 20)));
+            let mounted = MountedNow::tmpfs(data.path());
+            std::fs::write(data.path().join("file"), "after the mount").unwrap();
+            for run in 0..3 {
+                let (outcome, seen) = cat(data.path(), &format!("{round}-{run}"));
+                if (outcome.status, seen.as_str()) != (Termination::Ok, "after the mount") {
+                    stale.push(format!("round {round}, run {run}: {outcome:?}"));
+                }
+            }
+            drop(mounted);
+        });
+    }
+    assert_eq!(
+        stale,
+        Vec::<String>::new(),
+        "runs after the mount got a box built before it"
+    );
+}
+
+/// A box built ahead whose init died while it waited for its run (killed from outside: the
+/// host's OOM killer sees every waiting init as large as the keeper it is a copy of) is not
+/// handed a run: the run gets a box that works. Fails when the run is answered "the sandbox
+/// init died without reporting" (an internal error) instead.
+#[test]
+fn a_run_is_not_given_a_box_whose_init_died_while_waiting() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions {
+        ready_boxes: 1,
+        ..SandboxOptions::default()
+    })
+    .unwrap();
+    let spec = RunSpec::in_tmpfs(16 << 20, ["/bin/true"]);
+    assert_eq!(sandbox.run(&spec).status, Termination::Ok);
+    // The next box is built and waits; the last run's init is reaped: one child is left.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let waiting = loop {
+        let children = own_children();
+        if let [(pid, state)] = children.as_slice() {
+            if state == "S" {
+                break *pid;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no box waits alone for its run: {children:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Only this process's own child, started by the sandbox of this test.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(waiting),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // Dead before the run comes (a zombie: the sandbox reaps its inits itself).
+    while !own_children().contains(&(waiting, "Z".to_string())) {
+        assert!(std::time::Instant::now() < deadline, "the init did not die");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let outcome = sandbox.run(&spec);
+    assert_eq!(outcome.status, Termination::Ok, "{outcome:?}");
+    drop(sandbox);
+    assert_eq!(own_children(), vec![], "processes left behind");
+}
