@@ -20,7 +20,7 @@
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -70,10 +70,27 @@ struct Shelf {
     mounts_generation: AtomicU64,
 }
 
+/// The longest a box waits for its run. Besides the mount table, which is watched, a box keeps
+/// what the host was like when it was built (the inodes of the `/etc` files it binds, which a
+/// package manager replaces by renaming), and its init, a copy-on-write copy of the caller,
+/// keeps the caller's memory of that time resident: so boxes are not kept long. A busy sandbox
+/// uses them within milliseconds; an idle one lets them go.
+const MAX_AGE: Duration = Duration::from_secs(2);
+
 /// The longest a run waits for the box being built before building its own.
 const WAIT_FOR_BUILDING: Duration = Duration::from_millis(20);
 
 impl Ready {
+    /// Discards the boxes older than [`MAX_AGE`].
+    fn expire(&mut self) {
+        let (old, young): (Vec<Prepared>, Vec<Prepared>) =
+            self.boxes.drain(..).partition(|b| b.age() > MAX_AGE);
+        self.boxes = young;
+        for prepared in old {
+            prepared.discard();
+        }
+    }
+
     fn discard(&mut self) {
         for prepared in self.boxes.drain(..) {
             prepared.discard();
@@ -130,12 +147,16 @@ impl Housekeeper {
             let shelf = shelf.clone();
             std::thread::Builder::new()
                 .name("ioi-sandbox-housekeeper".into())
-                .spawn(move || {
-                    for chore in inbox {
-                        match chore {
-                            Chore::Finish(leftover) => leftover.finish(),
-                            Chore::Prepare => prepare(&builder, &shelf),
-                        }
+                .spawn(move || loop {
+                    // Woken at least every MAX_AGE to throw away boxes nobody took.
+                    match inbox.recv_timeout(MAX_AGE) {
+                        Ok(Chore::Finish(leftover)) => leftover.finish(),
+                        Ok(Chore::Prepare) => prepare(&builder, &shelf),
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                    if let Ok(mut ready) = shelf.ready.lock() {
+                        ready.expire();
                     }
                 })
                 .ok()
@@ -181,7 +202,9 @@ impl Housekeeper {
                     .ok()?
                     .0;
             }
-            // A box whose init died while it waited would fail its run: built anew instead.
+            // A box whose init died while it waited would fail its run, and an old box shows
+            // the host as it was: built anew instead.
+            ready.expire();
             while let Some(prepared) = ready.boxes.pop() {
                 if !prepared.exited() {
                     return Some(prepared);
@@ -251,6 +274,9 @@ impl Housekeeper {
 /// Tops up the ready boxes, the spare cgroups and the free network namespaces. A failure
 /// here is not reported: the run that needs one builds it itself, and reports the failure.
 fn prepare(builder: &Builder, shelf: &Shelf) {
+    if crate::keeper::aborted() {
+        return;
+    }
     let wanted = shelf.ready.lock().map_or(None, |mut ready| {
         // A spare cgroup too, for a box built on demand, when boxes are built ahead at all.
         let ahead = builder.ready_boxes();

@@ -84,9 +84,15 @@ pub(crate) struct Prepared {
     network: Option<namespaces::LentNetwork>,
     /// The mounts the box was built with (named in error messages).
     base: Vec<mounts::MountOp>,
+    built: Instant,
 }
 
 impl Prepared {
+    /// How long ago the box was built.
+    pub(crate) fn age(&self) -> Duration {
+        self.built.elapsed()
+    }
+
     /// Whether the init has exited (killed from outside while it waited, or failed to build
     /// the common part): looked at without reaping it, which [`Prepared::discard`] does.
     pub(crate) fn exited(&self) -> bool {
@@ -119,9 +125,18 @@ fn active() -> &'static Mutex<HashMap<i32, Arc<RunCgroup>>> {
     ACTIVE.get_or_init(Default::default)
 }
 
+/// Set by [`abort_all`]: no box is built after it.
+static ABORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`abort_all`] was called (the process is stopping).
+pub(crate) fn aborted() -> bool {
+    ABORTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Kills every run in progress and removes its cgroup. Call it from an interrupt handler
-/// before exiting, so that nothing survives the caller.
+/// before exiting, so that nothing survives the caller. No box is built afterwards.
 pub fn abort_all() {
+    ABORTED.store(true, std::sync::atomic::Ordering::SeqCst);
     let runs: Vec<(i32, Arc<RunCgroup>)> = match active().lock() {
         Ok(mut map) => map.drain().collect(),
         Err(_) => return,
@@ -277,6 +292,7 @@ impl Sandbox {
             lease,
             network,
             base,
+            built: _,
         } = prepared;
         let result = (|| {
             cgroup.limit(spec.limits.memory, spec.limits.processes)?;
@@ -408,7 +424,12 @@ impl Builder {
                 lease,
                 network,
                 base,
+                built: Instant::now(),
             };
+            if aborted() {
+                prepared.discard();
+                bail!("the sandbox is shutting down");
+            }
             let started = self
                 .write_id_maps(pid, prepared.lease.as_ref().map(|l| l.uid))
                 .and_then(|()| {
@@ -930,6 +951,10 @@ fn stdio_plan(
     let input = index == 0;
     let hidden = |path: &Path, create: bool, flags: libc::c_int| -> Result<StdioPlan> {
         let inside = format!("/dev/.stdio{index}");
+        // Absolute: the init resolves it in its own working directory, of the box's build.
+        let path = std::path::absolute(path)
+            .with_context(|| format!("cannot resolve {}", path.display()))?;
+        let path = path.as_path();
         Ok(StdioPlan::Hidden {
             host: CString::new(path.as_os_str().as_bytes())
                 .with_context(|| format!("path contains a NUL byte: {}", path.display()))?,

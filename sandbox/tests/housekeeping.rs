@@ -345,3 +345,26 @@ fn a_run_is_not_given_a_box_whose_init_died_while_waiting() {
     drop(sandbox);
     assert_eq!(own_children(), vec![], "processes left behind");
 }
+
+/// An idle sandbox lets its boxes go: each waiting init is a copy of the caller holding its
+/// memory of that time, and shows the host as it was, so none waits more than a few seconds
+/// (2 s, checked at least every 2 s). The next run still gets a box.
+#[test]
+fn an_idle_sandbox_keeps_no_box_waiting() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while own_children().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!own_children().is_empty(), "no box was built ahead");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !own_children().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(own_children(), vec![], "boxes still wait after 10 s idle");
+    assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
+}
