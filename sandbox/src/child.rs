@@ -16,7 +16,10 @@ use crate::seccomp::Filters;
 #[derive(Debug)]
 pub(crate) enum StdioPlan {
     /// Opened at this path before entering the new root (`/dev/null`, which tells nothing).
-    Open { path: CString, flags: libc::c_int },
+    Open {
+        path: CString,
+        flags: libc::c_int,
+    },
     /// A host file, presented without its host path: bound at `target` (a placeholder under
     /// the new root) before `pivot_root`, opened from inside at `inside`, then unmounted and
     /// removed. `readlink /proc/self/fd/N` then shows nothing of the host. With `create`, the
@@ -28,12 +31,7 @@ pub(crate) enum StdioPlan {
         inside: CString,
         flags: libc::c_int,
     },
-    /// A descriptor of the caller's, in the init's table since its clone.
     Fd(libc::c_int),
-    /// A host file the keeper opened through a detached copy of its mount (see
-    /// `keeper::open_detached`), so that its path shows as `/`; the descriptor travels with the
-    /// run's message, as the `n`-th it carries.
-    Sent(u8),
 }
 
 /// What the init is cloned with: everything every run has in common, prepared before the

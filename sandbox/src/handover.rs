@@ -58,34 +58,10 @@ pub(crate) struct RunSteps {
     pub exe_candidates: Vec<CPtr>,
 }
 
-/// Most descriptors a message carries (one per standard stream).
-pub(crate) const MAX_SENT_FDS: usize = 3;
-
 /// Room for one run message and what it decodes to, reserved before the clone.
 pub(crate) struct Inbox {
     bytes: Vec<u8>,
-    /// The descriptors that came with the message (see [`StdioPlan::Sent`]).
-    received: Received,
     pub run: RunSteps,
-}
-
-/// The descriptors received with a message (a fixed array: no allocation).
-#[derive(Default)]
-struct Received {
-    fds: [libc::c_int; MAX_SENT_FDS],
-    len: usize,
-}
-
-impl Received {
-    fn get(&self, i: usize) -> Option<&libc::c_int> {
-        self.fds[..self.len].get(i)
-    }
-
-    fn set(&mut self, fds: &[libc::c_int]) {
-        let n = fds.len().min(self.fds.len());
-        self.fds[..n].copy_from_slice(&fds[..n]);
-        self.len = n;
-    }
 }
 
 impl Inbox {
@@ -94,7 +70,6 @@ impl Inbox {
         let null = StdioStep::Fd(-1);
         Inbox {
             bytes: Vec::with_capacity(MESSAGE_CAPACITY),
-            received: Default::default(),
             run: RunSteps {
                 stdio: [null; 3],
                 mounts: Vec::with_capacity(MOUNTS_CAPACITY),
@@ -107,13 +82,12 @@ impl Inbox {
         }
     }
 
-    /// Reads one message from the socket `fd` (with the descriptors it carries) and decodes
-    /// it: async-signal-safe, no allocation. Returns the errno of a failed read, `EMSGSIZE` for
-    /// a message larger than the room, `EPROTO` for one that does not decode.
+    /// Reads one message from `fd` and decodes it: async-signal-safe, no allocation. Returns
+    /// the errno of a failed read, `EMSGSIZE` for a message larger than the room, `EPROTO` for
+    /// one that does not decode.
     pub(crate) fn receive(&mut self, fd: libc::c_int) -> Result<(), i32> {
         let mut length = [0u8; 4];
-        let first = self.receive_fds(fd, &mut length)?;
-        read_exact(fd, length[first..].as_mut_ptr(), length.len() - first)?;
+        read_exact(fd, length.as_mut_ptr(), length.len())?;
         let length = u32::from_le_bytes(length) as usize;
         if length > self.bytes.capacity() {
             return Err(libc::EMSGSIZE);
@@ -123,60 +97,6 @@ impl Inbox {
         // SAFETY: `read_exact` initialised the first `length` bytes, within the capacity.
         unsafe { self.bytes.set_len(length) };
         self.decode().ok_or(libc::EPROTO)
-    }
-
-    /// Receives the first bytes of the message into `to`, and the descriptors sent with them
-    /// (on a stream socket they arrive with the first byte); returns how many bytes came.
-    fn receive_fds(&mut self, fd: libc::c_int, to: &mut [u8]) -> Result<usize, i32> {
-        // Room for one SCM_RIGHTS message of MAX_SENT_FDS descriptors, aligned for cmsghdr.
-        let mut control = [0u64; 8];
-        let mut iov = libc::iovec {
-            iov_base: to.as_mut_ptr().cast(),
-            iov_len: to.len(),
-        };
-        loop {
-            // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call.
-            let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
-            header.msg_iov = &mut iov;
-            header.msg_iovlen = 1;
-            header.msg_control = control.as_mut_ptr().cast();
-            header.msg_controllen = std::mem::size_of_val(&control) as _;
-            // SAFETY: recvmsg into the buffers described by `header`.
-            let n = unsafe { libc::recvmsg(fd, &mut header, libc::MSG_CMSG_CLOEXEC) };
-            if n < 0 {
-                let errno = nix::errno::Errno::last_raw();
-                if errno == libc::EINTR {
-                    continue;
-                }
-                return Err(errno);
-            }
-            if n == 0 {
-                return Err(libc::EPIPE);
-            }
-            if header.msg_flags & libc::MSG_CTRUNC != 0 {
-                return Err(libc::EPROTO);
-            }
-            // SAFETY: walking the control messages the kernel wrote into `control`.
-            unsafe {
-                let mut cmsg = libc::CMSG_FIRSTHDR(&header);
-                while !cmsg.is_null() {
-                    if (*cmsg).cmsg_level == libc::SOL_SOCKET
-                        && (*cmsg).cmsg_type == libc::SCM_RIGHTS
-                    {
-                        let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                        let count = bytes / std::mem::size_of::<libc::c_int>();
-                        let data = libc::CMSG_DATA(cmsg) as *const libc::c_int;
-                        let fds = std::slice::from_raw_parts(data, count);
-                        if count > MAX_SENT_FDS {
-                            return Err(libc::EPROTO);
-                        }
-                        self.received.set(fds);
-                    }
-                    cmsg = libc::CMSG_NXTHDR(&header, cmsg);
-                }
-            }
-            return Ok(n as usize);
-        }
     }
 
     fn decode(&mut self) -> Option<()> {
@@ -199,7 +119,6 @@ impl Inbox {
                     inside: reader.string()?,
                 },
                 2 => StdioStep::Fd(reader.i32()?),
-                3 => StdioStep::Fd(*self.received.get(reader.u8()? as usize)?),
                 _ => return None,
             };
         }
@@ -355,10 +274,6 @@ impl RunMessage<'_> {
                 StdioPlan::Fd(fd) => {
                     w.u8(2);
                     w.i32(*fd);
-                }
-                StdioPlan::Sent(n) => {
-                    w.u8(3);
-                    w.u8(*n);
                 }
             }
         }
@@ -537,21 +452,9 @@ mod tests {
         }
     }
 
-    /// A connected pair of stream sockets, as between the keeper and the init.
-    fn sockets() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-        socketpair(
-            AddressFamily::Unix,
-            SockType::Stream,
-            None,
-            SockFlag::empty(),
-        )
-        .unwrap()
-    }
-
-    /// Sends `bytes` into a fresh inbox, as the keeper does to the init.
+    /// Sends `bytes` through a pipe into a fresh inbox, as the keeper does to the init.
     fn deliver(bytes: &[u8]) -> (Inbox, Result<(), i32>) {
-        let (read, write) = sockets();
+        let (read, write) = nix::unistd::pipe().unwrap();
         let bytes = bytes.to_vec();
         let writer = std::thread::spawn(move || {
             let _ = nix::unistd::write(&write, &bytes);
@@ -571,7 +474,7 @@ mod tests {
     fn a_run_crosses_over_unchanged_and_without_allocating() {
         let parts = Parts::sample();
         let bytes = parts.message().encode();
-        let (read, write) = sockets();
+        let (read, write) = nix::unistd::pipe().unwrap();
         let mut inbox = Inbox::new();
         let before = (
             inbox.bytes.as_ptr(),
@@ -659,45 +562,6 @@ mod tests {
             assert_eq!(strings(&run.envp[..run.envp.len() - 1]), ["PATH=/usr/bin"]);
             assert_eq!(strings(&run.exe_candidates), ["./prog"]);
         }
-    }
-
-    /// A descriptor sent with the message becomes the stream that names it; a stream naming a
-    /// descriptor that did not come is refused.
-    #[test]
-    fn descriptors_travel_with_the_message() {
-        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-        use std::os::fd::AsRawFd;
-        let mut parts = Parts::sample();
-        parts.stdio[1] = StdioPlan::Sent(0);
-        let bytes = parts.message().encode();
-        let file = tempfile::tempfile().unwrap();
-        let (read, write) = sockets();
-        let raw = [file.as_raw_fd()];
-        let iov = [std::io::IoSlice::new(&bytes)];
-        let control = [ControlMessage::ScmRights(&raw)];
-        sendmsg::<()>(write.as_raw_fd(), &iov, &control, MsgFlags::empty(), None).unwrap();
-        let mut inbox = Inbox::new();
-        assert_eq!(inbox.receive(read.as_raw_fd()), Ok(()));
-        let StdioStep::Fd(received) = inbox.run.stdio[1] else {
-            panic!("{:?}", inbox.run.stdio[1]);
-        };
-        // The same open file: what is written through one is seen through the other.
-        let same = |a: i32, b: i32| {
-            let stat = |fd| nix::sys::stat::fstat(fd).unwrap();
-            // SAFETY: both descriptors are open for the duration of the test.
-            let (x, y) = unsafe {
-                (
-                    stat(std::os::fd::BorrowedFd::borrow_raw(a)),
-                    stat(std::os::fd::BorrowedFd::borrow_raw(b)),
-                )
-            };
-            (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
-        };
-        assert!(same(received, file.as_raw_fd()));
-        // SAFETY: closing the descriptor the test received.
-        unsafe { libc::close(received) };
-        // Without a descriptor, `Sent(0)` names nothing.
-        assert_eq!(deliver(&bytes).1, Err(libc::EPROTO));
     }
 
     /// A message cut anywhere, or with a string whose terminator is not where its length says,

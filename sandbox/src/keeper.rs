@@ -306,7 +306,7 @@ impl Sandbox {
             }
             self.builder.watch(
                 pid,
-                (run_write, bytes, &run.sent),
+                (run_write, bytes),
                 report_read,
                 &cgroup,
                 spec,
@@ -342,8 +342,6 @@ impl Sandbox {
 /// The run's own part of its box, as the keeper sends it (see `handover`).
 struct RunParts {
     stdio: [StdioPlan; 3],
-    /// Descriptors sent with the message (see [`StdioPlan::Sent`]).
-    sent: Vec<OwnedFd>,
     mounts: Vec<mounts::MountOp>,
     rlimits: Vec<rlimits::Rlimit>,
     cwd: CString,
@@ -378,7 +376,7 @@ impl Builder {
             let network = self.networks.as_ref().map(|pool| pool.lend()).transpose()?;
             let procs = cgroup.open_procs()?;
             let (go_read, go_write) = pipe()?;
-            let (run_write, run_read) = socket_pair()?;
+            let (run_read, run_write) = pipe()?;
             let (report_read, report_write) = pipe()?;
             let base = mounts::base_plan(&self.root_mountpoint, &self.system)?;
             // The program's stack between its clone and its execve (see
@@ -458,16 +456,12 @@ impl Builder {
             .memory
             .unwrap_or(self.options.tmp_size)
             .min(self.options.tmp_size);
-        let mut sent = Vec::new();
-        let root = &self.root_mountpoint;
-        let stdio = [
-            stdio_plan(&spec.stdin, 0, root, &mut sent)?,
-            stdio_plan(&spec.stdout, 1, root, &mut sent)?,
-            stdio_plan(&spec.stderr, 2, root, &mut sent)?,
-        ];
         Ok(RunParts {
-            stdio,
-            sent,
+            stdio: [
+                stdio_plan(&spec.stdin, 0, &self.root_mountpoint)?,
+                stdio_plan(&spec.stdout, 1, &self.root_mountpoint)?,
+                stdio_plan(&spec.stderr, 2, &self.root_mountpoint)?,
+            ],
             mounts: mounts::run_plan(&self.root_mountpoint, spec, tmp_size)?,
             rlimits: rlimits::plan(&spec.limits),
             cwd: CString::new(spec.cwd.as_os_str().as_bytes())?,
@@ -475,13 +469,12 @@ impl Builder {
         })
     }
 
-    /// Hands the run over to the init (the `message` on its socket, with the descriptors
-    /// `sent`) and watches it until it
+    /// Hands the run over to the init (the `message` on its pipe) and watches it until it
     /// reports or a limit hits; `mounts` are the box's, for error messages.
     fn watch(
         &self,
         pid: i32,
-        (run_write, message, sent): (OwnedFd, Vec<u8>, &[OwnedFd]),
+        (run_write, message): (OwnedFd, Vec<u8>),
         report_read: OwnedFd,
         cgroup: &RunCgroup,
         spec: &RunSpec,
@@ -499,7 +492,7 @@ impl Builder {
             None => waited.credit(),
         };
         // An init that cannot take its run has failed or died: its report, if any, says why.
-        if send_run(&run_write, &message, sent).is_err() {
+        if write_all(&run_write, &message).is_err() {
             kill_init();
         }
         drop(run_write);
@@ -852,102 +845,14 @@ fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> nix::Result<()> {
     Ok(())
 }
 
-/// A pair of connected stream sockets (the run's message carries descriptors).
-fn socket_pair() -> Result<(OwnedFd, OwnedFd)> {
-    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-    socketpair(
-        AddressFamily::Unix,
-        SockType::Stream,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
-    .context("cannot create a socket pair")
-}
-
-/// Sends the run's message with the descriptors it carries (with its first bytes), then the
-/// rest as the init reads it.
-fn send_run(socket: &OwnedFd, message: &[u8], fds: &[OwnedFd]) -> nix::Result<()> {
-    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-    let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
-    let control = [ControlMessage::ScmRights(&raw)];
-    let control: &[ControlMessage] = if raw.is_empty() { &[] } else { &control };
-    let first = loop {
-        let iov = [std::io::IoSlice::new(message)];
-        match sendmsg::<()>(socket.as_raw_fd(), &iov, control, MsgFlags::empty(), None) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            sent => break sent?,
-        }
-    };
-    write_all(socket, &message[first..])
-}
-
-/// Opens a host file through a detached copy of its mount (`open_tree` with
-/// `OPEN_TREE_CLONE`): the descriptor then shows `/` as its path in `/proc/self/fd`, nothing
-/// of the host (for a test file, its name could tell which test runs). The copy vanishes with
-/// the last descriptor. `None` where the kernel (before 5.2) or the keeper's privileges do not
-/// allow it: the init then binds the file into the box instead ([`StdioPlan::Hidden`]).
-fn open_detached(path: &Path, create: bool, flags: libc::c_int) -> Result<Option<OwnedFd>> {
-    use std::os::fd::FromRawFd;
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .with_context(|| format!("path contains a NUL byte: {}", path.display()))?;
-    if create {
-        // Created first without truncating: `flags` truncate at the real open.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-    }
-    // SAFETY: open_tree of a NUL-terminated path; the result is a new descriptor or -1.
-    let tree = unsafe {
-        libc::syscall(
-            libc::SYS_open_tree,
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            (libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC) as libc::c_uint,
-        )
-    };
-    if tree < 0 {
-        let errno = nix::errno::Errno::last();
-        return match errno {
-            nix::errno::Errno::ENOSYS | nix::errno::Errno::EPERM | nix::errno::Errno::EINVAL => {
-                Ok(None)
-            }
-            e => Err(e).with_context(|| format!("cannot open {}", path.display())),
-        };
-    }
-    // SAFETY: `tree` is a descriptor we own from here on.
-    let tree = unsafe { OwnedFd::from_raw_fd(tree as i32) };
-    let reopen = format!("/proc/self/fd/{}", tree.as_raw_fd());
-    let file = nix::fcntl::open(
-        reopen.as_str(),
-        nix::fcntl::OFlag::from_bits_retain(flags | libc::O_CLOEXEC | libc::O_NOCTTY),
-        nix::sys::stat::Mode::from_bits_truncate(0o644),
-    )
-    .with_context(|| format!("cannot open {}", path.display()))?;
-    // SAFETY: isatty on the descriptor just opened.
-    if unsafe { libc::isatty(file.as_raw_fd()) } == 1 {
-        bail!("a terminal cannot be given to a box (a program could inject keystrokes into it): relay it through a pipe");
-    }
-    Ok(Some(file))
-}
-
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("cannot create a pipe")
 }
 
-/// How the init opens stream `index` (0 stdin, 1 stdout, 2 stderr). Host files are opened
-/// so that the program cannot learn their host path from `/proc/self/fd`: regular files by
-/// the keeper through a detached mount ([`open_detached`], the descriptor goes to `sent`),
-/// others (FIFOs, whose opening waits for the peer) by the init from inside the box
-/// ([`StdioPlan::Hidden`]).
-fn stdio_plan(
-    stdio: &Stdio,
-    index: usize,
-    new_root: &Path,
-    sent: &mut Vec<OwnedFd>,
-) -> Result<StdioPlan> {
+/// How the init opens stream `index` (0 stdin, 1 stdout, 2 stderr). Host files are
+/// [`StdioPlan::Hidden`]: bound into the box and opened from inside, so that the program cannot
+/// learn their host path from `/proc/self/fd`.
+fn stdio_plan(stdio: &Stdio, index: usize, new_root: &Path) -> Result<StdioPlan> {
     let input = index == 0;
     let hidden = |path: &Path, create: bool, flags: libc::c_int| -> Result<StdioPlan> {
         let inside = format!("/dev/.stdio{index}");
@@ -969,23 +874,6 @@ fn stdio_plan(
             flags,
         })
     };
-    let mut detached = |path: &Path, create: bool, flags: libc::c_int| -> Result<StdioPlan> {
-        // Only a regular file (or one to create): opening a FIFO waits for its peer.
-        let regular = match std::fs::metadata(path) {
-            Ok(meta) => meta.is_file(),
-            Err(_) => create,
-        };
-        match regular {
-            true => match open_detached(path, create, flags)? {
-                Some(fd) => {
-                    sent.push(fd);
-                    Ok(StdioPlan::Sent((sent.len() - 1) as u8))
-                }
-                None => hidden(path, create, flags),
-            },
-            false => hidden(path, create, flags),
-        }
-    };
     let rw = if input {
         libc::O_RDONLY
     } else {
@@ -996,9 +884,9 @@ fn stdio_plan(
             path: CString::new("/dev/null")?,
             flags: rw,
         }),
-        Stdio::Path(p) if input => detached(p, false, libc::O_RDONLY),
-        Stdio::Path(p) => detached(p, true, libc::O_WRONLY | libc::O_TRUNC),
-        Stdio::Append(p) => detached(p, true, libc::O_WRONLY | libc::O_APPEND),
+        Stdio::Path(p) if input => hidden(p, false, libc::O_RDONLY),
+        Stdio::Path(p) => hidden(p, true, libc::O_WRONLY | libc::O_TRUNC),
+        Stdio::Append(p) => hidden(p, true, libc::O_WRONLY | libc::O_APPEND),
         Stdio::Existing(p) => hidden(p, false, rw),
         Stdio::Fd(fd) => {
             // SAFETY: isatty on a descriptor the caller keeps open for the run.
