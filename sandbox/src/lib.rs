@@ -14,16 +14,17 @@
 //!                                         ro binds of /usr, /lib*, /etc files; /dev, /proc;
 //!                                         then waits for its run
 //! ── the run (keeper: the run's thread) ─────────────────────────────────────────────────
-//! set the cgroup's limits; open the
-//! run's stdio files detached
-//! send the run (socket: message + fds) ─▶  decodes it into room reserved before the clone;
-//!                                         mounts the box, the binds, /tmp, /dev/shm;
-//!                                         pivot_root into the root, made read-only
+//! set the cgroup's limits
+//! send the run (a message on a pipe) ──▶  decodes it into room reserved before the clone;
+//!                                         opens the standard streams (host files bound in,
+//!                                         opened inside, unbound); mounts the box, the
+//!                                         binds, /tmp, /dev/shm; pivot_root into the root,
+//!                                         made read-only
 //!                                         spawn ─▶ program (pid 2): joins the cgroup, sets
 //!                                                  rlimits, drops to an unprivileged uid and
 //!                                                  every capability, no_new_privs, seccomp,
 //!                                                  execve
-//! poll: report socket, wall clock,        init reaps orphans until the program exits, writes
+//! poll: report pipe, wall clock,          init reaps orphans until the program exits, writes
 //!       cgroup CPU time                   its status on the report pipe and exits: the
 //! kill init on a limit                    kernel then kills every process left in the pid
 //! read the cgroup (CPU, peak memory,      namespace
