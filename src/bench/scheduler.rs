@@ -32,6 +32,8 @@ pub struct BenchSchedulerOptions {
     pub test_time: Duration,
     /// Tests burn their duration as CPU instead of sleeping.
     pub spin: bool,
+    /// One problem in four is a Communication task: each of its tests occupies 2 slots.
+    pub communication: bool,
 }
 
 /// User and system CPU time of this process.
@@ -44,15 +46,25 @@ fn process_cpu() -> (Duration, Duration) {
         .unwrap_or_default()
 }
 
-/// Four problems of 3 subtasks and 24 distinct tests, some shared between subtasks.
-fn problems() -> HashMap<String, crate::problem::Problem> {
+/// Four problems of 3 subtasks and 24 distinct tests, some shared between subtasks; with
+/// `communication`, the first is a Communication task of one user process (its tests occupy
+/// 2 slots: the manager and the user process).
+fn problems(communication: bool) -> HashMap<String, crate::problem::Problem> {
     (0..4)
         .map(|p| {
             let t: Vec<String> = (0..24).map(|i| format!("t{i:02}")).collect();
             let id = format!("p{p}");
+            let task = match (communication, p) {
+                (true, 0) => TaskType::Communication(crate::problem::Communication {
+                    num_processes: 1,
+                    user_io: crate::problem::UserIo::StdIo,
+                    manager_args: Vec::new(),
+                }),
+                _ => TaskType::Batch,
+            };
             let problem = fake::problem(
                 &id,
-                TaskType::Batch,
+                task,
                 &[
                     ("00-samples", t[..2].to_vec()),
                     ("01-small", t[..10].to_vec()),
@@ -67,10 +79,11 @@ fn problems() -> HashMap<String, crate::problem::Problem> {
 pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     outln!(
-        "scheduler with a scripted runner: fake tests {} {:.1} ms, no process; {} submissions per worker, 4 problems of 24 tests in 3 subtasks, 1 in 10 tests wrong; {cores} cores, load average {}",
+        "scheduler with a scripted runner: fake tests {} {:.1} ms, no process; {} submissions per worker, 4 problems of 24 tests in 3 subtasks{}, 1 in 10 tests wrong; {cores} cores, load average {}",
         if options.spin { "spinning on the CPU for" } else { "sleeping" },
         options.test_time.as_secs_f64() * 1e3,
         options.per_worker,
+        if options.communication { " (one a Communication task: its tests occupy 2 slots)" } else { "" },
         load_average(),
     );
     for &workers in &options.workers {
@@ -94,7 +107,7 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
                 code: Some(format!("submission {i}").into_bytes()),
             })
             .collect();
-        let source = FakeProblems(problems());
+        let source = FakeProblems(problems(options.communication));
         let progress = Progress::default();
         let schedule_options = ScheduleOptions {
             jobs: workers,
@@ -121,6 +134,7 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
                         *s = Some((
                             start.elapsed().as_secs_f64(),
                             runner.time_inside_runs().as_secs_f64(),
+                            runner.slot_time_inside_runs().as_secs_f64(),
                         ));
                     }
                 }
@@ -150,8 +164,9 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
             );
         } else {
             let worker_time = wall * workers as f64;
-            let remains = match snapshot.into_inner().ok().flatten() {
-                Some((w, i)) => format!("{:.1}%", i / (w * workers as f64) * 100.0),
+            let snapshot = snapshot.into_inner().ok().flatten();
+            let remains = match snapshot {
+                Some((w, i, _)) => format!("{:.1}%", i / (w * workers as f64) * 100.0),
                 None => "n/a".into(),
             };
             outln!(
@@ -160,6 +175,12 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
                 per_test(user),
                 per_test(system),
             );
+            if let (true, Some((w, _, slot_time))) = (options.communication, snapshot) {
+                outln!(
+                    "         slots occupied by runs {:.1}% while work remains (a 2-slot test counted twice)",
+                    slot_time / (w * workers as f64) * 100.0,
+                );
+            }
         }
         let holds = &progress.lock_holds;
         let visits = holds.count();

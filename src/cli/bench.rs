@@ -82,6 +82,10 @@ enum What {
         /// the CPU the scheduler takes, apart from the kernel's cost of waking sleepers).
         #[arg(long)]
         spin: bool,
+        /// One problem in four is a Communication task whose tests occupy 2 slots (the manager
+        /// and the user process): how full the slots stay with wide tests in the mix.
+        #[arg(long)]
+        communication: bool,
     },
     /// The cost of sharding: one process against N shard processes on the same cores, and of
     /// the merge.
@@ -150,12 +154,14 @@ pub fn run(args: Args) -> Result<i32> {
             per_worker,
             test_ms,
             spin,
+            communication,
         } => {
             crate::bench::scheduler::run(&crate::bench::scheduler::BenchSchedulerOptions {
                 workers,
                 per_worker: per_worker.max(1),
                 test_time: Duration::from_secs_f64(test_ms.max(0.0) / 1e3),
                 spin,
+                communication,
             })?;
             Ok(0)
         }

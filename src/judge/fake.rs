@@ -38,6 +38,8 @@ pub struct FakeRunner {
     compile_hook: Option<Box<CompileHook>>,
     /// Nanoseconds spent inside `run_test`, over all workers.
     inside_runs: AtomicU64,
+    /// The same, each run counted once per scheduler slot its test occupies.
+    slot_inside_runs: AtomicU64,
     runs: AtomicUsize,
     compiles: AtomicUsize,
 }
@@ -51,6 +53,7 @@ impl FakeRunner {
             spin: false,
             compile_hook: None,
             inside_runs: AtomicU64::new(0),
+            slot_inside_runs: AtomicU64::new(0),
             runs: AtomicUsize::new(0),
             compiles: AtomicUsize::new(0),
         }
@@ -79,6 +82,12 @@ impl FakeRunner {
     /// time when [`FakeRunner::spinning`].
     pub fn time_inside_runs(&self) -> Duration {
         Duration::from_nanos(self.inside_runs.load(Ordering::Relaxed))
+    }
+
+    /// [`FakeRunner::time_inside_runs`] with each run counted once per slot its test
+    /// occupies (a Communication test's processes): how full the scheduler kept its slots.
+    pub fn slot_time_inside_runs(&self) -> Duration {
+        Duration::from_nanos(self.slot_inside_runs.load(Ordering::Relaxed))
     }
 
     pub fn runs(&self) -> usize {
@@ -115,7 +124,7 @@ impl SubmissionRunner for FakeRunner {
 
     fn run_test(
         &self,
-        _problem: &LoadedProblem,
+        problem: &LoadedProblem,
         program: &Program,
         test: &str,
     ) -> Result<TestVerdict> {
@@ -152,6 +161,9 @@ impl SubmissionRunner for FakeRunner {
         };
         self.inside_runs
             .fetch_add(inside.as_nanos() as u64, Ordering::Relaxed);
+        let slots = self.test_width(problem) as u64;
+        self.slot_inside_runs
+            .fetch_add(inside.as_nanos() as u64 * slots, Ordering::Relaxed);
         Ok(verdict)
     }
 }
