@@ -201,30 +201,25 @@ impl CgroupRoot {
         for dir in &dirs {
             create_dir_retrying(dir)?;
         }
-        let cgroup = match self {
-            CgroupRoot::V1 { .. } => (|| {
-                Ok(RunCgroup {
-                    version: CgroupVersion::V1,
-                    memory: MemController::new(dirs[0].clone(), dirs[0].clone(), false),
-                    pids: PidController::new(dirs[2].clone(), dirs[2].clone(), false),
-                    cpu_usage: open_counter(&dirs[1].join("cpuacct.usage"))?,
-                    peak: PeakSource::detect(CgroupVersion::V1, &dirs[0], sample_forced())?,
-                    memory_limit: AtomicU64::new(NO_LIMIT),
-                    dirs: dirs.clone(),
-                })
-            })(),
-            CgroupRoot::V2 { .. } => (|| {
-                Ok(RunCgroup {
-                    version: CgroupVersion::V2,
-                    memory: MemController::new(dirs[0].clone(), dirs[0].clone(), true),
-                    pids: PidController::new(dirs[0].clone(), dirs[0].clone(), true),
-                    cpu_usage: open_counter(&dirs[0].join("cpu.stat"))?,
-                    peak: PeakSource::detect(CgroupVersion::V2, &dirs[0], sample_forced())?,
-                    memory_limit: AtomicU64::new(NO_LIMIT),
-                    dirs: dirs.clone(),
-                })
-            })(),
+        // The memory controller's directory is the first; v1 keeps CPU time and processes in
+        // hierarchies of their own.
+        let version = self.version();
+        let v2 = version == CgroupVersion::V2;
+        let (cpu_file, pids_dir) = match version {
+            CgroupVersion::V1 => (dirs[1].join("cpuacct.usage"), &dirs[2]),
+            CgroupVersion::V2 => (dirs[0].join("cpu.stat"), &dirs[0]),
         };
+        let cgroup = (|| {
+            Ok(RunCgroup {
+                version,
+                memory: MemController::new(dirs[0].clone(), dirs[0].clone(), v2),
+                pids: PidController::new(pids_dir.clone(), pids_dir.clone(), v2),
+                cpu_usage: open_counter(&cpu_file)?,
+                peak: PeakSource::detect(version, &dirs[0], sample_forced())?,
+                memory_limit: AtomicU64::new(NO_LIMIT),
+                dirs: dirs.clone(),
+            })
+        })();
         if cgroup.is_err() {
             for dir in &dirs {
                 let _ = fs::remove_dir(dir);
