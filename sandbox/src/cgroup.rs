@@ -513,16 +513,6 @@ impl RunCgroup {
         self.set_limits(memory, processes)
     }
 
-    /// Whether no process is left in the cgroup (every one has been reaped): its counters are
-    /// then final.
-    pub(crate) fn is_empty(&self) -> Result<bool> {
-        let current = self
-            .pids
-            .get_pid_current()
-            .with_context(|| self.counter_error("process count"))?;
-        Ok(current == 0)
-    }
-
     fn set_limits(&self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
         if let Some(bytes) = memory {
             let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);

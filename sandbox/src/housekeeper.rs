@@ -3,22 +3,21 @@
 //!   cgroup, a uid, a network namespace, the init in its namespaces with the common part of
 //!   the root), a spare cgroup for a box built on demand, and a network namespace when the
 //!   pool has none free. Each box and cgroup is used by one run only, then removed.
-//! - **after the outcome**: once a run's program and every process of its box have been
-//!   reaped, the outcome is final and goes back to the caller at once; what is left — the
-//!   init's exit, in which the kernel tears the box's mounts and namespaces down, the network
-//!   namespace going back to the pool, the cgroup's removal — is finished here.
+//! - **after the outcome**: the keeper reaps the init before it reads the counters (every
+//!   task of the box has then exited and been accounted), but holds a descriptor of the box's
+//!   mount namespace, so that the init's exit does not tear the box's mounts down. That
+//!   teardown (closing the descriptor), the network namespace's return to the pool and the
+//!   cgroup's removal are done here.
 //!
 //! The work is the same as when a run does it all itself; it only moves to another thread. A
 //! box built ahead sees the host's mounts as they were when it was built: when the host's
-//! mount table changes (a mount or unmount anywhere), boxes built before are discarded unused.
-//! A run whose cgroup is not empty when its outcome is known (a process outlived the program)
-//! is finished by the caller, since its counters are not final until the init's exit has
-//! killed the rest. The thread is stopped, and everything it still had to do finished, when
-//! the [`crate::Sandbox`] is dropped; [`crate::abort_all`] kills and removes what it has not
-//! finished yet (every init stays registered until it is reaped).
+//! mount table changes (a mount or unmount anywhere), boxes built before are discarded unused,
+//! and no box waits more than [`MAX_AGE`]. The thread is stopped, and everything it still had
+//! to do finished, when the [`crate::Sandbox`] is dropped; [`crate::abort_all`] kills and
+//! removes what it has not finished yet (every init stays registered until it is reaped).
 
 use std::fs::File;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -31,21 +30,40 @@ use crate::cgroup::RunCgroup;
 use crate::keeper::{Builder, Prepared};
 use crate::namespaces::LentNetwork;
 
-/// What remains of a run whose outcome is known while its init is still exiting. The run
-/// stays registered for [`crate::abort_all`] until it is finished.
+/// What remains of a run once its init is reaped and its outcome known: the box's mount
+/// namespace (held by a descriptor, so that the init's exit did not tear it down), its network
+/// namespace and its (empty) cgroup.
 pub(crate) struct Leftover {
-    pub init: i32,
+    pub mount_ns: Option<OwnedFd>,
     pub network: Option<LentNetwork>,
     pub cgroup: Arc<RunCgroup>,
 }
 
+/// The cgroups of leftovers not finished yet, for [`remove_leftover_cgroups`].
+static LEFTOVER_CGROUPS: Mutex<Vec<Arc<RunCgroup>>> = Mutex::new(Vec::new());
+
+/// Removes the cgroups of every leftover not finished yet (on an interrupt or at exit, see
+/// [`crate::abort_all`]); they are empty.
+pub(crate) fn remove_leftover_cgroups() {
+    let cgroups: Vec<_> = match LEFTOVER_CGROUPS.lock() {
+        Ok(mut all) => all.drain(..).collect(),
+        Err(_) => return,
+    };
+    for cgroup in cgroups {
+        cgroup.remove();
+    }
+}
+
 impl Leftover {
-    /// Reaps the init, returns the network namespace, removes the cgroup, and forgets the run.
+    /// Tears the box's mounts down (the last reference to its mount namespace), returns the
+    /// network namespace, removes the cgroup.
     pub(crate) fn finish(self) {
-        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(self.init), None);
+        drop(self.mount_ns);
         drop(self.network);
         self.cgroup.remove();
-        crate::keeper::forget(self.init);
+        if let Ok(mut all) = LEFTOVER_CGROUPS.lock() {
+            all.retain(|c| !Arc::ptr_eq(c, &self.cgroup));
+        }
     }
 }
 
@@ -251,6 +269,9 @@ impl Housekeeper {
 
     /// Finishes what is left of a run on the thread (or here, when the thread is gone).
     pub(crate) fn finish(&self, leftover: Leftover) {
+        if let Ok(mut all) = LEFTOVER_CGROUPS.lock() {
+            all.push(leftover.cgroup.clone());
+        }
         if let Some(Chore::Finish(leftover)) = self.send(Chore::Finish(leftover)) {
             leftover.finish();
         }

@@ -84,6 +84,9 @@ pub(crate) struct Prepared {
     network: Option<namespaces::LentNetwork>,
     /// The mounts the box was built with (named in error messages).
     base: Vec<mounts::MountOp>,
+    /// The box's mount namespace: held, the init's exit does not tear the box's mounts down
+    /// (the housekeeper does, when this is closed).
+    mount_ns: Option<OwnedFd>,
     built: Instant,
 }
 
@@ -150,6 +153,7 @@ pub fn abort_all() {
         cgroup.remove();
     }
     crate::housekeeper::discard_everything_ready();
+    crate::housekeeper::remove_leftover_cgroups();
 }
 
 /// Forgets a run whose init has been reaped.
@@ -292,6 +296,7 @@ impl Sandbox {
             lease,
             network,
             base,
+            mount_ns,
             built: _,
         } = prepared;
         let result = (|| {
@@ -313,28 +318,21 @@ impl Sandbox {
                 &described,
             )
         })();
-        let ended = match result {
-            Ok((outcome, Ended::BoxEmptied)) => {
-                drop(lease);
-                self.housekeeper.finish(Leftover {
-                    init: pid,
-                    network,
-                    cgroup,
-                });
-                return outcome;
-            }
-            Ok((outcome, Ended::Reaped)) => Ok(outcome),
-            Err(e) => {
-                let init = nix::unistd::Pid::from_raw(pid);
-                let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
-                let _ = nix::sys::wait::waitpid(init, None);
-                Err(e)
-            }
-        };
+        let ended = result.inspect_err(|_| {
+            let init = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(init, None);
+        });
+        // The init is reaped: no process of the box is left.
         forget(pid);
         drop(lease);
-        drop(network);
-        cgroup.remove();
+        // The teardown of the box's mounts (held by `mount_ns`), the network namespace's return
+        // and the cgroup's removal happen on the housekeeper thread.
+        self.housekeeper.finish(Leftover {
+            mount_ns,
+            network,
+            cgroup,
+        });
         ended.unwrap_or_else(|e| Outcome::internal(format!("{e:#}")))
     }
 }
@@ -414,6 +412,9 @@ impl Builder {
             if let Ok(mut map) = active().lock() {
                 map.insert(pid, cgroup.clone());
             }
+            let mount_ns = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
+                .ok()
+                .map(OwnedFd::from);
             let prepared = Prepared {
                 pid,
                 run_write,
@@ -422,6 +423,7 @@ impl Builder {
                 lease,
                 network,
                 base,
+                mount_ns,
                 built: Instant::now(),
             };
             if aborted() {
@@ -479,7 +481,7 @@ impl Builder {
         cgroup: &RunCgroup,
         spec: &RunSpec,
         mounts: &[&mounts::MountOp],
-    ) -> Result<(Outcome, Ended)> {
+    ) -> Result<Outcome> {
         let init = nix::unistd::Pid::from_raw(pid);
         let kill_init = || {
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
@@ -506,7 +508,7 @@ impl Builder {
         let mut got = 0usize;
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
         // the CPU limit off or report a false peak.
-        let fail = |e: anyhow::Error| -> Result<(Outcome, Ended)> {
+        let fail = |e: anyhow::Error| -> Result<Outcome> {
             kill_init();
             let _ = nix::sys::wait::waitpid(init, None);
             Err(e)
@@ -584,18 +586,10 @@ impl Builder {
             }
         }
         let wall_time = start.elapsed();
-        // The init has reported and exits by itself. When the program was the last process of
-        // the box, the counters are final now; the init's exit (the kernel tearing the box's
-        // mounts and namespaces down) is left to the housekeeper. Otherwise the init's exit
-        // kills what is left, and the counters are final after it.
-        // (An unreadable count is taken as "not empty": the slow path is always right.)
-        let box_emptied = got == Report::SIZE && limit_hit.is_none();
-        let ended = if box_emptied && cgroup.is_empty().unwrap_or(false) {
-            Ended::BoxEmptied
-        } else {
-            let _ = nix::sys::wait::waitpid(init, None);
-            Ended::Reaped
-        };
+        // The init's exit kills whatever is left of the box; once it is reaped every task of
+        // the box has exited and been accounted, and the counters are final. (Its mounts are
+        // held by the keeper's descriptor of the mount namespace: their teardown is not here.)
+        let _ = nix::sys::wait::waitpid(init, None);
         let report = if got == Report::SIZE {
             Report::decode(&report_bytes)
         } else {
@@ -606,8 +600,7 @@ impl Builder {
             memory: cgroup.memory_peak()?,
             oom_kills: cgroup.oom_kills()?,
         };
-        let outcome = classify(report, limit_hit, &stats, wall_time, spec, mounts);
-        Ok((outcome, ended))
+        Ok(classify(report, limit_hit, &stats, wall_time, spec, mounts))
     }
 }
 
@@ -665,14 +658,6 @@ impl Drop for Sandbox {
         self.housekeeper.stop();
         self.builder.cgroups.release();
     }
-}
-
-/// How the keeper left the init at the end of a run.
-enum Ended {
-    /// Reaped, and with it every process of its box.
-    Reaped,
-    /// Still exiting, but every process of its box has been reaped.
-    BoxEmptied,
 }
 
 struct Stats {

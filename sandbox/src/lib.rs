@@ -27,10 +27,10 @@
 //! poll: report pipe, wall clock,          init reaps orphans until the program exits, writes
 //!       cgroup CPU time                   its status on the report pipe and exits: the
 //! kill init on a limit                    kernel then kills every process left in the pid
-//! read the cgroup (CPU, peak memory,      namespace
-//! OOM kills) once it is empty, classify
-//! → Outcome; reaping the init, removing
-//! the cgroup: on the housekeeper thread
+//! waitpid(init), read the cgroup (CPU,    namespace (its mounts stay: the keeper holds the
+//! peak memory, OOM kills), classify →     mount namespace, torn down later with the
+//! Outcome; the mounts' teardown and the   cgroup's removal)
+//! cgroup's removal: housekeeper thread
 //! ```
 //!
 //! Only the program and its descendants are in the cgroup, so CPU time and memory are the

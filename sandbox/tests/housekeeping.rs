@@ -98,10 +98,10 @@ fn a_dropped_sandbox_leaves_no_cgroup_and_no_process() {
     assert_eq!(own_children(), vec![], "processes left behind");
 }
 
-/// The outcome of a run whose init is still exiting is already final: a child that burnt CPU
-/// and was waited for by the program, the last thing the program did, is in the CPU time.
+/// The outcome counts every process of the box: a child that burnt CPU and was waited for by
+/// the program, the last thing the program did, is in the CPU time.
 #[test]
-fn an_outcome_returned_before_the_init_exits_counts_every_process() {
+fn the_outcome_counts_a_child_the_program_waited_for() {
     if sandbox_missing() {
         return;
     }
