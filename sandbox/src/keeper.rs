@@ -285,8 +285,8 @@ impl Sandbox {
     }
 
     /// One run in a prepared box, as named steps: set the cgroup's limits, send the init the
-    /// run's part, watch it; then finish the box here, or on the housekeeper thread when only
-    /// the init's exit is left (see `housekeeper`).
+    /// run's part, watch it (which reaps the init, whatever happens); the rest of the box is
+    /// finished on the housekeeper thread.
     fn run_in(&self, prepared: Prepared, spec: &RunSpec) -> Outcome {
         let Prepared {
             pid,
@@ -299,6 +299,10 @@ impl Sandbox {
             mount_ns,
             built: _,
         } = prepared;
+        // Whether `watch` took the init over (it reaps it on every path): before that, a failure
+        // leaves the init waiting for its run, to be killed and reaped here. Never both: a pid
+        // once reaped may belong to another process.
+        let watched = std::cell::Cell::new(false);
         let result = (|| {
             cgroup.limit(spec.limits.memory, spec.limits.processes)?;
             let run = self.builder.run_parts(spec)?;
@@ -309,6 +313,7 @@ impl Sandbox {
             if !crate::handover::fits(&bytes, &message) {
                 bail!("the command, its environment or its binds are too large for a box");
             }
+            watched.set(true);
             self.builder.watch(
                 pid,
                 (run_write, bytes),
@@ -318,11 +323,11 @@ impl Sandbox {
                 &described,
             )
         })();
-        let ended = result.inspect_err(|_| {
+        if !watched.get() {
             let init = nix::unistd::Pid::from_raw(pid);
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(init, None);
-        });
+        }
         // The init is reaped: no process of the box is left.
         forget(pid);
         drop(lease);
@@ -333,7 +338,7 @@ impl Sandbox {
             network,
             cgroup,
         });
-        ended.unwrap_or_else(|e| Outcome::internal(format!("{e:#}")))
+        result.unwrap_or_else(|e| Outcome::internal(format!("{e:#}")))
     }
 }
 
@@ -472,7 +477,8 @@ impl Builder {
     }
 
     /// Hands the run over to the init (the `message` on its pipe) and watches it until it
-    /// reports or a limit hits; `mounts` are the box's, for error messages.
+    /// reports or a limit hits; `mounts` are the box's, for error messages. The init is reaped
+    /// on every path out of here, errors included.
     fn watch(
         &self,
         pid: i32,
