@@ -236,21 +236,22 @@ impl Reader<'_> {
 }
 
 /// What the keeper sends: the run's own part of the box.
-pub(crate) struct RunMessage<'a> {
-    pub stdio: &'a [StdioPlan; 3],
-    pub mounts: &'a [MountOp],
-    pub rlimits: &'a [Rlimit],
-    pub cwd: &'a CStr,
-    pub argv: &'a [CString],
-    pub env: &'a [CString],
-    pub exe_candidates: &'a [CString],
+pub(crate) struct RunParts {
+    pub stdio: [StdioPlan; 3],
+    pub mounts: Vec<MountOp>,
+    pub rlimits: Vec<Rlimit>,
+    pub cwd: CString,
+    pub argv: Vec<CString>,
+    pub env: Vec<CString>,
+    /// argv[0] candidates: the literal path, or `dir/name` for each PATH directory.
+    pub exe_candidates: Vec<CString>,
 }
 
-impl RunMessage<'_> {
+impl RunParts {
     /// The message, with its length in front.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = Writer(vec![0; 4]);
-        for stdio in self.stdio {
+        for stdio in &self.stdio {
             match stdio {
                 StdioPlan::Open { path, flags } => {
                     w.u8(0);
@@ -278,7 +279,7 @@ impl RunMessage<'_> {
             }
         }
         w.u32(self.mounts.len());
-        for op in self.mounts {
+        for op in &self.mounts {
             match op {
                 MountOp::Mkdir { path } => {
                     w.u8(0);
@@ -314,13 +315,13 @@ impl RunMessage<'_> {
             }
         }
         w.u32(self.rlimits.len());
-        for r in self.rlimits {
+        for r in &self.rlimits {
             w.u32(r.resource as usize);
             #[allow(clippy::useless_conversion)] // rlim_t is u32 on some hosts
             w.u64(u64::from(r.value));
         }
-        w.string(self.cwd);
-        for list in [self.argv, self.env, self.exe_candidates] {
+        w.string(&self.cwd);
+        for list in [&self.argv, &self.env, &self.exe_candidates] {
             w.u32(list.len());
             for s in list {
                 w.string(s);
@@ -358,14 +359,17 @@ impl Writer {
     }
 }
 
-/// Whether a message fits the room of an [`Inbox`] (else the run cannot be handed over).
-pub(crate) fn fits(message: &[u8], message_parts: &RunMessage) -> bool {
-    message.len() - 4 <= MESSAGE_CAPACITY
-        && message_parts.mounts.len() <= MOUNTS_CAPACITY
-        && message_parts.rlimits.len() <= RLIMITS_CAPACITY
-        && message_parts.argv.len() <= STRINGS_CAPACITY
-        && message_parts.env.len() <= STRINGS_CAPACITY
-        && message_parts.exe_candidates.len() <= STRINGS_CAPACITY
+impl RunParts {
+    /// Whether `message`, these parts encoded, fits the room of an [`Inbox`] (else the run
+    /// cannot be handed over).
+    pub(crate) fn fits(&self, message: &[u8]) -> bool {
+        message.len() - 4 <= MESSAGE_CAPACITY
+            && self.mounts.len() <= MOUNTS_CAPACITY
+            && self.rlimits.len() <= RLIMITS_CAPACITY
+            && self.argv.len() <= STRINGS_CAPACITY
+            && self.env.len() <= STRINGS_CAPACITY
+            && self.exe_candidates.len() <= STRINGS_CAPACITY
+    }
 }
 
 #[cfg(test)]
@@ -383,72 +387,48 @@ mod tests {
         unsafe { CStr::from_ptr(p) }.to_str().unwrap()
     }
 
-    struct Parts {
-        stdio: [StdioPlan; 3],
-        mounts: Vec<MountOp>,
-        rlimits: Vec<Rlimit>,
-        cwd: CString,
-        argv: Vec<CString>,
-        env: Vec<CString>,
-        exe: Vec<CString>,
-    }
-
-    impl Parts {
-        fn sample() -> Parts {
-            Parts {
-                stdio: [
-                    StdioPlan::Open {
-                        path: c("/dev/null"),
-                        flags: libc::O_RDONLY,
-                    },
-                    StdioPlan::Hidden {
-                        host: c("/tmp/out put"),
-                        create: true,
-                        target: c("/root/dev/.stdio1"),
-                        inside: c("/dev/.stdio1"),
-                        flags: libc::O_WRONLY | libc::O_TRUNC,
-                    },
-                    StdioPlan::Fd(7),
-                ],
-                mounts: vec![
-                    MountOp::Mkdir { path: c("/r/tmp") },
-                    MountOp::Symlink {
-                        target: c("usr/bin"),
-                        path: c("/r/bin"),
-                    },
-                    MountOp::Tmpfs {
-                        path: c("/r/tmp"),
-                        data: c("mode=1777,size=5"),
-                    },
-                    MountOp::Bind {
-                        source: c("/host/box"),
-                        path: c("/r/box"),
-                        dir: true,
-                        flags: libc::MS_BIND | libc::MS_RDONLY,
-                    },
-                    MountOp::Proc { path: c("/r/proc") },
-                ],
-                rlimits: vec![Rlimit {
-                    resource: libc::RLIMIT_STACK,
-                    value: libc::RLIM_INFINITY,
-                }],
-                cwd: c("/box"),
-                argv: vec![c("./prog"), c(""), c("ünïcode arg")],
-                env: vec![c("PATH=/usr/bin")],
-                exe: vec![c("./prog")],
-            }
-        }
-
-        fn message(&self) -> RunMessage<'_> {
-            RunMessage {
-                stdio: &self.stdio,
-                mounts: &self.mounts,
-                rlimits: &self.rlimits,
-                cwd: &self.cwd,
-                argv: &self.argv,
-                env: &self.env,
-                exe_candidates: &self.exe,
-            }
+    fn sample() -> RunParts {
+        RunParts {
+            stdio: [
+                StdioPlan::Open {
+                    path: c("/dev/null"),
+                    flags: libc::O_RDONLY,
+                },
+                StdioPlan::Hidden {
+                    host: c("/tmp/out put"),
+                    create: true,
+                    target: c("/root/dev/.stdio1"),
+                    inside: c("/dev/.stdio1"),
+                    flags: libc::O_WRONLY | libc::O_TRUNC,
+                },
+                StdioPlan::Fd(7),
+            ],
+            mounts: vec![
+                MountOp::Mkdir { path: c("/r/tmp") },
+                MountOp::Symlink {
+                    target: c("usr/bin"),
+                    path: c("/r/bin"),
+                },
+                MountOp::Tmpfs {
+                    path: c("/r/tmp"),
+                    data: c("mode=1777,size=5"),
+                },
+                MountOp::Bind {
+                    source: c("/host/box"),
+                    path: c("/r/box"),
+                    dir: true,
+                    flags: libc::MS_BIND | libc::MS_RDONLY,
+                },
+                MountOp::Proc { path: c("/r/proc") },
+            ],
+            rlimits: vec![Rlimit {
+                resource: libc::RLIMIT_STACK,
+                value: libc::RLIM_INFINITY,
+            }],
+            cwd: c("/box"),
+            argv: vec![c("./prog"), c(""), c("ünïcode arg")],
+            env: vec![c("PATH=/usr/bin")],
+            exe_candidates: vec![c("./prog")],
         }
     }
 
@@ -472,8 +452,8 @@ mod tests {
     /// allocation (every list keeps its reserved buffer).
     #[test]
     fn a_run_crosses_over_unchanged_and_without_allocating() {
-        let parts = Parts::sample();
-        let bytes = parts.message().encode();
+        let parts = sample();
+        let bytes = parts.encode();
         let (read, write) = nix::unistd::pipe().unwrap();
         let mut inbox = Inbox::new();
         let before = (
@@ -568,7 +548,7 @@ mod tests {
     /// or one byte too long, is refused; never read past, never half-used.
     #[test]
     fn a_damaged_message_is_refused() {
-        let bytes = Parts::sample().message().encode();
+        let bytes = sample().encode();
         let body = &bytes[4..];
         for cut in 0..body.len() {
             let mut damaged = ((cut) as u32).to_le_bytes().to_vec();
@@ -596,16 +576,14 @@ mod tests {
     fn a_message_larger_than_the_room_is_refused() {
         let too_long = ((MESSAGE_CAPACITY + 1) as u32).to_le_bytes();
         assert_eq!(deliver(&too_long).1, Err(libc::EMSGSIZE));
-        let mut parts = Parts::sample();
+        let mut parts = sample();
         parts.mounts = (0..=MOUNTS_CAPACITY)
             .map(|_| MountOp::Mkdir { path: c("/r/x") })
             .collect();
-        let message = parts.message();
-        let bytes = message.encode();
-        assert!(!fits(&bytes, &message));
+        let bytes = parts.encode();
+        assert!(!parts.fits(&bytes));
         assert_eq!(deliver(&bytes).1, Err(libc::EPROTO));
-        let sample = Parts::sample();
-        let message = sample.message();
-        assert!(fits(&message.encode(), &message));
+        let parts = sample();
+        assert!(parts.fits(&parts.encode()));
     }
 }

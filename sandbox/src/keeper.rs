@@ -15,9 +15,9 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
 use crate::child::{self, InitPlan, Report, StdioPlan, Step};
-use crate::handover::{Inbox, RunMessage};
+use crate::handover::{Inbox, RunParts};
 use crate::housekeeper::{Housekeeper, Leftover};
-use crate::mounts::{self, SystemLayout};
+use crate::mounts::{self, MountOp, SystemLayout};
 use crate::namespaces;
 use crate::uids::{UidLease, UidPool, UidRange};
 use crate::waiting::WaitClock;
@@ -60,7 +60,8 @@ pub struct Sandbox {
 /// that builds boxes ahead of need.
 pub(crate) struct Builder {
     pub(crate) cgroups: CgroupRoot,
-    system: SystemLayout,
+    /// The mounts every box starts with (the same for every box: made once).
+    base: Vec<MountOp>,
     filters: seccomp::Filters,
     root_mountpoint: PathBuf,
     options: SandboxOptions,
@@ -82,8 +83,6 @@ pub(crate) struct Prepared {
     /// meanwhile.
     lease: Option<UidLease>,
     network: Option<namespaces::LentNetwork>,
-    /// The mounts the box was built with (named in error messages).
-    base: Vec<mounts::MountOp>,
     /// The box's mount namespace: held, the init's exit does not tear the box's mounts down
     /// (the housekeeper does, when this is closed).
     mount_ns: Option<OwnedFd>,
@@ -175,6 +174,7 @@ impl Sandbox {
         let root_mountpoint = std::env::temp_dir().join("ioi-sandbox-root");
         std::fs::create_dir_all(&root_mountpoint)
             .with_context(|| format!("cannot create {}", root_mountpoint.display()))?;
+        let base = mounts::base_plan(&root_mountpoint, &system)?;
         let keeper_is_root = nix::unistd::geteuid().is_root();
         let range = match options.uids {
             Some(range) => range,
@@ -188,7 +188,7 @@ impl Sandbox {
         let networks = namespaces::NetworkPool::new();
         let builder = Arc::new(Builder {
             cgroups,
-            system,
+            base,
             filters,
             root_mountpoint,
             options,
@@ -295,7 +295,6 @@ impl Sandbox {
             cgroup,
             lease,
             network,
-            base,
             mount_ns,
             built: _,
         } = prepared;
@@ -306,11 +305,10 @@ impl Sandbox {
         let result = (|| {
             cgroup.limit(spec.limits.memory, spec.limits.processes)?;
             let run = self.builder.run_parts(spec)?;
-            let mut described: Vec<&mounts::MountOp> = base.iter().collect();
+            let mut described: Vec<&MountOp> = self.builder.base.iter().collect();
             described.extend(&run.mounts);
-            let message = run.message();
-            let bytes = message.encode();
-            if !crate::handover::fits(&bytes, &message) {
+            let bytes = run.encode();
+            if !run.fits(&bytes) {
                 bail!("the command, its environment or its binds are too large for a box");
             }
             watched.set(true);
@@ -342,29 +340,6 @@ impl Sandbox {
     }
 }
 
-/// The run's own part of its box, as the keeper sends it (see `handover`).
-struct RunParts {
-    stdio: [StdioPlan; 3],
-    mounts: Vec<mounts::MountOp>,
-    rlimits: Vec<rlimits::Rlimit>,
-    cwd: CString,
-    strings: ProgramStrings,
-}
-
-impl RunParts {
-    fn message(&self) -> RunMessage<'_> {
-        RunMessage {
-            stdio: &self.stdio,
-            mounts: &self.mounts,
-            rlimits: &self.rlimits,
-            cwd: &self.cwd,
-            argv: &self.strings.argv,
-            env: &self.strings.env,
-            exe_candidates: &self.strings.exe_candidates,
-        }
-    }
-}
-
 impl Builder {
     /// Builds a box as far as it goes without its run: the cgroup (its limits are the run's),
     /// a uid, a network namespace, the init cloned into its namespaces with the descriptors
@@ -381,7 +356,6 @@ impl Builder {
             let (go_read, go_write) = pipe()?;
             let (run_read, run_write) = pipe()?;
             let (report_read, report_write) = pipe()?;
-            let base = mounts::base_plan(&self.root_mountpoint, &self.system)?;
             // The program's stack between its clone and its execve (see
             // child::spawn_program), in the init's copy of this memory. Not zeroed: only the
             // child writes it, before it reads it, and zeroing would fault in 64 pages here
@@ -400,7 +374,7 @@ impl Builder {
                 run_read: run_read.as_raw_fd(),
                 report_write: report_write.as_raw_fd(),
                 keep_fds,
-                mounts: base.iter().map(mounts::MountOp::step).collect(),
+                mounts: self.base.iter().map(MountOp::step).collect(),
                 new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
                 cgroup_procs: cgroup::raw(&procs),
                 uid: INSIDE_ID,
@@ -427,7 +401,6 @@ impl Builder {
                 cgroup: cgroup.clone(),
                 lease,
                 network,
-                base,
                 mount_ns,
                 built: Instant::now(),
             };
@@ -463,6 +436,12 @@ impl Builder {
             .memory
             .unwrap_or(self.options.tmp_size)
             .min(self.options.tmp_size);
+        let path_var = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("");
         Ok(RunParts {
             stdio: [
                 stdio_plan(&spec.stdin, 0, &self.root_mountpoint)?,
@@ -472,7 +451,9 @@ impl Builder {
             mounts: mounts::run_plan(&self.root_mountpoint, spec, tmp_size)?,
             rlimits: rlimits::plan(&spec.limits),
             cwd: CString::new(spec.cwd.as_os_str().as_bytes())?,
-            strings: ProgramStrings::new(spec)?,
+            argv: to_cstrings(&spec.argv)?,
+            env: to_cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")))?,
+            exe_candidates: exe_candidates(&spec.argv[0], path_var)?,
         })
     }
 
@@ -754,30 +735,6 @@ fn classify(
             (Termination::Ok, "ok".into())
         };
     out
-}
-
-/// The program's argv, environment and the paths to try for argv[0], as C strings that
-/// outlive the run (the child plan points into them).
-struct ProgramStrings {
-    argv: Vec<CString>,
-    env: Vec<CString>,
-    exe_candidates: Vec<CString>,
-}
-
-impl ProgramStrings {
-    fn new(spec: &RunSpec) -> Result<ProgramStrings> {
-        let path_var = spec
-            .env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("");
-        Ok(ProgramStrings {
-            argv: to_cstrings(&spec.argv)?,
-            env: to_cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")))?,
-            exe_candidates: exe_candidates(&spec.argv[0], path_var)?,
-        })
-    }
 }
 
 /// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
