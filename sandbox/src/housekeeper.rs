@@ -99,20 +99,19 @@ const MAX_AGE: Duration = Duration::from_secs(2);
 const WAIT_FOR_BUILDING: Duration = Duration::from_millis(20);
 
 impl Ready {
-    /// Discards the boxes older than [`MAX_AGE`].
-    fn expire(&mut self) {
+    /// Discards the boxes older than `age` (all of them with zero).
+    fn expire(&mut self, age: Duration) {
         let (old, young): (Vec<Prepared>, Vec<Prepared>) =
-            self.boxes.drain(..).partition(|b| b.age() > MAX_AGE);
+            self.boxes.drain(..).partition(|b| b.age() >= age);
         self.boxes = young;
         for prepared in old {
             prepared.discard();
         }
     }
 
+    /// Discards the boxes and the spare cgroups.
     fn discard(&mut self) {
-        for prepared in self.boxes.drain(..) {
-            prepared.discard();
-        }
+        self.expire(Duration::ZERO);
         for cgroup in self.cgroups.drain(..) {
             cgroup.remove();
         }
@@ -174,7 +173,7 @@ impl Housekeeper {
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
                     if let Ok(mut ready) = shelf.ready.lock() {
-                        ready.expire();
+                        ready.expire(MAX_AGE);
                     }
                 })
                 .ok()
@@ -208,7 +207,7 @@ impl Housekeeper {
         let prepared = self.shelf.ready.lock().ok().and_then(|mut ready| {
             if changed {
                 self.shelf.mounts_generation.fetch_add(1, Ordering::SeqCst);
-                ready.discard();
+                ready.expire(Duration::ZERO); // boxes only: a cgroup does not see mounts
             }
             if ready.boxes.is_empty() && ready.building && !changed {
                 ready = self
@@ -222,7 +221,7 @@ impl Housekeeper {
             }
             // A box whose init died while it waited would fail its run, and an old box shows
             // the host as it was: built anew instead.
-            ready.expire();
+            ready.expire(MAX_AGE);
             while let Some(prepared) = ready.boxes.pop() {
                 if !prepared.exited() {
                     return Some(prepared);
