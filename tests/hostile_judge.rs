@@ -1,5 +1,5 @@
-//! The judge against hostile submissions (issue 8: interrupts, compile cache, FIFOs, the judge's
-//! own resources) and verdicts that tell the truth (issue 9: compile profiles, sources that are
+//! The judge against hostile submissions (interrupts, compile cache, FIFOs, the judge's
+//! own resources) and verdicts that tell the truth (compile profiles, sources that are
 //! not UTF-8, statuses), end to end through the binary.
 
 use std::os::unix::process::CommandExt;
@@ -156,7 +156,7 @@ fn cached_errors(cache: &Path) -> Vec<String> {
     found
 }
 
-/// Issue 8 item 3: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while a
+/// Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while a
 /// submission compiles and another one's test runs: nothing is saved, nothing cached, and the
 /// next run judges both afresh.
 #[test]
@@ -264,7 +264,7 @@ fn an_interrupt_is_never_a_verdict() {
     }
 }
 
-/// Issue 8 item 2: a compile killed from outside (the compiler proper, or the g++ driver) is
+/// A compile killed from outside (the compiler proper, or the g++ driver) is
 /// not a verdict: it is not cached, and the next compile of the same code runs the compiler.
 #[test]
 fn a_compile_killed_from_outside_is_not_cached() {
@@ -318,7 +318,7 @@ fn a_compile_killed_from_outside_is_not_cached() {
     assert_eq!(cache.builds(), builds + 1, "the compiler must run again");
 }
 
-/// Issue 8 item 5: in a fifo_io task, user processes that exit before opening their FIFOs
+/// In a fifo_io task, user processes that exit before opening their FIFOs
 /// leave the manager blocked in `open`; the judge releases it and the solution gets a verdict.
 #[test]
 fn users_that_never_open_their_fifos_get_a_verdict() {
@@ -342,7 +342,7 @@ fn users_that_never_open_their_fifos_get_a_verdict() {
     assert_eq!(report["total"].as_f64(), Some(0.0));
 }
 
-/// Issue 8 item 7: a right answer followed by a flood of whitespace is stopped by the output
+/// A right answer followed by a flood of whitespace is stopped by the output
 /// limit (twice the expected output plus 64 MiB), a clear WA.
 #[test]
 fn an_output_flood_is_stopped_at_the_output_limit() {
@@ -365,7 +365,7 @@ fn an_output_flood_is_stopped_at_the_output_limit() {
     );
 }
 
-/// Issue 8 item 7: a compiled program over `--max-program-size` is a CE saying so.
+/// A compiled program over `--max-program-size` is a CE saying so.
 #[test]
 fn a_program_over_the_size_cap_is_a_compilation_error() {
     if !can_sandbox() {
@@ -388,7 +388,7 @@ fn a_program_over_the_size_cap_is_a_compilation_error() {
     assert_eq!(statuses(&report), vec!["AC", "AC"]);
 }
 
-/// Issue 8 item 7: compiler diagnostics are read with a cap, and decoded lossily (a source in
+/// Compiler diagnostics are read with a cap, and decoded lossily (a source in
 /// Latin-1 quoted in an error keeps the whole message).
 #[test]
 fn compiler_diagnostics_are_capped_and_lossy() {
@@ -415,7 +415,7 @@ fn compiler_diagnostics_are_capped_and_lossy() {
     assert!(feedback.len() < 70_000, "{} bytes", feedback.len());
 }
 
-/// Issue 9 part 4: a Latin-1 source with CRLF line ends compiles as g++ and CMS compile it.
+/// A Latin-1 source with CRLF line ends compiles as g++ and CMS compile it.
 #[test]
 fn a_latin1_crlf_source_compiles() {
     if !can_sandbox() {
@@ -435,7 +435,7 @@ fn a_latin1_crlf_source_compiles() {
     assert_eq!(statuses(&report), vec!["AC", "AC"]);
 }
 
-/// Issue 9 part 2: `--compile-profile ioi` links statically (and works in the sandbox); the
+/// `--compile-profile ioi` links statically (and works in the sandbox); the
 /// profiles do not share cache entries.
 #[test]
 fn the_ioi_profile_links_statically() {
@@ -470,7 +470,7 @@ static int guard = dynamic() ? (printf("dynamic\n"), 0) : 0;
     assert_eq!(statuses(&reference), vec!["WA", "WA"]);
 }
 
-/// Issue 9 part 4: with the native runner a program that ended normally and was scored 0 is
+/// With the native runner a program that ended normally and was scored 0 is
 /// WA whatever the checker's wording (testlib's "Wrong Answer" here); script mode keeps the
 /// reference's text-derived label (RE). The feedback text is kept as it is.
 #[test]
@@ -503,7 +503,7 @@ fn native_statuses_do_not_depend_on_the_checker_wording() {
     assert_eq!(statuses(&scripts), vec!["AC", "AC", "RE"]);
 }
 
-/// Issue 9 part 2: script mode chooses its own flags, so `--compile-profile ioi` with it is
+/// Script mode chooses its own flags, so `--compile-profile ioi` with it is
 /// refused with a clear message rather than ignored.
 #[test]
 fn the_ioi_profile_is_refused_in_script_mode() {
@@ -520,7 +520,7 @@ fn the_ioi_profile_is_refused_in_script_mode() {
     assert!(stderr.contains("needs the native runner"), "{stderr}");
 }
 
-/// Issue 8 item 3, the mechanism itself: once ioi-run is stopping (the flag goes up before any
+/// Ctrl-C, the mechanism itself: once ioi-run is stopping (the flag goes up before any
 /// run is killed, as the interrupt handler does), a compile and a test that were killed are
 /// errors recognised as aborted, never a CE or an RE, and nothing is cached.
 #[test]

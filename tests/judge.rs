@@ -310,7 +310,7 @@ fn the_submission_cannot_embed_the_checker_source() {
     );
 }
 
-/// Issue 9: a Communication test (a manager and two user processes at once) gives the same
+/// A Communication test (a manager and two user processes at once) gives the same
 /// verdicts, scores and feedback, and about the same CPU times, alone at `--jobs 1` and at
 /// `--jobs 8` (our own scheduler filling the cores: a test counts for its three processes) beside
 /// busy loops on eight times the cores, each in a session of its own. The time limit is CPU

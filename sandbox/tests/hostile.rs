@@ -72,7 +72,7 @@ fn fork_bomb_is_contained_by_the_pids_limit() {
         ),
         "{o:?}"
     );
-    // Runnable forks waiting for a CPU are not charged to the wall limit (issue 9): on a busy
+    // Runnable forks waiting for a CPU are not charged to the wall limit: on a busy
     // host the CPU limit is what stops the bomb, after a wall time that depends on the load.
     // The bound only says that it is stopped at all.
     assert!(o.wall_time < 60.0 * time_scale(), "{o:?}");

@@ -534,7 +534,7 @@ impl Conversation {
 /// with `user_limits`; the manager's stdout and stderr go to `manager.out` / `manager.err` in
 /// the root-only folder `private`. The manager and the users wait on one another, so they
 /// share one wait group: a peer blocked on a process that waits for a CPU is not charged wall
-/// time for it (issue 9).
+/// time for it.
 fn communication_specs(
     params: &Communication,
     manager: &Path,
