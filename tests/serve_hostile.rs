@@ -351,3 +351,40 @@ int main() {
         "{answer}"
     );
 }
+
+#[test]
+fn file_names_are_never_compiler_options() {
+    if !is_root_or_skip("the server with the real judge") {
+        return;
+    }
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret.txt");
+    std::fs::write(&secret, "host secret: never in a response\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = start(1);
+    // `@opts.cpp` names a file of options for g++: a wrapper that runs a shell in the compile box,
+    // which links the names the server reads back to the host file.
+    let script = format!(
+        "for f in .compile-stderr .compile-stdout program; do rm -f $f; ln -s {} $f; done; exit 1",
+        secret.display()
+    );
+    let opts = format!("-wrapper /bin/sh,-c,'{script}'\nx.cpp\n");
+    let body = json!({
+        "language": "c++", "version": "*", "run_timeout": 3000,
+        "files": [
+            {"name": "@opts.cpp", "content": "int main() {}\n"},
+            {"name": "opts.cpp", "content": opts},
+            {"name": "x.cpp", "content": "int main() {}\n"},
+        ],
+    });
+    let (status, answer) = post(&server.url("execute"), &body.to_string());
+    assert!(!answer.to_string().contains("host secret"), "{answer}");
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"@opts.cpp\""),
+        "{answer}"
+    );
+}

@@ -515,9 +515,9 @@ fn build(
     }
     let mut spec = RunSpec::new(workdir.path(), argv);
     spec.limits = compile_limits(max_program_bytes);
-    let stderr_path = workdir.path().join(".compile-stderr");
+    let stderr_path = workdir.stream("compile-stderr");
     spec.stderr = Stdio::Path(stderr_path.clone());
-    spec.stdout = Stdio::Path(workdir.path().join(".compile-stdout"));
+    spec.stdout = Stdio::Path(workdir.stream("compile-stdout"));
     let outcome = sandbox.run(&spec);
     // A compile that ioi-run stopped is not a verdict (and never cached).
     stop::check_outcome(&outcome)?;

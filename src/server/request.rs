@@ -348,12 +348,21 @@ fn file(i: usize, item: Value) -> Result<File, RequestError> {
     Ok(File { name, content })
 }
 
-/// File names become paths inside the box: they must stay inside it.
+/// File names become paths inside the box: they must stay inside it. Nor may a part of one
+/// start with `-` or `@`: g++ and its passes read such a name (a source's, or the base name
+/// they derive from it) as an option, or as a file of options to read from the box
+/// (`@opts.cpp` beside an `opts.cpp` holding `-wrapper /bin/sh,...` runs a shell).
 fn check_name(i: usize, name: &str) -> Result<(), RequestError> {
     let escapes = name.starts_with('/') || name.split('/').any(|part| part == "..");
     if name.is_empty() || name.contains('\0') || escapes {
         return Err(bad(format!(
             "files[{i}].name {name:?} must be a relative path inside the box (no leading /, no ..)"
+        )));
+    }
+    if name.split('/').any(|part| part.starts_with(['-', '@'])) {
+        return Err(bad(format!(
+            "files[{i}].name {name:?}: no part of a file name may start with - or @ (the \
+             compiler would read it as an option)"
         )));
     }
     Ok(())
@@ -636,6 +645,14 @@ mod tests {
             r#"{"language": "c++", "version": "*", "files": [{"name": "../x", "content": ""}]}"#
         )
         .contains("inside the box"));
+        for name in ["@opts.cpp", "-wrapper", "graders/@x.h", "dir/-o"] {
+            let body = json!({"language": "cms_ioi", "version": "*",
+                              "files": [file("graders/a.cpp", ""), file(name, "")]});
+            assert!(
+                error(&body.to_string()).ends_with("(the compiler would read it as an option)"),
+                "{name}"
+            );
+        }
         assert_eq!(
             error(r#"{"language": "c++", "version": "*", "files": [{"content": "int main(){}"}]}"#),
             "files[0].name is required: e.g. main.cpp, input.txt"
