@@ -23,6 +23,8 @@ const CLIENT_EXTRA_SECONDS: f64 = 3.0;
 const DEFAULT_PLAIN_RUN_TIMEOUT: Duration = Duration::from_secs(3);
 /// Files of the IOI package's box that the server provides itself.
 const PACKAGE_SCRIPTS: [&str; 2] = ["compile", "run"];
+/// Longest file name (a path inside the box), in bytes: a box takes a bounded amount of paths.
+const MAX_NAME_BYTES: usize = 255;
 /// Most files of a plain `c++` request: each is bound into the program's box on its own, and a
 /// box takes a bounded number of mounts.
 pub const MAX_PLAIN_FILES: usize = 64;
@@ -354,9 +356,16 @@ fn file(i: usize, item: Value) -> Result<File, RequestError> {
 /// (`@opts.cpp` beside an `opts.cpp` holding `-wrapper /bin/sh,...` runs a shell).
 fn check_name(i: usize, name: &str) -> Result<(), RequestError> {
     let escapes = name.starts_with('/') || name.split('/').any(|part| part == "..");
-    if name.is_empty() || name.contains('\0') || escapes {
+    let names_nothing = name.split('/').all(|part| part.is_empty() || part == ".");
+    if names_nothing || name.contains('\0') || escapes {
         return Err(bad(format!(
             "files[{i}].name {name:?} must be a relative path inside the box (no leading /, no ..)"
+        )));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(bad(format!(
+            "files[{i}].name is {} bytes long; at most {MAX_NAME_BYTES}",
+            name.len()
         )));
     }
     if name.split('/').any(|part| part.starts_with(['-', '@'])) {
@@ -645,6 +654,19 @@ mod tests {
             r#"{"language": "c++", "version": "*", "files": [{"name": "../x", "content": ""}]}"#
         )
         .contains("inside the box"));
+        for name in [".", "./", "a/../b"] {
+            let body = json!({"language": "c++", "version": "*", "files": [file(name, "")]});
+            assert!(
+                error(&body.to_string()).contains("must be a relative path inside the box"),
+                "{name}"
+            );
+        }
+        let long =
+            json!({"language": "c++", "version": "*", "files": [file(&"a".repeat(256), "")]});
+        assert_eq!(
+            error(&long.to_string()),
+            "files[0].name is 256 bytes long; at most 255"
+        );
         for name in ["@opts.cpp", "-wrapper", "graders/@x.h", "dir/-o"] {
             let body = json!({"language": "cms_ioi", "version": "*",
                               "files": [file("graders/a.cpp", ""), file(name, "")]});
