@@ -415,6 +415,42 @@ fn compiler_diagnostics_are_capped_and_lossy() {
     assert!(feedback.len() < 70_000, "{} bytes", feedback.len());
 }
 
+/// A source that includes the host's account files gets a compile error that quotes none of
+/// them: the compile box does not show them.
+#[test]
+fn a_compile_error_quotes_no_host_file() {
+    if !can_sandbox() {
+        return;
+    }
+    let host_lines: Vec<String> = ["/etc/passwd", "/etc/group"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|text| {
+            text.lines()
+                .map(str::trim)
+                .filter(|l| l.len() > 4)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        !host_lines.is_empty(),
+        "the host has an /etc/passwd to protect"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let code = b"#include \"/etc/passwd\"\n#include \"../../../../../../../etc/group\"\n";
+    let solution = write_solution(work.path(), "include.cpp", code);
+    let report = judge_json(work.path(), &[], &problem_dir("wdiff"), &solution);
+    assert_eq!(statuses(&report), vec!["CE", "CE"]);
+    let feedback = first_feedback(&report);
+    for line in &host_lines {
+        assert!(
+            !feedback.contains(line.as_str()),
+            "quotes {line:?}:\n{feedback}"
+        );
+    }
+}
+
 /// A Latin-1 source with CRLF line ends compiles as g++ and CMS compile it.
 #[test]
 fn a_latin1_crlf_source_compiles() {

@@ -150,13 +150,14 @@ enum SystemEntry {
 const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
+/// What the dynamic linker and the toolchain read in `/etc`; not the host's accounts
+/// (`passwd`, `group`): a box's uid has no entry there, and a compile error quoting an
+/// `#include "/etc/passwd"` must not show them.
 const ETC_ENTRIES: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
     "/etc/alternatives",
-    "/etc/passwd",
-    "/etc/group",
     "/etc/nsswitch.conf",
     "/etc/localtime",
 ];

@@ -147,7 +147,10 @@ impl CompileJob<'_> {
     /// The cache key; `max_program_bytes` is part of it since it decides a verdict.
     fn key(&self, max_program_bytes: u64) -> String {
         let mut h = blake3::Hasher::new();
-        h.update(b"ioi-run compile v1\0");
+        // The version of what a compile sees besides its files (the box's view of the host):
+        // entries made with another view, e.g. a compile error quoting a host file the box
+        // no longer shows, are never served.
+        h.update(b"ioi-run compile v2\0");
         h.update(compiler_identity().as_bytes());
         h.update(&max_program_bytes.to_le_bytes());
         for part in self
@@ -512,9 +515,9 @@ fn build(
     }
     let mut spec = RunSpec::new(workdir.path(), argv);
     spec.limits = compile_limits(max_program_bytes);
-    let stderr_path = workdir.path().join(".compile-stderr");
+    let stderr_path = workdir.stream("compile-stderr");
     spec.stderr = Stdio::Path(stderr_path.clone());
-    spec.stdout = Stdio::Path(workdir.path().join(".compile-stdout"));
+    spec.stdout = Stdio::Path(workdir.stream("compile-stdout"));
     let outcome = sandbox.run(&spec);
     // A compile that ioi-run stopped is not a verdict (and never cached).
     stop::check_outcome(&outcome)?;

@@ -401,7 +401,7 @@ fn gcc(sandbox: &Sandbox, workdir: &BoxDir, args: Vec<String>, binds: Vec<Bind>)
     // Our own header and the problem's graders: the default program size bound is plenty.
     spec.limits = compile_limits(DEFAULT_MAX_PROGRAM_BYTES);
     spec.binds = binds;
-    spec.stderr = Stdio::Path(workdir.join(".compile-stderr"));
+    spec.stderr = Stdio::Path(workdir.stream("compile-stderr"));
     let outcome = sandbox.run(&spec);
     stop::check_outcome(&outcome)?;
     if outcome.status == Termination::InternalError {
@@ -531,7 +531,7 @@ fn compile_with(
     let mut spec = RunSpec::new(workdir.path(), argv);
     spec.limits = compile_limits(max_program_bytes);
     spec.binds = binds;
-    let stderr_path = workdir.join(".compile-stderr");
+    let stderr_path = workdir.stream("compile-stderr");
     spec.stderr = Stdio::Path(stderr_path.clone());
     let outcome = sandbox.run(&spec);
     // A compile that ioi-run stopped is not a verdict (and never cached).

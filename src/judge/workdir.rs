@@ -1,5 +1,7 @@
 //! Box directories: temporary folders on the host that become `/box` in a sandbox, owned by
-//! the sandbox user so the program can write there, removed when dropped.
+//! the sandbox user so the program can write there, removed when dropped. Each has a root-only
+//! companion folder outside the box for the run's standard streams: what the caller reads back
+//! of a run is never a name the program could have replaced (a link to a host file, a FIFO).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,6 +12,8 @@ use ioi_sandbox::Sandbox;
 pub struct BoxDir {
     dir: tempfile::TempDir,
     owner: (u32, u32),
+    /// Root-only (0700), never bound into a box: see [`BoxDir::stream`].
+    streams: tempfile::TempDir,
 }
 
 impl BoxDir {
@@ -17,7 +21,18 @@ impl BoxDir {
         let dir = crate::scratch::tempdir("box")?;
         let owner = sandbox.box_owner();
         chown(dir.path(), owner)?;
-        Ok(BoxDir { dir, owner })
+        let streams = crate::scratch::tempdir("out")?;
+        Ok(BoxDir {
+            dir,
+            owner,
+            streams,
+        })
+    }
+
+    /// A host path outside the box for a standard stream of a run in it (e.g. a compiler's
+    /// stderr): the sandbox opens it for the run, nothing in the box can reach or replace it.
+    pub fn stream(&self, name: &str) -> PathBuf {
+        self.streams.path().join(name)
     }
 
     pub fn path(&self) -> &Path {

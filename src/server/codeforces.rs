@@ -13,7 +13,7 @@
 //! and the judge must not run bash on attacker output), and the answers ([`CfVerdict`]). Running
 //! the program is in [`super::judged`].
 
-use std::io::{BufRead, Read};
+use std::io::{BufRead, Read, Write};
 use std::time::Duration;
 
 use super::runtime::{CfLanguage, CONTRACT_FILES};
@@ -102,6 +102,9 @@ pub fn parse_job(
              {CLIENT_EXTRA_SECONDS} s"
         ))
     })?;
+    if let Some(bytes) = config.memory_limit {
+        super::allowed_memory(bytes, "grader_config MEMORY_LIMIT")?;
+    }
     let memory_limit = config
         .memory_limit
         .or(run_memory_limit)
@@ -278,21 +281,29 @@ pub fn normalize_expected(expected: &[u8]) -> Vec<u8> {
 }
 
 /// Copies the program's output without its empty lines (`sed '/^$/d'`), as the package gives
-/// it to the checker.
-pub fn copy_without_empty_lines(
-    from: impl Read,
-    mut to: impl std::io::Write,
-) -> std::io::Result<()> {
+/// it to the checker. Chunk by chunk, through a buffer: the cost is a pass over the bytes
+/// whatever the shape of the lines (millions of one-character lines included).
+pub fn copy_without_empty_lines(from: impl Read, to: impl std::io::Write) -> std::io::Result<()> {
     let mut reader = std::io::BufReader::with_capacity(1 << 16, from);
-    let mut line = Vec::new();
+    let mut to = std::io::BufWriter::with_capacity(1 << 16, to);
+    // Whether the next byte starts a line: a newline there ends an empty line.
+    let mut line_start = true;
     loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return to.flush();
         }
-        if line != b"\n" {
-            to.write_all(&line)?;
+        let mut kept_from = 0;
+        for (at, &byte) in chunk.iter().enumerate() {
+            if byte == b'\n' && line_start {
+                to.write_all(&chunk[kept_from..at])?;
+                kept_from = at + 1;
+            }
+            line_start = byte == b'\n';
         }
+        to.write_all(&chunk[kept_from..])?;
+        let read = chunk.len();
+        reader.consume(read);
     }
 }
 
@@ -336,41 +347,48 @@ fn fold_yes_no(word: &[u8]) -> Vec<u8> {
 }
 
 /// Whitespace-separated words of a stream (whitespace as `tr '[:space:]'`: space, \t, \n, \v,
-/// \f, \r).
+/// \f, \r), scanned a buffer at a time.
 struct Words<R> {
     reader: R,
-    buf: [u8; 1],
 }
 
-impl<R: Read> Words<R> {
+impl<R: BufRead> Words<R> {
     fn new(reader: R) -> Self {
-        Words { reader, buf: [0] }
-    }
-
-    fn next_byte(&mut self) -> std::io::Result<Option<u8>> {
-        loop {
-            match self.reader.read(&mut self.buf) {
-                Ok(0) => return Ok(None),
-                Ok(_) => return Ok(Some(self.buf[0])),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        Words { reader }
     }
 
     fn next_word(&mut self) -> std::io::Result<Option<Vec<u8>>> {
-        let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r');
+        let is_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r');
         let mut word = Vec::new();
-        while let Some(b) = self.next_byte()? {
-            if is_space(b) {
-                if !word.is_empty() {
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                return Ok((!word.is_empty()).then_some(word));
+            }
+            if word.is_empty() {
+                let spaces = chunk.iter().take_while(|b| is_space(b)).count();
+                if spaces > 0 {
+                    self.reader.consume(spaces);
+                    continue;
+                }
+            }
+            match chunk.iter().position(is_space) {
+                Some(end) => {
+                    word.extend_from_slice(&chunk[..end]);
+                    self.reader.consume(end + 1);
                     return Ok(Some(word));
                 }
-            } else {
-                word.push(b);
+                None => {
+                    word.extend_from_slice(chunk);
+                    let read = chunk.len();
+                    self.reader.consume(read);
+                }
             }
         }
-        Ok((!word.is_empty()).then_some(word))
     }
 }
 
@@ -471,6 +489,27 @@ mod tests {
     }
 
     #[test]
+    fn a_memory_limit_above_the_servers_maximum_is_refused() {
+        let Err(RequestError::BadRequest(message)) = parse_job(
+            CPP17,
+            files(&[
+                ("main.cpp", "x"),
+                ("input.txt", ""),
+                ("correct_output.txt", ""),
+                ("grader_config", "TIME_LIMIT=1\nMEMORY_LIMIT=65536\n"),
+            ]),
+            None,
+            None,
+        ) else {
+            panic!("expected a bad request")
+        };
+        assert!(
+            message.starts_with("grader_config MEMORY_LIMIT asks for 68719476736 bytes"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn the_comparison_normalises_as_the_package_does() {
         let check = |expected: &str, output: &str| {
             outputs_match(expected.as_bytes(), output.as_bytes()).unwrap()
@@ -485,6 +524,13 @@ mod tests {
         assert!(!check("1 2", "12"));
         assert!(!check("yesno", "YESNO"), "yes/no only as whole words");
         assert!(!check("abc", "ABC"), "other words keep their case");
+        // Words split across the reader's chunks.
+        let mut long = vec![b' '; (1 << 16) - 2];
+        long.extend(b"12 3\t\n");
+        assert!(check("12 3", std::str::from_utf8(&long).unwrap()));
+        let word = "7".repeat(200_000);
+        assert!(check(&format!("{word} 1"), &format!("\n{word}\n1")));
+        assert!(!check(&format!("{word}8 1"), &format!("{word} 81")));
     }
 
     #[test]
@@ -492,9 +538,57 @@ mod tests {
         assert_eq!(normalize_input(b"1\r\n2\r\n\r\n3\r"), b"1\n2\n\n3");
         assert_eq!(normalize_expected(b"1\r\n\r\n\n2"), b"1\n2\n");
         assert_eq!(normalize_expected(b"\n\n"), b"");
-        let mut copied = Vec::new();
-        copy_without_empty_lines(&b"\n1\n\n\n2 \n"[..], &mut copied).unwrap();
-        assert_eq!(copied, b"1\n2 \n");
+        let copy = |from: &[u8]| {
+            let mut copied = Vec::new();
+            copy_without_empty_lines(from, &mut copied).unwrap();
+            copied
+        };
+        assert_eq!(copy(b"\n1\n\n\n2 \n"), b"1\n2 \n");
+        assert_eq!(copy(b"1\n\n"), b"1\n");
+        assert_eq!(
+            copy(b"\n\n1"),
+            b"1",
+            "a last line without newline is kept as it is"
+        );
+        assert_eq!(
+            copy(b"\r\n\n"),
+            b"\r\n",
+            "a carriage return is not an empty line"
+        );
+        // An empty line split across the reader's chunks.
+        let mut long = vec![b'x'; (1 << 16) - 1];
+        long.extend(b"\n\ny\n");
+        let mut want = vec![b'x'; (1 << 16) - 1];
+        want.extend(b"\ny\n");
+        assert_eq!(copy(&long), want);
+    }
+
+    /// A writer that counts the writes it receives.
+    struct CountingWriter(usize);
+
+    impl std::io::Write for CountingWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += 1;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_checkers_copy_is_written_in_bulk_whatever_the_lines() {
+        // A million short lines between empty ones: one write per line costs the server
+        // seconds of its own CPU on a few megabytes.
+        let output = b"1\n\n".repeat(1 << 20);
+        let mut writes = CountingWriter(0);
+        copy_without_empty_lines(&output[..], &mut writes).unwrap();
+        assert!(
+            writes.0 <= 128,
+            "{} writes for {} bytes",
+            writes.0,
+            output.len()
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //!    an unlimited stack. With `INPUT_MODE=stdio` its input is on stdin and its stdout goes to
 //!    a root-only host folder; with `INPUT_MODE=file` only `input.txt` (read-only) and
 //!    `output.txt` (a single host file bound into the box) are in its folder. The expected
-//!    output and the checker are never in its box.
+//!    output and the checker are never in its box. The program may write at most the batch
+//!    judge's [`output_limit`] of the expected output (twice it plus 64 MiB): what the server
+//!    reads on its behalf afterwards is bounded by the request, not by the program.
 //! 3. `checker.py` runs in a box of its own with the input, the expected output and the
 //!    program's output, read-only; without a checker the normalising comparison decides.
 
@@ -28,6 +30,7 @@ use super::codeforces::{
 use super::runtime::CfLanguage;
 use super::{JudgeExecutor, RequestError};
 use crate::judge::compile::Compiled;
+use crate::judge::native::output_limit;
 use crate::judge::read_capped;
 
 /// Flags of the Codeforces package's C++ compile, before `-std=` and after it.
@@ -35,8 +38,6 @@ const CPP_FLAGS_BEFORE_STD: [&str; 2] = ["-DONLINE_JUDGE", "-O2"];
 const CPP_FLAGS_AFTER_STD: [&str; 2] = ["-pipe", "-s"];
 /// Where the program (binary or Python source) appears inside its box.
 const PROGRAM_DIR: &str = "/sol";
-/// Largest file the program may write (its stdout included).
-const OUTPUT_LIMIT: u64 = 1 << 30;
 /// The checker's limits: the package gives it 10 s; memory is generous but bounded.
 const CHECKER_CPU: Duration = Duration::from_secs(10);
 const CHECKER_WALL: Duration = Duration::from_secs(30);
@@ -176,7 +177,10 @@ impl JudgeExecutor {
         let checked = private.join("checked_output.txt");
         copy_without_empty_lines(
             fs::File::open(private.join("output.txt")).context("cannot read the output")?,
-            fs::File::create(&checked).context("cannot create the checker's copy")?,
+            std::io::BufWriter::with_capacity(
+                1 << 16,
+                fs::File::create(&checked).context("cannot create the checker's copy")?,
+            ),
         )
         .context("cannot copy the output for the checker")?;
         let expected_path = private.join("correct_output.txt");
@@ -251,7 +255,8 @@ fn python3_in_box() -> Result<(), RequestError> {
 }
 
 /// CPU and memory from the request, a wall clock three times the CPU limit (within the
-/// client's `run_timeout`), unlimited stack as the package's `ulimit -s unlimited`.
+/// client's `run_timeout`), unlimited stack as the package's `ulimit -s unlimited`, output
+/// bounded by the expected output's size.
 fn program_limits(job: &CfJob) -> Limits {
     let wall = (job.time_limit * 3.0 + 1.0).min(job.run_timeout.as_secs_f64().max(job.time_limit));
     Limits {
@@ -259,7 +264,7 @@ fn program_limits(job: &CfJob) -> Limits {
         wall_time: Some(Duration::from_secs_f64(wall)),
         memory: Some(job.memory_limit),
         processes: Some(64),
-        output_size: Some(OUTPUT_LIMIT),
+        output_size: Some(output_limit(job.expected_output.len() as u64)),
         open_files: Some(64),
         stack: None,
     }

@@ -9,7 +9,12 @@
 //!
 //! A `c++` request is a plain program: compiled once per distinct source (same cache), run once
 //! on the request's stdin with `run_timeout` as CPU and wall limit, answered with Piston's
-//! `run.code` / `run.signal` conventions.
+//! `run.code` / `run.signal` conventions. Its box is a private tmpfs of at most its memory
+//! limit (counted as its memory), where the request's files appear read-only; its stdin,
+//! stdout and stderr are files in a root-only host folder that the sandbox opens for it. The
+//! server reads back only those files: nothing the program can rename, link or replace (a
+//! symlink to a host file, a FIFO) is ever opened on its behalf, and the run leaves nothing on
+//! the host but its two output files, each bounded by [`PLAIN_OUTPUT_LIMIT`].
 //!
 //! Limits follow IOI semantics (SPEC §2.4), not Piston's: a user process has the problem's CPU
 //! limit and a wall limit of 3 × that + 1 s, which stays within the client's `run_timeout`
@@ -18,15 +23,15 @@
 //! `Time limit exceeded`, as it would from Piston.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Component, Path};
 
 use anyhow::Context;
-use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Stdio, Termination};
+use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Stdio, Termination, BOX_PATH};
 
 use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
 use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
 use crate::judge::compile::Compiled;
-use crate::judge::{read_capped, BoxDir, Build, CompileError, Judge, JudgeOptions, Runner};
+use crate::judge::{read_capped, Build, CompileError, Judge, JudgeOptions, Runner};
 use crate::problem::{Problem, Subtask, TaskType, TestCase, TestSet};
 
 /// The name of the single test of a `cms_ioi` request.
@@ -36,8 +41,11 @@ const PLAIN_PROGRAM: &str = "/sol/program";
 /// Bytes of a plain program's stdout and of its stderr kept in the response; more is cut (the
 /// judge's one capped reader, [`read_capped`], reads this much).
 pub const MAX_PLAIN_OUTPUT: u64 = crate::judge::OUTPUT_CAP;
-/// Largest file a plain program may write (its stdout included).
-const PLAIN_OUTPUT_LIMIT: u64 = 64 << 20;
+/// Largest file a plain program may write: its stdout and its stderr, each (a write beyond is
+/// a kill, answered as Piston's `SIGKILL`).
+pub const PLAIN_OUTPUT_LIMIT: u64 = 64 << 20;
+/// Smallest box of a plain program (a tmpfs of size 0 would be unbounded).
+const MIN_PLAIN_BOX: u64 = 1 << 20;
 
 /// Judges Piston requests with a [`Judge`].
 pub struct JudgeExecutor {
@@ -136,23 +144,30 @@ impl JudgeExecutor {
         binary: &Path,
     ) -> anyhow::Result<Stage> {
         let sandbox = self.judge.sandbox();
-        let work = BoxDir::new(sandbox)?;
-        for (name, content) in files {
-            work.write(name, content)?;
-        }
-        // Outside the box, so the program cannot replace its own stdin.
-        let input = tempfile::NamedTempFile::new().context("cannot create the stdin file")?;
-        fs::write(input.path(), &job.stdin).context("cannot write the stdin file")?;
-        let mut spec = RunSpec::new(work.path(), [PLAIN_PROGRAM.to_string()]);
+        // Root-only (0700): the box reaches the files only through the binds below, and its
+        // streams only through the descriptors the sandbox opens on these paths.
+        let private = crate::scratch::tempdir("out")?;
+        let staged = private.path().join("files");
+        let mut spec = RunSpec::in_tmpfs(job.memory_limit.max(MIN_PLAIN_BOX), [PLAIN_PROGRAM]);
         spec.argv.extend(job.args.iter().cloned());
         spec.binds.push(Bind::read_only(binary, PLAIN_PROGRAM));
-        spec.stdin = Stdio::Path(input.path().to_path_buf());
-        spec.stdout = Stdio::Path(work.join(".stdout"));
-        spec.stderr = Stdio::Path(work.join(".stderr"));
+        for entry in stage_files(&staged, files)? {
+            spec.binds.push(Bind::read_only(
+                staged.join(&entry),
+                Path::new(BOX_PATH).join(&entry),
+            ));
+        }
+        let stdin = private.path().join("stdin");
+        let stdout = private.path().join("stdout");
+        let stderr = private.path().join("stderr");
+        fs::write(&stdin, &job.stdin).context("cannot write the stdin file")?;
+        spec.stdin = Stdio::Path(stdin);
+        spec.stdout = Stdio::Path(stdout.clone());
+        spec.stderr = Stdio::Path(stderr.clone());
         spec.limits = Limits {
             cpu_time: Some(job.run_timeout),
             wall_time: Some(job.run_timeout),
-            memory: job.memory_limit,
+            memory: Some(job.memory_limit),
             processes: Some(64),
             output_size: Some(PLAIN_OUTPUT_LIMIT),
             open_files: Some(64),
@@ -164,12 +179,61 @@ impl JudgeExecutor {
         }
         let (code, signal) = piston_exit(&outcome);
         Ok(Stage::new(
-            read_capped(&work.join(".stdout"))?,
-            read_capped(&work.join(".stderr"))?,
+            read_capped(&stdout)?,
+            read_capped(&stderr)?,
             code,
             signal,
         ))
     }
+}
+
+/// Writes the request's files under `dir` (readable by every box uid whatever the umask) and
+/// returns the entries directly under it, each to be bound read-only into the box under the
+/// same name. File names are relative without `..` (checked when the request was parsed).
+fn stage_files(dir: &Path, files: &[(&str, &[u8])]) -> anyhow::Result<Vec<String>> {
+    let mut entries: Vec<String> = Vec::new();
+    open_folder(dir)?;
+    for (name, content) in files {
+        let parts: Vec<&std::ffi::OsStr> = Path::new(name)
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(part) => Some(part),
+                _ => None,
+            })
+            .collect();
+        let Some((file, folders)) = parts.split_last() else {
+            anyhow::bail!("the file name {name:?} names no file inside the box");
+        };
+        let mut path = dir.to_path_buf();
+        for folder in folders {
+            path.push(folder);
+            open_folder(&path)?;
+        }
+        path.push(file);
+        fs::write(&path, content).with_context(|| format!("cannot write {name}"))?;
+        readable(&path, 0o644)?;
+        let first = parts[0].to_string_lossy().into_owned();
+        if !entries.contains(&first) {
+            entries.push(first);
+        }
+    }
+    Ok(entries)
+}
+
+/// Creates a folder (if missing) that every box uid may list.
+fn open_folder(path: &Path) -> anyhow::Result<()> {
+    match fs::create_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create {}", path.display())),
+    }
+    readable(path, 0o755)
+}
+
+fn readable(path: &Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot open {} to the box", path.display()))
 }
 
 impl Executor for JudgeExecutor {

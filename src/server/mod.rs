@@ -92,9 +92,32 @@ pub struct PlainJob {
     pub args: Vec<String>,
     /// Wall-clock limit of the run (Piston's default is 3 s).
     pub run_timeout: Duration,
-    /// Bytes; `None` for no limit (Piston's `-1`).
-    pub memory_limit: Option<u64>,
+    /// Bytes: `run_memory_limit`, or [`DEFAULT_PLAIN_MEMORY`] when the request sets none.
+    pub memory_limit: u64,
     pub compile_timeout: Option<Duration>,
+}
+
+/// Memory of a plain `c++` run whose request sets no `run_memory_limit` (or Piston's `-1`, which
+/// here means this default, not "unlimited"): every run has a finite bound.
+pub const DEFAULT_PLAIN_MEMORY: u64 = 512 << 20;
+
+/// The most memory a request may give one process, however it asks (`run_memory_limit`, the
+/// `memory_limit` of `graders/grader_config.json`, Codeforces' `MEMORY_LIMIT`): twice the
+/// largest IOI limit. More is refused with HTTP 400 rather than lowered, so that a verdict is
+/// never given under a limit other than the one asked for.
+pub const MAX_RUN_MEMORY: u64 = 4 << 30;
+
+/// `bytes` when a request may ask for that much memory (see [`MAX_RUN_MEMORY`]); else a
+/// [`RequestError::BadRequest`] naming `field`.
+pub(crate) fn allowed_memory(bytes: u64, field: &str) -> Result<u64, RequestError> {
+    if bytes > MAX_RUN_MEMORY {
+        return Err(RequestError::BadRequest(format!(
+            "{field} asks for {bytes} bytes of memory; the server allows at most {MAX_RUN_MEMORY} \
+             bytes ({} MiB) per process",
+            MAX_RUN_MEMORY >> 20
+        )));
+    }
+    Ok(bytes)
 }
 
 /// What Piston answers: the compile stage (for compiled languages) and the run stage. On a

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::codeforces;
 use super::runtime::CONTRACT_FILES;
-use super::{IoiJob, Job, PlainJob, RequestError, Runtime};
+use super::{allowed_memory, IoiJob, Job, PlainJob, RequestError, Runtime, DEFAULT_PLAIN_MEMORY};
 use crate::problem::config::{parse_config, GRADER_CONFIG_PATH};
 use crate::problem::{id_from_headers, Communication, GraderFile, TaskType, UserIo};
 
@@ -23,6 +23,11 @@ const CLIENT_EXTRA_SECONDS: f64 = 3.0;
 const DEFAULT_PLAIN_RUN_TIMEOUT: Duration = Duration::from_secs(3);
 /// Files of the IOI package's box that the server provides itself.
 const PACKAGE_SCRIPTS: [&str; 2] = ["compile", "run"];
+/// Longest file name (a path inside the box), in bytes: a box takes a bounded amount of paths.
+const MAX_NAME_BYTES: usize = 255;
+/// Most files of a plain `c++` request: each is bound into the program's box on its own, and a
+/// box takes a bounded number of mounts.
+pub const MAX_PLAIN_FILES: usize = 64;
 
 /// A valid execute request: the runtime it selected and the job to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +94,9 @@ impl RequestLimits {
         Ok(RequestLimits {
             run_timeout: milliseconds(top, "run_timeout")?,
             compile_timeout: milliseconds(top, "compile_timeout")?,
-            run_memory_limit: bytes(top, "run_memory_limit")?,
+            run_memory_limit: bytes(top, "run_memory_limit")?
+                .map(|b| allowed_memory(b, "run_memory_limit"))
+                .transpose()?,
         })
     }
 }
@@ -145,16 +152,16 @@ fn ioi_job(mut files: Vec<File>, limits: &RequestLimits) -> Result<IoiJob, Reque
         .unwrap_or_else(|| Duration::from_secs_f64(time_limit + CLIENT_EXTRA_SECONDS));
     // The request's hard limit bounds everything: a CPU limit above it could never be reached.
     time_limit = time_limit.min(run_timeout.as_secs_f64());
-    let memory_limit = config
-        .as_ref()
-        .and_then(|c| c.memory_limit)
-        .or(limits.run_memory_limit)
-        .ok_or_else(|| {
-            bad(format!(
-                "no memory limit: {GRADER_CONFIG_PATH} has no memory_limit and run_memory_limit \
+    let config_memory = config.as_ref().and_then(|c| c.memory_limit);
+    if let Some(bytes) = config_memory {
+        allowed_memory(bytes, &format!("{GRADER_CONFIG_PATH} memory_limit"))?;
+    }
+    let memory_limit = config_memory.or(limits.run_memory_limit).ok_or_else(|| {
+        bad(format!(
+            "no memory limit: {GRADER_CONFIG_PATH} has no memory_limit and run_memory_limit \
                  is not set"
-            ))
-        })?;
+        ))
+    })?;
     let has_manager = grader_files.iter().any(|f| f.path == "graders/manager.cpp");
     let task = config
         .as_ref()
@@ -223,6 +230,24 @@ fn plain_job(
             "files must contain at least one file: the source to compile",
         ));
     }
+    if files.len() > MAX_PLAIN_FILES {
+        return Err(bad(format!(
+            "files holds {} files; a c++ run takes at most {MAX_PLAIN_FILES}",
+            files.len()
+        )));
+    }
+    // Each file appears in the box at its name: one cannot also be the folder of another.
+    for file in &files {
+        if let Some(inner) = files.iter().find(|f| {
+            f.name
+                .starts_with(&format!("{}/", file.name.trim_end_matches('/')))
+        }) {
+            return Err(bad(format!(
+                "files: {:?} is a file, so {:?} cannot be inside it",
+                file.name, inner.name
+            )));
+        }
+    }
     let main = files.remove(0);
     let file_name = main.name;
     let source = String::from_utf8(main.content)
@@ -251,7 +276,7 @@ fn plain_job(
         stdin,
         args,
         run_timeout: limits.run_timeout.unwrap_or(DEFAULT_PLAIN_RUN_TIMEOUT),
-        memory_limit: limits.run_memory_limit,
+        memory_limit: limits.run_memory_limit.unwrap_or(DEFAULT_PLAIN_MEMORY),
         compile_timeout: limits.compile_timeout,
     })
 }
@@ -325,12 +350,28 @@ fn file(i: usize, item: Value) -> Result<File, RequestError> {
     Ok(File { name, content })
 }
 
-/// File names become paths inside the box: they must stay inside it.
+/// File names become paths inside the box: they must stay inside it. Nor may a part of one
+/// start with `-` or `@`: g++ and its passes read such a name (a source's, or the base name
+/// they derive from it) as an option, or as a file of options to read from the box
+/// (`@opts.cpp` beside an `opts.cpp` holding `-wrapper /bin/sh,...` runs a shell).
 fn check_name(i: usize, name: &str) -> Result<(), RequestError> {
     let escapes = name.starts_with('/') || name.split('/').any(|part| part == "..");
-    if name.is_empty() || name.contains('\0') || escapes {
+    let names_nothing = name.split('/').all(|part| part.is_empty() || part == ".");
+    if names_nothing || name.contains('\0') || escapes {
         return Err(bad(format!(
             "files[{i}].name {name:?} must be a relative path inside the box (no leading /, no ..)"
+        )));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(bad(format!(
+            "files[{i}].name is {} bytes long; at most {MAX_NAME_BYTES}",
+            name.len()
+        )));
+    }
+    if name.split('/').any(|part| part.starts_with(['-', '@'])) {
+        return Err(bad(format!(
+            "files[{i}].name {name:?}: no part of a file name may start with - or @ (the \
+             compiler would read it as an option)"
         )));
     }
     Ok(())
@@ -576,7 +617,10 @@ mod tests {
             (&b"1 2"[..], &["x".to_string()][..])
         );
         assert_eq!(job.run_timeout, DEFAULT_PLAIN_RUN_TIMEOUT);
-        assert_eq!(job.memory_limit, None, "-1 is Piston's `no limit`");
+        assert_eq!(
+            job.memory_limit, DEFAULT_PLAIN_MEMORY,
+            "-1 (Piston's `no limit`) is the default, never unlimited"
+        );
     }
 
     #[test]
@@ -610,6 +654,27 @@ mod tests {
             r#"{"language": "c++", "version": "*", "files": [{"name": "../x", "content": ""}]}"#
         )
         .contains("inside the box"));
+        for name in [".", "./", "a/../b"] {
+            let body = json!({"language": "c++", "version": "*", "files": [file(name, "")]});
+            assert!(
+                error(&body.to_string()).contains("must be a relative path inside the box"),
+                "{name}"
+            );
+        }
+        let long =
+            json!({"language": "c++", "version": "*", "files": [file(&"a".repeat(256), "")]});
+        assert_eq!(
+            error(&long.to_string()),
+            "files[0].name is 256 bytes long; at most 255"
+        );
+        for name in ["@opts.cpp", "-wrapper", "graders/@x.h", "dir/-o"] {
+            let body = json!({"language": "cms_ioi", "version": "*",
+                              "files": [file("graders/a.cpp", ""), file(name, "")]});
+            assert!(
+                error(&body.to_string()).ends_with("(the compiler would read it as an option)"),
+                "{name}"
+            );
+        }
         assert_eq!(
             error(r#"{"language": "c++", "version": "*", "files": [{"content": "int main(){}"}]}"#),
             "files[0].name is required: e.g. main.cpp, input.txt"
@@ -627,6 +692,49 @@ mod tests {
                 r#"{"language": "c++", "version": "*", "files": [{"name": "a.cpp", "content": ""}], "run_timeout": "5s"}"#
             ),
             "run_timeout must be a number of milliseconds, got \"5s\""
+        );
+    }
+
+    #[test]
+    fn plain_requests_beyond_the_servers_bounds_are_refused_naming_the_field() {
+        let plain = |memory: u64| {
+            json!({"language": "c++", "version": "*", "files": [file("main.cpp", "")],
+                   "run_memory_limit": memory})
+            .to_string()
+        };
+        let message = error(&plain(super::super::MAX_RUN_MEMORY + 1));
+        assert!(
+            message.starts_with("run_memory_limit asks for 4294967297 bytes")
+                && message.contains("at most 4294967296 bytes"),
+            "{message}"
+        );
+        let Ok(ExecuteRequest {
+            job: Job::Plain(job),
+            ..
+        }) = parse_execute(plain(super::super::MAX_RUN_MEMORY).as_bytes())
+        else {
+            panic!("the maximum itself is allowed");
+        };
+        assert_eq!(job.memory_limit, super::super::MAX_RUN_MEMORY);
+        let config = r#"{"task_type": "Batch", "time_limit": 1, "memory_limit": 68719476736}"#;
+        let ioi = json!({"language": "cms_ioi", "version": "*", "run_timeout": 4000,
+            "files": [file("graders/a.cpp", ""), file("input.txt", ""),
+                      file("graders/grader_config.json", config)]});
+        let message = error(&ioi.to_string());
+        assert!(
+            message.starts_with("graders/grader_config.json memory_limit asks for 68719476736"),
+            "{message}"
+        );
+        let many: Vec<Value> = (0..=MAX_PLAIN_FILES)
+            .map(|i| file(&format!("f{i}.cpp"), ""))
+            .collect();
+        let message = error(&json!({"language": "c++", "version": "*", "files": many}).to_string());
+        assert_eq!(message, "files holds 65 files; a c++ run takes at most 64");
+        let nested = json!({"language": "c++", "version": "*",
+            "files": [file("main.cpp", ""), file("data", ""), file("data/x.txt", "")]});
+        assert_eq!(
+            error(&nested.to_string()),
+            "files: \"data\" is a file, so \"data/x.txt\" cannot be inside it"
         );
     }
 
