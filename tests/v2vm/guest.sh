@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs inside the cgroup-v2-only guest of run-in-v2-vm.sh (as root, in a session-like scope),
+# Runs inside the cgroup-v2-only guest of tools/v2vm/run.sh (as root, in a session-like scope),
 # driven by tests/cgroup_v2.rs: sets up one host situation and runs doctor, a subset of the
 # sandbox's hostile tests and judge fixtures (every verdict kind) in it.
 #
