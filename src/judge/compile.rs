@@ -1,7 +1,7 @@
-//! Compilation, once: submissions with the graders (SPEC §2.1), checkers and managers, inside
-//! the sandbox, cached on disk by the hash of everything that goes in (sources, grader files,
-//! flags, compiler version), and deduplicated in memory so that identical code submitted many
-//! times is compiled once even when the copies are judged at the same time.
+//! Compilation, once: submissions with the graders (docs/judging.md#compile), checkers and
+//! managers, inside the sandbox, cached on disk by the hash of everything that goes in (sources,
+//! grader files, flags, compiler version), and deduplicated in memory so that identical code
+//! submitted many times is compiled once even when the copies are judged at the same time.
 
 use std::collections::HashMap;
 use std::fs;
@@ -17,7 +17,7 @@ use super::cache::CacheStore;
 use super::stop;
 use crate::problem::{GraderFile, Problem};
 
-/// Flags of the submission compile (SPEC §2.1).
+/// Flags of the submission compile (docs/judging.md#compile).
 pub const SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-s"];
 /// Flags of the submission compile in CMS (its `C++17 / g++` language), on which IOI runs:
 /// the reference's, linked statically.
@@ -33,8 +33,8 @@ pub const PROGRAM_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CompileProfile {
-    /// The reference pipeline's flags (SPEC §2.1), dynamically linked: results comparable with
-    /// the Python pipeline and Piston.
+    /// The reference pipeline's flags (docs/judging.md#compile), dynamically linked: results
+    /// comparable with the Python pipeline and Piston.
     #[default]
     Reference,
     /// CMS's flags, as at IOI: the same, plus `-static`. A statically linked program can behave
