@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Sandbox, SandboxOptions};
 
-use crate::cli::output::outln;
+use crate::output::outln;
 use crate::evaluate::submissions::{load_submissions, SubmissionOptions};
 use crate::judge::compile::{CompileCache, CompileProfile, Compiled};
 

@@ -11,7 +11,7 @@ use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
-use crate::cli::output::outln;
+use crate::output::outln;
 use crate::evaluate::run::{self, Catalog, EvaluateOptions};
 use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::output::outln;
+use crate::output::outln;
 use crate::judge::schedule::{self, Preloaded, Progress, ScheduleOptions, SubmissionJob};
 use crate::judge::scripts::{self, ScriptBuild, Scripts};
 use crate::judge::{Judge, JudgeOptions};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::output::outln;
+use crate::output::outln;
 use crate::judge::fake::{self, FakeProblems, FakeRun, FakeRunner};
 use crate::judge::schedule::{self, Progress, ScheduleOptions, SubmissionJob};
 use crate::problem::TaskType;
