@@ -101,7 +101,11 @@ fn every_cited_rule_is_a_heading_in_docs() {
         }
     }
     assert!(count > 30, "only {count} citations of docs/ found");
-    assert!(wrong.is_empty(), "citations that lead nowhere:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "citations that lead nowhere:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -117,13 +121,23 @@ fn no_rule_is_cited_from_outside_the_repository() {
         })
         .map(|f| f.display().to_string())
         .collect();
-    assert!(offenders.is_empty(), "files citing what the repository lacks: {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "files citing what the repository lacks: {offenders:?}"
+    );
 }
 
 #[test]
 fn relative_links_of_the_documents_lead_to_files() {
-    let mut pages: Vec<PathBuf> = vec![project().join("README.md"), project().join("ARCHITECTURE.md")];
-    pages.extend(files().into_iter().filter(|f| f.starts_with(project().join("docs"))));
+    let mut pages: Vec<PathBuf> = vec![
+        project().join("README.md"),
+        project().join("ARCHITECTURE.md"),
+    ];
+    pages.extend(
+        files()
+            .into_iter()
+            .filter(|f| f.starts_with(project().join("docs"))),
+    );
     let mut wrong = Vec::new();
     for page in pages {
         let text = std::fs::read_to_string(&page).expect("a document");
@@ -140,7 +154,11 @@ fn relative_links_of_the_documents_lead_to_files() {
             }
         }
     }
-    assert!(wrong.is_empty(), "links that lead nowhere:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "links that lead nowhere:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -150,7 +168,10 @@ fn citations_and_slugs_are_read_as_github_does() {
     assert_eq!(
         citations("see docs/judging.md#limits-and-verdicts. And (docs/results.md)"),
         [
-            ("judging.md".to_string(), Some("limits-and-verdicts".to_string())),
+            (
+                "judging.md".to_string(),
+                Some("limits-and-verdicts".to_string())
+            ),
             ("results.md".to_string(), None)
         ]
     );

@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod check;
 pub mod compile;
+pub mod compiled;
 pub mod fake;
 pub mod native;
 pub mod pch;

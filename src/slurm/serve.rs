@@ -82,9 +82,16 @@ mod tests {
     #[test]
     fn workers_listen_on_consecutive_ports_reachable_from_other_nodes() {
         let args = vec!["--cache-dir".to_string(), "/shared/cache".to_string()];
-        let jobs =
-            worker_jobs(2000, 2, &args, &resources(), Path::new("/logs"), "/bin/ioi-run", Path::new("/"))
-                .unwrap();
+        let jobs = worker_jobs(
+            2000,
+            2,
+            &args,
+            &resources(),
+            Path::new("/logs"),
+            "/bin/ioi-run",
+            Path::new("/"),
+        )
+        .unwrap();
         let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(names, ["piston-worker-2000", "piston-worker-2001"]);
         assert!(
@@ -99,9 +106,25 @@ mod tests {
     #[test]
     fn a_port_list_and_a_port_beyond_65535_are_refused() {
         let ports = vec!["--ports=1,2".to_string()];
-        let err = worker_jobs(2000, 1, &ports, &resources(), Path::new("/"), "x", Path::new("/"));
+        let err = worker_jobs(
+            2000,
+            1,
+            &ports,
+            &resources(),
+            Path::new("/"),
+            "x",
+            Path::new("/"),
+        );
         assert!(err.is_err_and(|e| e.to_string().contains("--ports")));
-        let err = worker_jobs(65535, 2, &[], &resources(), Path::new("/"), "x", Path::new("/"));
+        let err = worker_jobs(
+            65535,
+            2,
+            &[],
+            &resources(),
+            Path::new("/"),
+            "x",
+            Path::new("/"),
+        );
         assert!(err.is_err_and(|e| e.to_string().contains("beyond 65535")));
     }
 }
