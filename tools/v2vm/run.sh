@@ -118,7 +118,13 @@ mkdir -p "$job/uml"
 status=0
 "$kernel" mem="${V2VM_MEM:-4G}" initrd="$initrd" uml_dir="$job/uml" con0=fd:0,fd:1 con=null \
     quiet loglevel=3 panic=-1 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 \
-    v2vm.job="$job" v2vm.cgroup="$cgroup" ${share:+v2vm.share="$share"} </dev/null || status=$?
+    v2vm.job="$job" v2vm.cgroup="$cgroup" ${share:+v2vm.share="$share"} </dev/null &
+vm=$!
+# The kernel makes itself the leader of a process group of its own (its helper processes):
+# a caller that stops this script stops the whole guest with it.
+trap 'kill -KILL -- -$vm $vm 2>/dev/null || true; rm -rf "$job"' EXIT
+trap 'exit 143' TERM INT HUP
+wait "$vm" || status=$?
 say "the guest ran $(( ($(date +%s%N) - started) / 1000000 )) ms (boot and power-off included)"
 if [[ ! -f $job/rc ]]; then
     say "the guest reported no exit status (the kernel exited with $status)"
