@@ -1,12 +1,12 @@
-//! Scores and statuses of tests and subtasks, with the exact semantics of the reference
-//! Python pipeline (SPEC §2.5): a test's status is derived from its score and feedback, a
-//! subtask's score is the minimum of its tests' scores rounded like Python's `round`, and its
-//! status is the worst of its tests' statuses.
+//! Scores and statuses of tests and subtasks, with the exact semantics of the reference Python
+//! pipeline (docs/judging.md#scores-and-statuses): a test's status is derived from its score and
+//! feedback, a subtask's score is the minimum of its tests' scores rounded like Python's `round`,
+//! and its status is the worst of its tests' statuses.
 
 use serde::{Deserialize, Serialize};
 
 /// Verdict of one test or one subtask. The declaration order is the "worst first" order of
-/// SPEC §2.5, so `min()` over statuses gives the subtask status.
+/// docs/judging.md#scores-and-statuses, so `min()` over statuses gives the subtask status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Verdict {
     #[serde(rename = "CE")]
@@ -117,7 +117,8 @@ impl TestResult {
     }
 }
 
-/// Result of one subtask of one submission (SPEC §3 `all_subtasks_results` items).
+/// Result of one subtask of one submission (docs/results.md#results-file, `all_subtasks_results`
+/// items).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubtaskResult {
     pub problem: String,

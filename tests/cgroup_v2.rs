@@ -1,15 +1,14 @@
 //! The sandbox on a real cgroup v2 kernel, in the host situations our users have: boots
-//! `shared/tools/run-in-v2-vm.sh` (a throw-away Debian 6.1 kernel with cgroup v2 only; it sits
-//! beside the project, `../shared/tools/`) and runs `tests/v2vm/guest.sh` there with the
-//! already built `ioi-run` and sandbox test binaries: doctor, the hostile tests and the judge
-//! fixture (every verdict kind)
+//! `tools/v2vm/run.sh` (a throw-away Debian 6.1 user-mode Linux with cgroup v2 only) and runs
+//! `tests/v2vm/guest.sh` there with the already built `ioi-run` and sandbox test binaries:
+//! doctor, the hostile tests and the judge fixture (every verdict kind)
 //! - as root from a session scope, plus a chroot and the sampled peak memory of kernels before
 //!   5.19;
 //! - as root in a container-like cgroup namespace whose root holds other processes;
 //! - as a normal user in delegated scopes.
 //!
-//! Needs root, the VM script and its packages (installed by `.ci/v2vm.sh`); without them it
-//! prints `SKIPPED:` and passes, except under `CI`, where it fails.
+//! Needs root and the VM's packages (installed by `tools/v2vm/run.sh --prepare`, which
+//! `.ci/v2vm.sh` runs); without them it is skipped (see `common::skip`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,28 +18,17 @@ use serde_json::Value;
 mod common;
 use common::project;
 
-/// `V2VM_SCRIPT`, or `shared/tools/run-in-v2-vm.sh` beside the project or one of its parents.
-fn vm_script() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("V2VM_SCRIPT") {
-        return Some(PathBuf::from(p));
-    }
-    project()
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared/tools/run-in-v2-vm.sh"))
-        .find(|p| p.is_file())
+fn vm_script() -> PathBuf {
+    project().join("tools/v2vm/run.sh")
 }
 
-/// Whether the VM's kernel is installed (the script would download it otherwise, and nothing
-/// may download while the tests run).
-fn kernel_installed() -> bool {
-    let cache = std::env::var_os("V2VM_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("v2vm")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/v2vm")));
-    cache.is_some_and(|c| {
-        c.join("uml-kernel/linux.uml").is_file() || c.join("qemu-kernel/vmlinuz").is_file()
-    }) && Path::new("/bin/busybox").is_file()
+/// Whether the VM can boot without downloading anything (nothing may download while the tests
+/// run).
+fn vm_ready() -> bool {
+    Command::new(vm_script())
+        .arg("--ready")
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The newest build of the sandbox's hostile tests, beside this test's own binary.
@@ -65,11 +53,8 @@ fn missing() -> Option<String> {
     if !nix::unistd::geteuid().is_root() {
         return Some("the cgroup v2 VM needs root".into());
     }
-    if vm_script().is_none() {
-        return Some("shared/tools/run-in-v2-vm.sh not found beside the project".into());
-    }
-    if !kernel_installed() {
-        return Some("the v2 VM's kernel is not installed (run .ci/v2vm.sh)".into());
+    if !vm_ready() {
+        return Some("the v2 VM is not installed (run tools/v2vm/run.sh --prepare)".into());
     }
     if hostile_binary().is_none() {
         return Some("the sandbox's hostile test binary is not built".into());
@@ -90,7 +75,7 @@ fn run_scenario(scenario: &str) -> Option<tempfile::TempDir> {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .expect("chmod the result folder");
-    let status = Command::new(vm_script().expect("checked"))
+    let status = Command::new(vm_script())
         .arg("bash")
         .arg(project().join("tests/v2vm/guest.sh"))
         .arg(scenario)
@@ -103,9 +88,9 @@ fn run_scenario(scenario: &str) -> Option<tempfile::TempDir> {
         .status()
         .expect("the VM script runs");
     if !status.success() {
-        // user-mode Linux has been seen to abort (SIGABRT, status 134) on its way out, after
-        // "System halted": the guest's own work is then complete, and each step's result is
-        // checked on its own by the caller.
+        // The status is the guest script's; a VM that fails after the guest wrote its last
+        // marker has done all the work, and each step's result is checked on its own by the
+        // caller.
         let finished = out.path().join(format!("finished-{scenario}")).exists();
         assert!(finished, "the {scenario} guest failed: {status}");
         eprintln!(

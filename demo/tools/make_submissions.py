@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Builds ../submissions.jsonl from solutions/<problem>/*.cpp and the model-like prose below.
 
-Each submission looks like a row of a real model-output dataset (SPEC §1.4): `generation` is
-prose followed by a fenced ```cpp block (sometimes two, the last one being the answer),
-`code` is "" (the code is then extracted from `generation`) except for a few rows.
+Each submission looks like a row of a real model-output dataset (docs/data.md#submissions):
+`generation` is prose followed by a fenced ```cpp block (sometimes two, the last one being the
+answer), `code` is "" (the code is then extracted from `generation`) except for a few rows.
 """
 import json, os, uuid
 

@@ -7,7 +7,8 @@ demo/expected.json (machine-readable) and the tables of demo/EXPECTED.md.
 
 Code: `code` when non-empty, else the text after the last "```cpp\\n" of `generation` up to
 the next "```" (no block: no code, every test SKIPPED). Subtasks run in order with early stop
-(test batch size 1, SPEC §2.5); a test shared by subtasks runs once per submission.
+(test batch size 1, docs/judging.md#scores-and-statuses); a test shared by subtasks runs once
+per submission.
 --check compares with the existing expected.json instead of rewriting it (exit 1 on mismatch).
 """
 import concurrent.futures as cf

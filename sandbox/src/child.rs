@@ -12,28 +12,6 @@ use crate::mounts::{self, MountOp, MountStep};
 use crate::rlimits;
 use crate::seccomp::Filters;
 
-/// How a standard stream is opened by the init.
-#[derive(Debug)]
-pub(crate) enum StdioPlan {
-    /// Opened at this path before entering the new root (`/dev/null`, which tells nothing).
-    Open {
-        path: CString,
-        flags: libc::c_int,
-    },
-    /// A host file, presented without its host path: bound at `target` (a placeholder under
-    /// the new root) before `pivot_root`, opened from inside at `inside`, then unmounted and
-    /// removed. `readlink /proc/self/fd/N` then shows nothing of the host. With `create`, the
-    /// host file is created first (without truncating: `flags` truncate at the real open).
-    Hidden {
-        host: CString,
-        create: bool,
-        target: CString,
-        inside: CString,
-        flags: libc::c_int,
-    },
-    Fd(libc::c_int),
-}
-
 /// What the init is cloned with: everything every run has in common, prepared before the
 /// clone; the run's own part arrives later in the inbox (see `handover`).
 pub(crate) struct InitPlan<'a> {

@@ -15,7 +15,6 @@
 
 use std::ffi::{CStr, CString};
 
-use crate::child::StdioPlan;
 use crate::mounts::{CPtr, MountOp, MountStep};
 use crate::rlimits::Rlimit;
 
@@ -27,6 +26,28 @@ const MOUNTS_CAPACITY: usize = 1024;
 const STRINGS_CAPACITY: usize = 1 << 16;
 /// Most resource limits.
 const RLIMITS_CAPACITY: usize = 16;
+
+/// How a standard stream is opened by the init.
+#[derive(Debug)]
+pub(crate) enum StdioPlan {
+    /// Opened at this path before entering the new root (`/dev/null`, which tells nothing).
+    Open {
+        path: CString,
+        flags: libc::c_int,
+    },
+    /// A host file, presented without its host path: bound at `target` (a placeholder under
+    /// the new root) before `pivot_root`, opened from inside at `inside`, then unmounted and
+    /// removed. `readlink /proc/self/fd/N` then shows nothing of the host. With `create`, the
+    /// host file is created first (without truncating: `flags` truncate at the real open).
+    Hidden {
+        host: CString,
+        create: bool,
+        target: CString,
+        inside: CString,
+        flags: libc::c_int,
+    },
+    Fd(libc::c_int),
+}
 
 /// A standard stream as the init opens it: [`StdioPlan`] with pointers to prepared strings.
 #[derive(Debug, Clone, Copy)]

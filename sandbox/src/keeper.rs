@@ -14,8 +14,8 @@ use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
-use crate::child::{self, InitPlan, Report, StdioPlan, Step};
-use crate::handover::{Inbox, RunParts};
+use crate::child::{self, InitPlan, Report, Step};
+use crate::handover::{Inbox, RunParts, StdioPlan};
 use crate::housekeeper::{Housekeeper, Leftover};
 use crate::mounts::{self, MountOp, SystemLayout};
 use crate::namespaces;

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Sandbox, SandboxOptions};
 
-use crate::cli::output::outln;
 use crate::evaluate::submissions::{load_submissions, SubmissionOptions};
 use crate::judge::compile::{CompileCache, CompileProfile, Compiled};
+use crate::output::outln;
 
 /// CPU seconds of the processes this one waited for (the sandboxes and their compilers).
 fn children_cpu() -> f64 {

@@ -11,11 +11,11 @@ use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
-use crate::cli::output::outln;
 use crate::evaluate::run::{self, Catalog, EvaluateOptions};
 use crate::evaluate::{resolve_datasets, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::{Judge, JudgeOptions};
+use crate::output::outln;
 
 /// CPU seconds of this process and every child it waited for (the sandboxes).
 fn cpu_seconds() -> f64 {

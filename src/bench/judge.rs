@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::output::outln;
 use crate::judge::schedule::{self, Preloaded, Progress, ScheduleOptions, SubmissionJob};
 use crate::judge::scripts::{self, ScriptBuild, Scripts};
 use crate::judge::{Judge, JudgeOptions};
+use crate::output::outln;
 
 /// A solution that burns about `work` iterations per test (≈10 ms at -O2 for 10^7).
 const SOLUTION: &str = r#"#include <cstdio>

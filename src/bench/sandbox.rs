@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
 
-use crate::cli::output::outln;
+use crate::output::outln;
 
 /// Median and 90th percentile of a sample, in milliseconds.
 fn summary(mut samples: Vec<Duration>) -> (f64, f64) {

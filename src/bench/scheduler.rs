@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::output::outln;
 use crate::judge::fake::{self, FakeProblems, FakeRun, FakeRunner};
 use crate::judge::schedule::{self, Progress, ScheduleOptions, SubmissionJob};
+use crate::output::outln;
 use crate::problem::TaskType;
 
 /// Options of `bench scheduler`.

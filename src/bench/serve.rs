@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::cli::output::outln;
 use crate::judge::JudgeOptions;
+use crate::output::outln;
 use crate::server::piston::client_view;
 use crate::server::{JudgeExecutor, Response, ServeOptions, Server};
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::output::outln;
+use crate::output::outln;
 
 fn ioi_run(args: &[String], cwd: &Path) -> Result<std::process::Child> {
     let exe = std::env::current_exe().context("cannot find the ioi-run binary")?;

@@ -6,7 +6,6 @@ mod doctor;
 mod evaluate;
 mod judge;
 mod merge;
-pub(crate) mod output;
 mod sandbox;
 mod serve;
 mod slurm;
@@ -14,6 +13,7 @@ mod slurm;
 use clap::{Parser, Subcommand};
 
 use crate::judge::compile::CompileProfile;
+use crate::output;
 
 /// Judge C++ solutions to IOI problems natively, in a real sandbox, on every core.
 #[derive(Debug, Parser)]

@@ -1,5 +1,5 @@
-//! `ioi-run serve`: the Piston-compatible HTTP server (SPEC §4), so existing Piston clients can
-//! point at ioi-run instead of a fleet of Piston workers.
+//! `ioi-run serve`: the Piston-compatible HTTP server (docs/piston-api.md), so existing Piston
+//! clients can point at ioi-run instead of a fleet of Piston workers.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 

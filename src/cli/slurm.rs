@@ -1,24 +1,18 @@
 //! `ioi-run slurm evaluate|serve`: the same binary, placed on a Slurm cluster by `sbatch`.
 //!
-//! `slurm evaluate` writes a job array of N shards (each `evaluate --shard
-//! $SLURM_ARRAY_TASK_ID/N --jobs $SLURM_CPUS_PER_TASK`) and a merge job that runs after the
-//! whole array succeeded (`afterok`). Submitting the same command again leaves out the shards
-//! whose records say they are complete; the others resume from their results files.
-//!
-//! `slurm serve` starts N `ioi-run serve` jobs named `piston-worker-<port>`: open-r1's Piston
-//! client (`PISTON_ENDPOINTS=slurm`) finds such workers with `squeue --format="%j %N %T"
-//! --states=RUNNING` and calls `http://<node>:<port>/api/v2`.
+//! `slurm evaluate` submits a job array of N shards (each `evaluate --shard
+//! $SLURM_ARRAY_TASK_ID/N`) and a merge job; `slurm serve` submits N `ioi-run serve` workers
+//! that open-r1's Piston client finds by their job names.
 //!
 //! The evaluate and serve options are passed to the jobs as the user wrote them (minus the
 //! options of this command), so every option of `evaluate` and `serve` works here unchanged.
+//! This file parses and prints; the jobs are planned and submitted by [`crate::slurm`].
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::evaluate::shard::{Shard, ShardRecord};
+use crate::slurm::{self, JobResources};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -157,151 +151,27 @@ fn option_value(raw: &[String], name: &str) -> Option<String> {
     found
 }
 
-/// Quotes a word for bash (left as is when it needs no quoting).
-fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
+impl JobOptions {
+    fn resources(&self) -> JobResources {
+        JobResources {
+            cpus_per_task: self.cpus_per_task,
+            mem: self.mem.clone(),
+            partition: self.partition.clone(),
+            time: self.time.clone(),
+            sbatch_args: self.sbatch_arg.clone(),
+        }
     }
-}
-
-fn quote_all(words: &[String]) -> String {
-    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
-}
-
-/// The binary the jobs run: this one (it must be on a path every node sees).
-fn this_binary() -> Result<String> {
-    let exe = std::env::current_exe().context("cannot tell where the ioi-run binary is")?;
-    Ok(exe.to_string_lossy().into_owned())
 }
 
 fn absolute(path: &Path) -> Result<PathBuf> {
     if path.is_absolute() {
         return Ok(path.to_path_buf());
     }
-    Ok(std::env::current_dir()
-        .context("cannot tell the current folder")?
-        .join(path))
+    Ok(current_dir()?.join(path))
 }
 
-/// The `#SBATCH` lines every job gets.
-fn sbatch_header(job_name: &str, job: &JobOptions, output: &Path) -> Result<String> {
-    // A line break in a value would end the `#SBATCH` line and start a line of the script.
-    let values = [
-        job.mem.as_deref(),
-        job.partition.as_deref(),
-        job.time.as_deref(),
-    ];
-    for value in values
-        .into_iter()
-        .flatten()
-        .chain(job.sbatch_arg.iter().map(String::as_str))
-    {
-        if value.contains(['\n', '\r']) {
-            bail!("slurm options cannot contain a line break: {value:?}");
-        }
-    }
-    let mut lines = vec![
-        "#!/bin/bash".to_string(),
-        format!("#SBATCH --job-name={}", quote(job_name)),
-        format!("#SBATCH --cpus-per-task={}", job.cpus_per_task),
-        "#SBATCH --ntasks=1".to_string(),
-        format!("#SBATCH --output={}", quote(&output.to_string_lossy())),
-        // A shard submitted again appends to its log instead of erasing the first attempt's.
-        "#SBATCH --open-mode=append".to_string(),
-        format!(
-            "#SBATCH --chdir={}",
-            quote(&std::env::current_dir()?.to_string_lossy())
-        ),
-    ];
-    if let Some(mem) = &job.mem {
-        lines.push(format!("#SBATCH --mem={}", quote(mem)));
-    }
-    if let Some(partition) = &job.partition {
-        lines.push(format!("#SBATCH --partition={}", quote(partition)));
-    }
-    if let Some(time) = &job.time {
-        lines.push(format!("#SBATCH --time={}", quote(time)));
-    }
-    for arg in &job.sbatch_arg {
-        lines.push(format!("#SBATCH {arg}"));
-    }
-    Ok(lines.join("\n") + "\n")
-}
-
-/// Submits a script with `sbatch --parsable` (extra options first) and returns the job id.
-fn submit(script: &str, options: &[String]) -> Result<String> {
-    let mut child = Command::new("sbatch")
-        .arg("--parsable")
-        .args(options)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot run sbatch (is Slurm installed and on PATH?)")?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(script.as_bytes())
-            .context("cannot give the job script to sbatch")?;
-    }
-    let out = child.wait_with_output().context("sbatch failed")?;
-    if !out.status.success() {
-        bail!(
-            "sbatch {} failed: {}",
-            options.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    // `--parsable` prints `id` or `id;cluster`.
-    let id = text
-        .trim()
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
-        bail!("sbatch printed no job id: {text:?}");
-    }
-    Ok(id)
-}
-
-/// Slurm's array syntax for a list of indices: `0-3,5,7-8`.
-fn array_spec(indices: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < indices.len() {
-        let mut j = i;
-        while j + 1 < indices.len() && indices[j + 1] == indices[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            indices[i].to_string()
-        } else {
-            format!("{}-{}", indices[i], indices[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
-/// The shards not yet complete for every dataset (by their records).
-fn unfinished_shards(datasets: &[String], local: &Path, count: u32) -> Vec<u32> {
-    (0..count)
-        .filter(|&index| {
-            let shard = Shard { index, count };
-            !datasets.iter().all(|name| {
-                ShardRecord::read(&shard.sidecar_path(local, name))
-                    .map(|r| r.complete)
-                    .unwrap_or(false)
-            })
-        })
-        .collect()
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().context("cannot tell the current folder")
 }
 
 fn evaluate(args: EvaluateArgs, passed: Vec<String>) -> Result<i32> {
@@ -335,76 +205,47 @@ fn evaluate(args: EvaluateArgs, passed: Vec<String>) -> Result<i32> {
             .clone()
             .unwrap_or_else(|| PathBuf::from(&results_name)),
     )?;
-    let config_names: Vec<String> = crate::evaluate::resolve_datasets(&datasets)?
-        .into_iter()
-        .map(|d| d.config_name)
-        .collect();
-    let count = args.shards;
-    let todo = unfinished_shards(&config_names, &local, count);
-    let slurm_dir = local.join("slurm");
-    let logs = slurm_dir.join("logs");
-    let binary = this_binary()?;
-    let job_name = format!(
-        "ioi-run-{}",
-        Path::new(&results_name)
-            .file_name()
-            .map_or("evaluate".into(), |n| n.to_string_lossy().into_owned())
-    );
-
-    let mut shards = sbatch_header(&job_name, &args.job, &logs.join("shard-%a.log"))?;
-    shards.push_str(&format!("#SBATCH --array={}\n", array_spec(&todo)));
-    shards.push_str(&format!(
-        "set -eu\nexec {} evaluate {} --shard \"$SLURM_ARRAY_TASK_ID/{count}\" --jobs \"${{SLURM_CPUS_PER_TASK:-1}}\"\n",
-        quote(&binary),
-        quote_all(&passed)
-    ));
-    let merge_job = JobOptions {
-        cpus_per_task: 1,
-        ..args.job.clone()
-    };
-    let mut merge = sbatch_header(
-        &format!("{job_name}-merge"),
-        &merge_job,
-        &logs.join("merge.log"),
-    )?;
-    merge.push_str(&format!(
-        "set -eu\nexec {} merge {} {} --local-results-path {}\n",
-        quote(&binary),
-        quote(&datasets),
-        quote(&results_name),
-        quote(&local.to_string_lossy())
-    ));
+    let plan = slurm::evaluate::Plan::new(&slurm::evaluate::Request {
+        datasets: &datasets,
+        results_name: &results_name,
+        local: &local,
+        count: args.shards,
+        evaluate_args: &passed,
+        resources: &args.job.resources(),
+        binary: &slurm::this_binary()?,
+        chdir: &current_dir()?,
+    })?;
 
     if args.job.print {
-        if todo.is_empty() {
+        if plan.todo.is_empty() {
             println!("# every shard is complete: only the merge job would be submitted");
         } else {
-            println!("# shards.sbatch (submitted with: sbatch shards.sbatch)\n{shards}");
+            println!(
+                "# shards.sbatch (submitted with: sbatch shards.sbatch)\n{}",
+                plan.shards_script
+            );
         }
         println!(
-            "# merge.sbatch (submitted with: sbatch --dependency=afterok:<shards job id> --kill-on-invalid-dep=yes merge.sbatch)\n{merge}"
+            "# merge.sbatch (submitted with: sbatch --dependency=afterok:<shards job id> --kill-on-invalid-dep=yes merge.sbatch)\n{}",
+            plan.merge_script
         );
         return Ok(0);
     }
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    for (name, text) in [("shards.sbatch", &shards), ("merge.sbatch", &merge)] {
-        let path = slurm_dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let mut merge_options = Vec::new();
-    if todo.is_empty() {
-        println!("every shard of {count} is complete: submitting the merge only");
-    } else {
-        let id = submit(&shards, &[])?;
-        println!(
-            "shards: job {id} (array {} of {count}), logs {}",
-            array_spec(&todo),
+    let submitted = plan.submit()?;
+    let logs = plan.logs();
+    match &submitted.shards {
+        None => println!(
+            "every shard of {} is complete: submitting the merge only",
+            plan.count
+        ),
+        Some(id) => println!(
+            "shards: job {id} (array {} of {}), logs {}",
+            slurm::script::array_spec(&plan.todo),
+            plan.count,
             logs.join("shard-<K>.log").display()
-        );
-        merge_options.push(format!("--dependency=afterok:{id}"));
-        merge_options.push("--kill-on-invalid-dep=yes".to_string());
+        ),
     }
-    let merge_id = submit(&merge, &merge_options)?;
+    let merge_id = &submitted.merge;
     println!(
         "merge:  job {merge_id}, log {}",
         logs.join("merge.log").display()
@@ -417,59 +258,34 @@ fn evaluate(args: EvaluateArgs, passed: Vec<String>) -> Result<i32> {
 }
 
 fn serve(args: ServeArgs, base: u16, passed: Vec<String>) -> Result<i32> {
-    let binary = this_binary()?;
-    let has = |name: &str| {
-        passed
-            .iter()
-            .any(|a| a == name || a.starts_with(&format!("{name}=")))
-    };
-    if has("--ports") {
-        bail!("slurm serve: --ports cannot be used here: worker i listens on --port + i, the port its job name announces");
-    }
-    let mut common = passed.clone();
-    // Reachable from other nodes, unless the user chose an address.
-    if !has("--host") {
-        common.extend(["--host".to_string(), "0.0.0.0".to_string()]);
-    }
     let log_dir = absolute(&args.log_dir)?;
+    let jobs = slurm::serve::worker_jobs(
+        base,
+        args.workers,
+        &passed,
+        &args.job.resources(),
+        &log_dir,
+        &slurm::this_binary()?,
+        &current_dir()?,
+    )?;
+    if args.job.print {
+        for job in &jobs {
+            println!("# {} (submitted with: sbatch)\n{}", job.name, job.script);
+        }
+        return Ok(0);
+    }
+    std::fs::create_dir_all(&log_dir)
+        .with_context(|| format!("cannot create {}", log_dir.display()))?;
     let mut ids = Vec::new();
-    for i in 0..args.workers {
-        let port = base
-            .checked_add(i)
-            .with_context(|| format!("port {base}+{i} is beyond 65535"))?;
-        let name = format!("piston-worker-{port}");
-        let mut script = sbatch_header(&name, &args.job, &log_dir.join(format!("{name}-%j.log")))?;
-        let jobs = if has("--jobs")
-            || has("--max-concurrent-requests")
-            || passed.iter().any(|a| a.starts_with("-j"))
-        {
-            String::new()
-        } else {
-            " --jobs \"${SLURM_CPUS_PER_TASK:-1}\"".to_string()
-        };
-        script.push_str(&format!(
-            "set -eu\nexec {} serve {} --port {port}{jobs}\n",
-            quote(&binary),
-            quote_all(&common)
-        ));
-        if args.job.print {
-            println!("# {name} (submitted with: sbatch)\n{script}");
-            continue;
-        }
-        if i == 0 {
-            std::fs::create_dir_all(&log_dir)
-                .with_context(|| format!("cannot create {}", log_dir.display()))?;
-        }
-        let id = submit(&script, &[])?;
-        println!("{name}: job {id}");
+    for job in &jobs {
+        let id = slurm::submit::submit(&job.script, &[])?;
+        println!("{}: job {id}", job.name);
         ids.push(id);
     }
-    if !args.job.print {
-        println!(
-            "workers are found with: squeue --format=\"%j %N %T\" --states=RUNNING (PISTON_ENDPOINTS=slurm)"
-        );
-        println!("stop them with: scancel {}", ids.join(" "));
-    }
+    println!(
+        "workers are found with: squeue --format=\"%j %N %T\" --states=RUNNING (PISTON_ENDPOINTS=slurm)"
+    );
+    println!("stop them with: scancel {}", ids.join(" "));
     Ok(0)
 }
 
@@ -513,44 +329,5 @@ mod tests {
                 "2"
             ])
         );
-    }
-
-    #[test]
-    fn words_are_quoted_for_bash() {
-        assert_eq!(quote("a/b.jsonl"), "a/b.jsonl");
-        assert_eq!(quote("my model"), "'my model'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
-        assert_eq!(quote("$(rm -rf /)"), "'$(rm -rf /)'");
-        assert_eq!(quote(""), "''");
-    }
-
-    #[test]
-    fn a_line_break_cannot_smuggle_a_command_into_the_script() {
-        let job = JobOptions {
-            cpus_per_task: 1,
-            mem: None,
-            partition: None,
-            time: None,
-            sbatch_arg: vec!["--qos=high\nrm -rf ~".into()],
-            print: true,
-        };
-        let err = sbatch_header("x", &job, Path::new("log")).unwrap_err();
-        assert!(err.to_string().contains("line break"), "{err}");
-        let job = JobOptions {
-            sbatch_arg: vec!["--qos=high".into()],
-            ..job
-        };
-        let header = sbatch_header("x", &job, Path::new("log")).unwrap();
-        assert!(
-            header.lines().any(|l| l == "#SBATCH --qos=high"),
-            "{header}"
-        );
-    }
-
-    #[test]
-    fn array_lists_are_compact() {
-        assert_eq!(array_spec(&[0, 1, 2, 3]), "0-3");
-        assert_eq!(array_spec(&[0, 2, 3, 5]), "0,2-3,5");
-        assert_eq!(array_spec(&[4]), "4");
     }
 }

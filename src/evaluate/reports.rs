@@ -1,6 +1,6 @@
-//! Markdown reports of a dataset's results (SPEC §3), built from results rows alone so that they
-//! can be regenerated from any results JSONL: `reports/<dataset>/<year>_<problem>.md` per
-//! problem, and `reports/<dataset>/README.md` with the totals per year.
+//! Markdown reports of a dataset's results (docs/results.md#reports), built from results rows alone
+//! so that they can be regenerated from any results JSONL: `reports/<dataset>/<year>_<problem>.md`
+//! per problem, and `reports/<dataset>/README.md` with the totals per year.
 //!
 //! Numbers follow the reference: a problem's score is, per subtask, the best weighted score over
 //! a set of submissions, summed; "no limit" uses every submission, "50 limit" those chosen by

@@ -1,6 +1,6 @@
 //! The results of a dataset: one JSON line per judged submission in
-//! `<local-results-path>/<dataset>.jsonl` (SPEC §3). The file is also the resume cache: a restart
-//! skips the submissions already in it.
+//! `<local-results-path>/<dataset>.jsonl` (docs/results.md#results-file). The file is also the
+//! resume cache: a restart skips the submissions already in it.
 //!
 //! Each row is written with a single `write` and synced before the next one, so a run killed at
 //! any moment leaves at most one truncated last line, which the next open drops (that submission
@@ -20,7 +20,8 @@ use crate::dataset::{kind, Row};
 use crate::problem::Problem;
 use crate::score::{SubtaskResult, Verdict};
 
-/// Builds the results row of a judged submission (SPEC §3): every submission field but
+/// Builds the results row of a judged submission (docs/results.md#results-file): every submission
+/// field but
 /// `subtask`, then the target subtask's score and status, whether the code compiles, the total and
 /// every subtask's results.
 ///
@@ -34,7 +35,8 @@ pub fn result_row(
 ) -> Map<String, Value> {
     let mut row = submission.fields.clone();
     row.remove("subtask");
-    // Extra fields never replace a column of the submission (SPEC §3 keeps them all).
+    // Extra fields never replace a column of the submission (docs/results.md#results-file keeps
+    // them all).
     row.entry("submission_id").or_insert(json!(submission.id));
     row.entry("problem_name").or_insert(json!(problem.name));
     row.entry("problem_day").or_insert(json!(problem.day));

@@ -1,7 +1,7 @@
-//! The reference's choice of 50 submissions per problem, as a contestant limited to 50
-//! submissions would pick them (SPEC §3): cycle backwards over the subtasks, each time sending
-//! the best remaining submission written for a subtask not solved yet, then fill up with the best
-//! of the rest.
+//! The reference's choice of 50 submissions per problem, as a contestant limited to 50 submissions
+//! would pick them (docs/results.md#round-robin-selection): cycle backwards over the subtasks, each
+//! time sending the best remaining submission written for a subtask not solved yet, then fill up
+//! with the best of the rest.
 //!
 //! Reproduced exactly, quirk included, so that scores match the reference: when a submission
 //! fully solves subtask k, the reference adds the *integer* k to its set of solved subtasks, which

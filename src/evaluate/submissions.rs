@@ -1,4 +1,4 @@
-//! Submissions to judge, loaded from datasets named on the command line (SPEC §1.4).
+//! Submissions to judge, loaded from datasets named on the command line (docs/data.md#submissions).
 //!
 //! A dataset is one local file, one folder (every parquet/jsonl under it, all splits), each match
 //! of a glob, or a Hugging Face dataset (`org/name`, `org/prefix-*`) when the string names no

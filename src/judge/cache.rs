@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use super::compile::{CompileError, Compiled};
+use super::compiled::{CompileError, Compiled};
 
 /// Entries used more recently than this are never trimmed.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);

@@ -1,7 +1,7 @@
-//! Compilation, once: submissions with the graders (SPEC §2.1), checkers and managers, inside
-//! the sandbox, cached on disk by the hash of everything that goes in (sources, grader files,
-//! flags, compiler version), and deduplicated in memory so that identical code submitted many
-//! times is compiled once even when the copies are judged at the same time.
+//! Compilation, once: submissions with the graders (docs/judging.md#compile), checkers and
+//! managers, inside the sandbox, cached on disk by the hash of everything that goes in (sources,
+//! grader files, flags, compiler version), and deduplicated in memory so that identical code
+//! submitted many times is compiled once even when the copies are judged at the same time.
 
 use std::collections::HashMap;
 use std::fs;
@@ -14,10 +14,11 @@ use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::cache::CacheStore;
+pub use super::compiled::{CompileError, Compiled};
 use super::stop;
 use crate::problem::{GraderFile, Problem};
 
-/// Flags of the submission compile (SPEC §2.1).
+/// Flags of the submission compile (docs/judging.md#compile).
 pub const SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-s"];
 /// Flags of the submission compile in CMS (its `C++17 / g++` language), on which IOI runs:
 /// the reference's, linked statically.
@@ -33,8 +34,8 @@ pub const PROGRAM_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CompileProfile {
-    /// The reference pipeline's flags (SPEC §2.1), dynamically linked: results comparable with
-    /// the Python pipeline and Piston.
+    /// The reference pipeline's flags (docs/judging.md#compile), dynamically linked: results
+    /// comparable with the Python pipeline and Piston.
     #[default]
     Reference,
     /// CMS's flags, as at IOI: the same, plus `-static`. A statically linked program can behave
@@ -67,68 +68,6 @@ pub const DEFAULT_MAX_PROGRAM_BYTES: u64 = 256 << 20;
 
 /// Bytes of compiler diagnostics kept in a CE feedback; the rest is never read.
 pub const MAX_COMPILER_STDERR: usize = 64 * 1024;
-
-/// What a compile produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Compiled {
-    /// The executable, in the cache.
-    Binary(PathBuf),
-    /// The compiler failed.
-    Error(CompileError),
-}
-
-/// A compilation error, whoever compiled (the native judge, the scripts, a tool's build): how
-/// the compiler ended and what it said. The one type for "the code does not compile".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompileError {
-    /// The compiler's exit code; `None` when a limit (time, memory, output) stopped it.
-    pub exit_code: Option<i32>,
-    /// Its diagnostics, capped and decoded lossily.
-    pub stderr: String,
-}
-
-impl CompileError {
-    /// A compiler that exited with `exit_code`.
-    pub fn exited(exit_code: i32, stderr: impl Into<String>) -> CompileError {
-        CompileError {
-            exit_code: Some(exit_code),
-            stderr: stderr.into(),
-        }
-    }
-
-    /// A compiler stopped by a limit.
-    pub fn stopped(stderr: impl Into<String>) -> CompileError {
-        CompileError {
-            exit_code: None,
-            stderr: stderr.into(),
-        }
-    }
-
-    /// The exit code as Piston and the Python pipeline report it: -1 for a stopped compiler.
-    /// Only the wire formats (feedback, the IOI response) speak this way.
-    pub fn reported_code(&self) -> i32 {
-        self.exit_code.unwrap_or(-1)
-    }
-
-    /// The feedback the Python pipeline gives every test of a submission that does not compile.
-    pub fn feedback(&self) -> String {
-        format!(
-            "Compilation error exit code {}\n{}",
-            self.reported_code(),
-            self.stderr
-        )
-    }
-}
-
-impl std::fmt::Display for CompileError {
-    /// "does not compile (exit code N):" or "(stopped by a limit):", then the diagnostics.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.exit_code {
-            Some(code) => write!(f, "does not compile (exit code {code}):\n{}", self.stderr),
-            None => write!(f, "does not compile (stopped by a limit):\n{}", self.stderr),
-        }
-    }
-}
 
 /// One compile: the sources (paths relative to the compile box) and the flags.
 struct CompileJob<'a> {

@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod check;
 pub mod compile;
+pub mod compiled;
 pub mod fake;
 pub mod native;
 pub mod pch;
@@ -37,7 +38,7 @@ pub use workdir::BoxDir;
 pub enum Runner {
     /// Natively: per-process CPU time and memory from the cgroup (the default).
     Native,
-    /// Through `compile` and `run` scripts (SPEC §2.6).
+    /// Through `compile` and `run` scripts (docs/judging.md#script-mode).
     Scripts(scripts::Scripts),
 }
 
@@ -184,8 +185,8 @@ impl Judge {
                 }
             }
         }
-        // The script-mode contract (SPEC §2.6) reads the manager's verdict from its stdout;
-        // a checker judging the manager's output (TPS packages) exists only natively.
+        // The script-mode contract (docs/judging.md#script-mode) reads the manager's verdict from
+        // its stdout; a checker judging the manager's output (TPS packages) exists only natively.
         if matches!(self.runner, Runner::Scripts(_))
             && matches!(problem.task, TaskType::Communication(_))
             && problem.checker().is_some()

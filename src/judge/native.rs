@@ -1,5 +1,6 @@
-//! The native runner: Batch (SPEC §2.2) and Communication (SPEC §2.3) tasks run directly in
-//! the sandbox, each program in its own box, with the limits and verdicts of SPEC §2.4.
+//! The native runner: Batch (docs/judging.md#batch) and Communication
+//! (docs/judging.md#communication) tasks run directly in the sandbox, each program in its own box,
+//! with the limits and verdicts of docs/judging.md#limits-and-verdicts.
 //!
 //! The solution never sees the expected output, the checker, the manager or other tests: its
 //! box is a private tmpfs (counted as its memory), the input arrives on stdin, the program
@@ -530,11 +531,11 @@ impl Conversation {
     }
 }
 
-/// The manager's and the user processes' run specs of a Communication test (SPEC §2.3), users
-/// with `user_limits`; the manager's stdout and stderr go to `manager.out` / `manager.err` in
-/// the root-only folder `private`. The manager and the users wait on one another, so they
-/// share one wait group: a peer blocked on a process that waits for a CPU is not charged wall
-/// time for it.
+/// The manager's and the user processes' run specs of a Communication test
+/// (docs/judging.md#communication), users with `user_limits`; the manager's stdout and stderr go to
+/// `manager.out` / `manager.err` in the root-only folder `private`. The manager and the users wait
+/// on one another, so they share one wait group: a peer blocked on a process that waits for a CPU
+/// is not charged wall time for it.
 fn communication_specs(
     params: &Communication,
     manager: &Path,

@@ -33,9 +33,10 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Bind, RunSpec, Sandbox, Stdio, Termination};
 
 use super::compile::{
-    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache, CompileError,
+    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache,
     DEFAULT_MAX_PROGRAM_BYTES, MAX_COMPILER_STDERR,
 };
+use super::compiled::CompileError;
 use super::stop;
 use super::workdir::BoxDir;
 

@@ -1,5 +1,5 @@
 //! Which tests a submission runs, with the reference pipeline's exact early-stop semantics
-//! (SPEC §2.5), whatever the parallelism.
+//! (docs/judging.md#scores-and-statuses), whatever the parallelism.
 //!
 //! The reference judges subtasks in order, the tests of a subtask in batches of
 //! `test_batch_size`, stops a subtask after a batch containing a 0, reuses results of tests

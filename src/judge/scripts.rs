@@ -1,9 +1,9 @@
-//! Script mode (SPEC §2.6): the Piston IOI contract. A box holds `graders/<id>.cpp`, every
-//! grader file, `compile` and `run`; `compile` runs once per submission, and for each test
-//! the compiled box is copied with `input.txt` and `correct_output.txt` added, and `run`
-//! prints the score on stdout and the feedback on stderr, under a hard wall limit of the time
-//! limit + 3 s. The project's own scripts are embedded; `--compile-script`/`--run-script`
-//! take a user's pair.
+//! Script mode (docs/judging.md#script-mode): the Piston IOI contract. A box holds
+//! `graders/<id>.cpp`, every grader file, `compile` and `run`; `compile` runs once per submission,
+//! and for each test the compiled box is copied with `input.txt` and `correct_output.txt` added,
+//! and `run` prints the score on stdout and the feedback on stderr, under a hard wall limit of the
+//! time limit + 3 s. The project's own scripts are embedded; `--compile-script`/`--run-script` take
+//! a user's pair.
 
 use std::fs;
 use std::path::Path;

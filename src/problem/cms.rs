@@ -1,4 +1,4 @@
-//! CMS task folders, as IOI organisers publish them (SPEC §1.3):
+//! CMS task folders, as IOI organisers publish them (docs/data.md#cms-task-folders):
 //!
 //! ```text
 //! problem.json            name, task_type, task_type_params, time_limit (s), memory_limit (bytes)

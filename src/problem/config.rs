@@ -2,7 +2,7 @@
 //!
 //! Both carry the task type and limits, and for Communication tasks the number of user
 //! processes, the user I/O mode and extra manager arguments. In the wild those parameters are
-//! spelled in several ways (SPEC §1.1): flat top-level keys
+//! spelled in several ways (docs/data.md#problems): flat top-level keys
 //! `task_type_parameters_Communication_<param>`, or inside `task_type_params`, which is an
 //! object or a JSON-encoded string whose keys are either the long or the short (`<param>`)
 //! names. This module accepts all of them and turns them into one [`TaskConfig`].
@@ -20,7 +20,7 @@ pub const GRADER_CONFIG_PATH: &str = "graders/grader_config.json";
 
 const LONG_PREFIX: &str = "task_type_parameters_Communication_";
 
-/// The task types ioi-run judges; OutputOnly and TwoSteps are out of scope (SPEC §5).
+/// The task types ioi-run judges; OutputOnly and TwoSteps are out of scope (docs/README.md#scope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskKind {
     Batch,

@@ -1,5 +1,5 @@
-//! Writes problems and tests in the open-r1 parquet layouts (SPEC §1.1, §1.2), so that a CMS
-//! task folder can be published or judged like the Hugging Face datasets.
+//! Writes problems and tests in the open-r1 parquet layouts (docs/data.md#problems, #tests), so
+//! that a CMS task folder can be published or judged like the Hugging Face datasets.
 //!
 //! Tests are written a bounded batch at a time, each batch closing its own row group, so that
 //! converting a large task never holds more than one batch of test data in memory.

@@ -71,7 +71,7 @@ pub enum TaskType {
     Communication(Communication),
 }
 
-/// Parameters of a Communication task (SPEC §2.3).
+/// Parameters of a Communication task (docs/judging.md#communication).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Communication {
     /// Number of user processes (at least 1).
@@ -153,7 +153,7 @@ impl Problem {
 }
 
 /// The problem id told by the grader files: the stem of the first (sorted) `graders/*.h` that is
-/// not `testlib.h`, lowercased (SPEC §2.1). `None` when there is no such header.
+/// not `testlib.h`, lowercased (docs/judging.md#compile). `None` when there is no such header.
 pub fn id_from_headers(files: &[GraderFile]) -> Option<String> {
     let mut headers: Vec<&str> = files
         .iter()

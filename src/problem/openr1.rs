@@ -1,6 +1,6 @@
-//! The open-r1/ioi layout (SPEC §1.1): problems as one row per subtask, in parquet or JSON
-//! Lines. Their tests (the "open-r1/ioi-test-cases" layout) are loaded by [`load_tests`], which
-//! lives in `testcases` and is re-exported here.
+//! The open-r1/ioi layout (docs/data.md#problems): problems as one row per subtask, in parquet or
+//! JSON Lines. Their tests (the "open-r1/ioi-test-cases" layout) are loaded by [`load_tests`],
+//! which lives in `testcases` and is re-exported here.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! Tests of a problem (SPEC §1.2): open-r1/ioi-test-cases rows in parquet or JSON Lines, or
-//! folders of `<name>.in`/`<name>.out` files.
+//! Tests of a problem (docs/data.md#tests): open-r1/ioi-test-cases rows in parquet or JSON Lines,
+//! or folders of `<name>.in`/`<name>.out` files.
 //!
 //! Test files are large (a year is up to 1.8 GB, one input up to 22 MB), so [`load_tests`]
 //! streams them: a row filter on the small key columns picks the rows of the problem being

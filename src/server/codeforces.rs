@@ -1,5 +1,6 @@
-//! The Codeforces contract (SPEC §4.1): what open-r1's `cf_scoring` sends as language `c++17`
-//! (or another C++ standard, or `cf_python3`) and what it reads back.
+//! The Codeforces contract (docs/piston-api.md#the-codeforces-contract): what open-r1's
+//! `cf_scoring` sends as language `c++17` (or another C++ standard, or `cf_python3`) and what it
+//! reads back.
 //!
 //! A request holds the program (`main.cpp` / `main.python`), the test (`input.txt`,
 //! `correct_output.txt`), an optional `checker.py` and a `grader_config` text file of shell

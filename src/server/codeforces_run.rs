@@ -1,4 +1,5 @@
-//! Judging one Codeforces request (SPEC §4.1) in the sandbox, the way the Codeforces package's
+//! Judging one Codeforces request (docs/piston-api.md#the-codeforces-contract) in the sandbox, the
+//! way the Codeforces package's
 //! `compile` and `run` scripts do, with the sandbox's real limits instead of `ulimit` and
 //! `timeout`:
 //!

@@ -16,10 +16,10 @@
 //! symlink to a host file, a FIFO) is ever opened on its behalf, and the run leaves nothing on
 //! the host but its two output files, each bounded by [`PLAIN_OUTPUT_LIMIT`].
 //!
-//! Limits follow IOI semantics (SPEC §2.4), not Piston's: a user process has the problem's CPU
-//! limit and a wall limit of 3 × that + 1 s, which stays within the client's `run_timeout`
-//! (time limit + 3 s) for time limits up to 1 s and exceeds it above. A run whose wall time
-//! reached `run_timeout` is reported as Piston's hard time-out, which the client reads as
+//! Limits follow IOI semantics (docs/judging.md#limits-and-verdicts), not Piston's: a user process
+//! has the problem's CPU limit and a wall limit of 3 × that + 1 s, which stays within the client's
+//! `run_timeout` (time limit + 3 s) for time limits up to 1 s and exceeds it above. A run whose
+//! wall time reached `run_timeout` is reported as Piston's hard time-out, which the client reads as
 //! `Time limit exceeded`, as it would from Piston.
 
 use std::fs;

@@ -1,5 +1,5 @@
-//! A Piston-compatible HTTP server (SPEC §4), so existing Piston clients — the Python IOI
-//! pipeline first — can send their requests here unchanged.
+//! A Piston-compatible HTTP server (docs/piston-api.md), so existing Piston clients — the Python
+//! IOI pipeline first — can send their requests here unchanged.
 //!
 //! The server only speaks HTTP: it parses Piston's request shape into a [`Job`], admits it
 //! (at most `jobs` running, at most `max_queue` waiting, HTTP 503 beyond), hands it to an
@@ -52,7 +52,7 @@ pub enum Job {
 }
 
 /// One IOI submission on one test: what the seed's `compile` and `run` scripts would see in
-/// their box (SPEC §2.6).
+/// their box (docs/judging.md#script-mode).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IoiJob {
     /// Lowercase problem id: the stem of the first `graders/*.h` that is not `testlib.h`.

@@ -1,10 +1,10 @@
 //! How an IOI verdict travels through Piston's response shape, both ways.
 //!
-//! Piston's IOI package reports what its `run` script printed: the score on stdout, the feedback
-//! on stderr (SPEC §2.6). The Python client turns a response back into `(score, feedback)` with
-//! a few special cases (compilation error, hard time-out). [`ioi_response`] is what the judge
-//! answers with; [`client_view`] is a faithful port of the client, so tests can prove that every
-//! outcome comes back exactly as the judge meant it.
+//! Piston's IOI package reports what its `run` script printed: the score on stdout, the feedback on
+//! stderr (docs/judging.md#script-mode). The Python client turns a response back into `(score,
+//! feedback)` with a few special cases (compilation error, hard time-out). [`ioi_response`] is what
+//! the judge answers with; [`client_view`] is a faithful port of the client, so tests can prove
+//! that every outcome comes back exactly as the judge meant it.
 
 use super::{Response, Stage};
 use crate::judge::CompileError;

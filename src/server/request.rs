@@ -16,8 +16,8 @@ use super::{allowed_memory, IoiJob, Job, PlainJob, RequestError, Runtime, DEFAUL
 use crate::problem::config::{parse_config, GRADER_CONFIG_PATH};
 use crate::problem::{id_from_headers, Communication, GraderFile, TaskType, UserIo};
 
-/// The hard limit the client adds to the time limit (SPEC §2.6); used to recover a time limit
-/// from `run_timeout` when the grader config has none.
+/// The hard limit the client adds to the time limit (docs/judging.md#script-mode); used to recover
+/// a time limit from `run_timeout` when the grader config has none.
 const CLIENT_EXTRA_SECONDS: f64 = 3.0;
 /// Piston's default `run_timeout`.
 const DEFAULT_PLAIN_RUN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -192,8 +192,8 @@ fn ioi_job(mut files: Vec<File>, limits: &RequestLimits) -> Result<IoiJob, Reque
     })
 }
 
-/// The problem id: from the headers (SPEC §2.1), else from a lone `graders/<id>.cpp` sent first,
-/// as the Python client does.
+/// The problem id: from the headers (docs/judging.md#compile), else from a lone `graders/<id>.cpp`
+/// sent first, as the Python client does.
 fn problem_id(files: &[File]) -> Result<String, RequestError> {
     let headers: Vec<GraderFile> = files
         .iter()

@@ -17,7 +17,8 @@ pub enum Runtime {
     CmsIoi,
     /// Plain C++ (public Piston's gcc package): compile a program and run it.
     Cpp,
-    /// The Codeforces package: judge a C++ or Python program on one test (SPEC §4.1).
+    /// The Codeforces package: judge a C++ or Python program on one test
+    /// (docs/piston-api.md#the-codeforces-contract).
     Codeforces(CfLanguage),
 }
 

@@ -6,14 +6,14 @@
 # For each problem and each solution listed in its expected.json:
 #   * builds a box exactly as the seed's "Evaluating without piston" contract says:
 #     graders/<id>.cpp, every grader file at its relative path, graders/grader_config.json,
-#     `compile` and `run`; runs `bash compile` once per solution (SPEC §2.1);
+#     `compile` and `run`; runs `bash compile` once per solution (docs/judging.md#compile);
 #   * per test, copies the compiled box, adds input.txt and correct_output.txt and runs
 #     `bash run` under a hard `timeout` of time_limit + 3 s;
-#   * derives the test status from score + feedback as SPEC §2.5 does, runs subtasks in order
-#     with early stop (batch size 1; a test shared by subtasks runs once), aggregates
+#   * derives the test status from score + feedback as docs/judging.md#scores-and-statuses
+#     says, runs subtasks in order with early stop (batch size 1; a test shared by subtasks runs once), aggregates
 #     (min score rounded to score_precision, worst status) and compares with expected.json.
-# grader_config.json is written in a different one of the accepted forms (SPEC §1.1) per
-# problem, to exercise the run script's parser.
+# grader_config.json is written in a different one of the accepted forms
+# (docs/data.md#problems) per problem, to exercise the run script's parser.
 # Solutions marked "sandbox_only" (cheating attempts) are run and shown but never fail the
 # validation: unsandboxed, their verdict depends on the host. Pass --sandbox-only to make them
 # count (e.g. when the scripts run inside a real sandbox).
@@ -43,7 +43,7 @@ ORDER = ["CE", "RE", "WA", "MLE", "TLE", "PA", "AC", "SKIPPED"]
 
 
 def test_status(score, feedback):
-    """SPEC §2.5 / the Python pipeline."""
+    """docs/judging.md#scores-and-statuses, as the Python pipeline does."""
     if score == 0:
         for prefix, st in (("Compilation error", "CE"), ("Time limit exceeded", "TLE"),
                            ("Memory limit exceeded", "MLE"), ("Output isn't correct", "WA")):

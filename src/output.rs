@@ -1,8 +1,8 @@
 //! Standard output that cannot panic. `println!` panics when stdout is a closed pipe
 //! (`ioi-run report x.jsonl | head -0`); the commands write through [`outln!`] instead, which
-//! returns the write error to the command. The error travels up like any other, and [`super::main`]
-//! recognises a broken pipe and ends quietly with success, as ripgrep does: the reader has all
-//! it wanted.
+//! returns the write error to the command. The error travels up like any other, and
+//! [`crate::cli::main`] recognises a broken pipe and ends quietly with success, as ripgrep does:
+//! the reader has all it wanted. Commands and benchmarks print through it alike.
 
 /// `println!` that returns `std::io::Error` to the enclosing function (`?`) instead of panicking.
 macro_rules! outln {
