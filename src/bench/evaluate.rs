@@ -123,6 +123,7 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
         },
         override_existing: false,
         shard: None,
+        settings: Default::default(),
     })
 }
 

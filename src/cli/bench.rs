@@ -40,7 +40,7 @@ enum What {
         /// Loop iterations of the solution per test (10^7 is about 10 ms).
         #[arg(long, default_value_t = 10_000_000)]
         work: u64,
-        #[arg(long, short = 'j')]
+        #[arg(long, short = 'j', value_parser = super::job_count)]
         jobs: Option<usize>,
         /// Judge once more beside this many busy loops (each a session of its own): every test
         /// must be accepted again.
@@ -52,7 +52,7 @@ enum What {
     Evaluate {
         #[arg(long, default_value_t = 200)]
         submissions: usize,
-        #[arg(long, short = 'j')]
+        #[arg(long, short = 'j', value_parser = super::job_count)]
         jobs: Option<usize>,
         /// Size of the generated tests file, in GiB.
         #[arg(long, default_value_t = 1.0)]
@@ -95,7 +95,7 @@ enum What {
         #[arg(long, default_value_t = 2)]
         shards: u32,
         /// Workers in all [default: the number of cores].
-        #[arg(long, short = 'j')]
+        #[arg(long, short = 'j', value_parser = super::job_count)]
         jobs: Option<usize>,
     },
     /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
@@ -103,7 +103,7 @@ enum What {
     /// and the gain of compiling a submission once over compiling it per request.
     Serve {
         /// Executions at once in the server [default: the number of cores].
-        #[arg(long, short = 'j')]
+        #[arg(long, short = 'j', value_parser = super::job_count)]
         jobs: Option<usize>,
         /// Requests per concurrency level.
         #[arg(long, default_value_t = 128)]

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::RunnerKind;
-use crate::evaluate::run::{self, Catalog, EvaluateOptions, ShardRun, Summary};
+use crate::evaluate::run::{self, Catalog, EvaluateOptions, Summary};
 use crate::evaluate::shard::Shard;
 use crate::evaluate::{resolve_datasets, DatasetSource, SubmissionOptions};
 use crate::judge::schedule::{Progress, ScheduleOptions};
@@ -81,8 +81,9 @@ pub struct Args {
     pub(super) shard: Option<Shard>,
 }
 
-/// The options of a shard that change its results, recorded with it and compared by `merge`.
-fn shard_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> {
+/// The settings that can change a verdict (or what the results hold), recorded with the
+/// results and compared on resume and by `merge` (see `evaluate::settings`).
+fn run_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> {
     let runner = match (
         &args.run.compile_script,
         &args.run.run_script,
@@ -101,11 +102,26 @@ fn shard_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> 
         (_, _, RunnerKind::Scripts) => "scripts (built in)".to_string(),
         (_, _, RunnerKind::Native) => "native".to_string(),
     };
+    // The script compiles with the flags it chooses; the native runner with the profile's.
+    let flags = match runner.as_str() {
+        "native" => args.run.compile_profile.submission_flags().join(" "),
+        _ => "chosen by the compile script".to_string(),
+    };
+    let compiler = crate::judge::compile::compiler_identity()
+        .lines()
+        .next()
+        .unwrap_or("g++ unknown")
+        .to_string();
     let settings = json!({
         "ioi_run_version": env!("CARGO_PKG_VERSION"),
         "id_column": args.id_column,
         "test_batch_size": args.run.test_batch_size,
         "runner": runner,
+        "compile_profile": args.run.compile_profile.as_str(),
+        "compiler": compiler,
+        "compile_flags": flags,
+        "max_program_size": args.run.cache.max_program_size,
+        "time_scale": args.run.time_scale,
         "add_includes": args.add_includes,
         "always_extract_code": args.always_extract_code,
         "add_messages_column": args.add_messages_column,
@@ -192,13 +208,8 @@ fn evaluate_options(args: &Args, inputs: &Inputs, catalog: &Catalog) -> Result<E
             timeout: args.timeout,
         },
         override_existing: args.override_existing,
-        shard: match args.shard {
-            Some(shard) => Some(ShardRun {
-                shard,
-                settings: shard_settings(args, catalog)?,
-            }),
-            None => None,
-        },
+        shard: args.shard,
+        settings: run_settings(args, catalog)?,
     })
 }
 

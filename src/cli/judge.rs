@@ -120,7 +120,7 @@ pub fn run(args: Args) -> Result<i32> {
             serde_json::to_string_pretty(&json_report(problem, &results))?
         );
     } else {
-        print_human(problem, &results)?;
+        print_human(problem, &results, judge.time_scale())?;
     }
     Ok(0)
 }
@@ -293,7 +293,7 @@ pub fn json_report(problem: &Problem, results: &[SubtaskResult]) -> serde_json::
     })
 }
 
-fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
+fn print_human(problem: &Problem, results: &[SubtaskResult], time_scale: f64) -> Result<()> {
     let color = std::io::stdout().is_terminal();
     let paint = |text: String, code: &str| {
         if color {
@@ -307,8 +307,13 @@ fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
         true => problem.name.clone(),
         false => format!("{} ({})", problem.name, problem.id),
     };
+    // The problem's limit is the scaled one: show the factor with it.
+    let scaled = match time_scale == 1.0 {
+        true => String::new(),
+        false => format!(" (--time-scale {time_scale})"),
+    };
     outln!(
-        "{title}, time limit {} s, memory limit {} MiB",
+        "{title}, time limit {} s{scaled}, memory limit {} MiB",
         problem.time_limit,
         problem.memory_limit >> 20
     );

@@ -142,7 +142,7 @@ pub struct RunArgs {
         short = 'j',
         visible_alias = "max-concurrent-requests",
         alias = "max_concurrent_requests",
-        value_parser = at_least_one
+        value_parser = job_count
     )]
     pub jobs: Option<usize>,
     /// Tests of a subtask run in batches of this size; after a batch with a 0 the rest of the
@@ -160,6 +160,11 @@ pub struct RunArgs {
     /// IOI: the same with `-static`). Native runner only.
     #[arg(long, value_enum, default_value_t = CompileProfile::Reference)]
     pub compile_profile: CompileProfile,
+    /// Multiply every time limit (CPU, and the wall limit derived from it) by this factor, for
+    /// a host slower (> 1) or faster (< 1) than the contest's; from 0.1 to 100. Native runner
+    /// only; recorded with the results.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_time_scale)]
+    pub time_scale: f64,
     /// Your own `compile` script (implies --runner scripts).
     #[arg(long, requires = "run_script")]
     pub compile_script: Option<std::path::PathBuf>,
@@ -208,6 +213,7 @@ impl RunArgs {
         let mut options = crate::judge::JudgeOptions::default();
         self.cache.apply(&mut options);
         options.compile_profile = self.compile_profile;
+        options.time_scale = self.time_scale;
         options.runner = match (&self.compile_script, &self.run_script, self.runner) {
             (Some(c), Some(r), _) => {
                 crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {
@@ -233,6 +239,32 @@ pub fn jobs_or_default(jobs: Option<usize>) -> usize {
             .unwrap_or(1)
     })
     .max(1)
+}
+
+/// The most parallel workers a command accepts: each worker is a thread with a sandboxed run,
+/// and far more workers than cores only adds threads that wait (programs that sleep or block
+/// still leave room for a few per core).
+pub fn max_jobs() -> usize {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    (8 * cores).max(64)
+}
+
+/// A `--jobs` value: from 1 to [`max_jobs`].
+pub fn job_count(text: &str) -> Result<usize, String> {
+    let n = at_least_one(text)?;
+    let max = max_jobs();
+    if n > max {
+        return Err(format!(
+            "{n} workers is more than this host can use: at most {max} (8 per core, at least \
+             64; this host has {} core(s))",
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        ));
+    }
+    Ok(n)
 }
 
 fn at_least_one(text: &str) -> Result<usize, String> {
@@ -268,6 +300,19 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok((value * multiplier as f64) as u64)
 }
 
+/// Parses a `--time-scale` factor, within [`crate::judge::TIME_SCALES`].
+pub fn parse_time_scale(text: &str) -> Result<f64, String> {
+    let range = crate::judge::TIME_SCALES;
+    match text.trim().parse::<f64>() {
+        Ok(v) if range.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a factor from {} to {} (1 keeps the problems' limits), got {text:?}",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
 /// Parses a duration in seconds (`1`, `0.5`).
 pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     let v: f64 = text
@@ -293,6 +338,29 @@ mod tests {
         assert_eq!(parse_size("64KiB"), Ok(64 << 10));
         assert!(parse_size("12X").unwrap_err().contains("unit"));
         assert!(parse_size("M").is_err());
+    }
+
+    #[test]
+    fn jobs_are_capped_with_a_clear_message() {
+        assert_eq!(job_count("3"), Ok(3));
+        assert_eq!(job_count(&max_jobs().to_string()), Ok(max_jobs()));
+        let err = job_count("100000").unwrap_err();
+        assert!(
+            err.contains("100000 workers") && err.contains(&format!("at most {}", max_jobs())),
+            "{err}"
+        );
+        assert!(job_count("0").unwrap_err().contains("at least 1"));
+    }
+
+    #[test]
+    fn time_scales_are_bounded() {
+        assert_eq!(parse_time_scale("1.5"), Ok(1.5));
+        assert_eq!(parse_time_scale("0.1"), Ok(0.1));
+        assert_eq!(parse_time_scale("100"), Ok(100.0));
+        for bad in ["0", "-1", "0.05", "101", "inf", "NaN", "fast"] {
+            let err = parse_time_scale(bad).unwrap_err();
+            assert!(err.contains("from 0.1 to 100"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub struct Args {
     ports: Option<PortList>,
     /// Executions at once [default: the number of cores].
     #[arg(long, short = 'j', visible_alias = "max-concurrent-requests",
-          value_parser = super::at_least_one)]
+          value_parser = super::job_count)]
     jobs: Option<usize>,
     #[command(flatten)]
     cache: super::CacheArgs,
@@ -54,6 +54,11 @@ pub struct Args {
     /// mode (which would show the expected output to the solution).
     #[arg(long, value_enum, default_value_t = CompileProfile::Reference)]
     compile_profile: CompileProfile,
+    /// Multiply the time limit of every `cms_ioi` and Codeforces request (CPU, and the wall
+    /// limit derived from it) by this factor; from 0.1 to 100. Clients keep their own
+    /// `run_timeout`: raise it with the factor.
+    #[arg(long, default_value_t = 1.0, value_parser = super::parse_time_scale)]
+    time_scale: f64,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -73,7 +78,7 @@ pub fn run(args: Args) -> Result<i32> {
     options.max_body = args.max_body;
     options.max_buffered = args.max_buffered;
     options.grace = args.grace;
-    let executor = make_executor(&args.cache, args.compile_profile)?;
+    let executor = make_executor(&args.cache, args.compile_profile, args.time_scale)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ioi-run-serve")
@@ -112,9 +117,14 @@ fn describe(endpoints: &[String]) -> String {
 /// The executor that judges requests: the native judge with the compile cache options
 /// `judge` and `evaluate` take too, and the given compile profile. The server bounds the
 /// executions at once, not the executor.
-fn make_executor(cache: &super::CacheArgs, profile: CompileProfile) -> Result<Arc<dyn Executor>> {
+fn make_executor(
+    cache: &super::CacheArgs,
+    profile: CompileProfile,
+    time_scale: f64,
+) -> Result<Arc<dyn Executor>> {
     let mut options = JudgeOptions {
         compile_profile: profile,
+        time_scale,
         ..JudgeOptions::default()
     };
     cache.apply(&mut options);

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 
-use super::shard::{settings_difference, shard_of, Shard, ShardRecord};
+use super::settings::{self, JudgedProblems};
+use super::shard::{shard_of, Shard, ShardRecord};
 use super::{read_results, DatasetSource, SubmissionKey, SubmissionOptions};
 
 /// What a merge wrote.
@@ -37,15 +38,21 @@ pub fn merge(
     let mut merged = Vec::new();
     let mut id_column = None;
     for dataset in datasets {
-        let (rows, column) = merge_dataset(dataset, local_results_path)?;
-        id_column.get_or_insert(column);
-        merged.push((dataset, rows));
+        let one = merge_dataset(dataset, local_results_path)?;
+        id_column.get_or_insert(one.id_column.clone());
+        merged.push((dataset, one));
     }
     let mut out = Merged::default();
-    for (dataset, rows) in &merged {
+    for (dataset, one) in &merged {
         let path = local_results_path.join(format!("{}.jsonl", dataset.config_name));
-        write_results(&path, rows)?;
-        out.rows += rows.len();
+        write_results(&path, &one.rows)?;
+        // The merged results are a one-box run's: a later `evaluate` into them resumes only
+        // with the same settings.
+        settings::write(
+            &settings::sidecar_path(local_results_path, &dataset.config_name),
+            &one.settings,
+        )?;
+        out.rows += one.rows.len();
         out.results_files.push(path);
     }
     for path in &out.results_files {
@@ -85,7 +92,7 @@ fn find_records(dir: &Path, dataset: &str) -> Result<Vec<(Shard, PathBuf)>> {
 
 /// Checks the shards of one dataset and returns its merged rows in dataset order, with the
 /// id column the shards used.
-fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String, Value>>, String)> {
+fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
     let name = &dataset.config_name;
     let records = find_records(dir, name)?;
     let Some((first, first_path)) = records.first().cloned() else {
@@ -112,12 +119,15 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String,
     for (shard, path) in &records {
         let record = ShardRecord::read(path)?;
         left_out.extend(record.left_out.iter().cloned());
-        if let Some(diff) = settings_difference(&reference.settings, &record.settings) {
+        let diffs = settings::differences(&reference.settings, &record.settings);
+        if !diffs.is_empty() {
             bail!(
-                "shards of dataset `{name}` were made with different options ({diff}): {} and {}; \
-                 run them again with the same options",
+                "shards of dataset `{name}` were judged with different settings, and their \
+                 results would mix: {} and {} differ in\n  {}\nJudge the shards that differ \
+                 again with the same options (`ioi-run evaluate ... --shard K/N --override`)",
                 first_path.display(),
-                path.display()
+                path.display(),
+                diffs.join("\n  ")
             );
         }
         present[shard.index as usize] = true;
@@ -152,6 +162,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String,
         .collect();
     // Per dataset position: the row, and where it came from (for duplicates).
     let mut rows: Vec<Option<(Map<String, Value>, String)>> = vec![None; submissions.len()];
+    let mut judged = JudgedProblems::default();
     for index in 0..count {
         let shard = Shard { index, count };
         let path = shard.results_path(dir, name);
@@ -172,6 +183,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String,
             if let Some((_, first)) = &rows[at] {
                 bail!("{here}: submission {key} appears twice (also at {first})");
             }
+            judged.note(key.year, &key.problem_id, &row.fields, here.clone())?;
             rows[at] = Some((row.fields, here));
         }
     }
@@ -194,10 +206,19 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<(Vec<Map<String,
             keys[0]
         );
     }
-    Ok((
-        rows.into_iter().flatten().map(|(row, _)| row).collect(),
+    Ok(MergedDataset {
+        rows: rows.into_iter().flatten().map(|(row, _)| row).collect(),
         id_column,
-    ))
+        settings: reference.settings,
+    })
+}
+
+/// The merged rows of one dataset in dataset order, the id column and the settings every shard
+/// was judged with.
+struct MergedDataset {
+    rows: Vec<Map<String, Value>>,
+    id_column: String,
+    settings: settings::Settings,
 }
 
 /// Writes the merged results atomically. A different file already there (a one-box run's
@@ -374,7 +395,36 @@ mod tests {
         record.write(&path).unwrap();
         let err = format!("{:#}", merge(&[source], &local, dir.path()).unwrap_err());
         assert!(
-            err.contains("different options (test_batch_size: 1 vs 4)"),
+            err.contains("different settings") && err.contains("test_batch_size: 1 vs 4"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rows_judged_on_other_problem_content_are_refused_and_a_merge_records_its_settings() {
+        let (dir, source) = setup(20, 2, &[]);
+        let local = dir.path().join("local");
+        merge(std::slice::from_ref(&source), &local, dir.path()).unwrap();
+        let recorded = settings::read(&settings::sidecar_path(&local, "model")).unwrap();
+        assert_eq!(recorded["test_batch_size"], json!(1));
+
+        // Shard 1 judged problem p on other tests than shard 0.
+        for (index, hash) in [(0, "aaaa"), (1, "bbbb")] {
+            let path = Shard { index, count: 2 }.results_path(&local, "model");
+            let text: String = read_results(&path)
+                .unwrap()
+                .into_iter()
+                .map(|row| {
+                    let mut fields = row.fields;
+                    fields.insert(settings::PROBLEM_HASH.into(), json!(hash));
+                    serde_json::to_string(&fields).unwrap() + "\n"
+                })
+                .collect();
+            std::fs::write(&path, text).unwrap();
+        }
+        let err = format!("{:#}", merge(&[source], &local, dir.path()).unwrap_err());
+        assert!(
+            err.contains("other content") && err.contains("model.shard-1-of-2.jsonl line 1"),
             "{err}"
         );
     }

@@ -16,6 +16,7 @@ pub mod reports;
 pub mod results;
 pub mod roundrobin;
 pub mod run;
+pub mod settings;
 pub mod shard;
 pub mod submissions;
 pub mod summary;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
+use super::settings::JudgedProblems;
 use super::submissions::{Submission, SubmissionKey};
 use crate::dataset::{kind, Row};
 use crate::problem::Problem;
@@ -99,6 +100,8 @@ pub struct ResultsFile {
     file: File,
     id_column: String,
     done: HashSet<SubmissionKey>,
+    /// The content each problem's rows were judged on.
+    judged: JudgedProblems,
     /// Held while this file is open: one writer per results file.
     _lock: super::lock::ResultsLock,
 }
@@ -126,14 +129,18 @@ impl ResultsFile {
             tracing::info!("moved {} to {}", path.display(), backup.display());
         }
         let mut done = HashSet::new();
+        let mut judged = JudgedProblems::default();
         if path.exists() {
             for row in repair_and_read(&path)? {
-                done.insert(SubmissionKey::of_row(&row, id_column).with_context(|| {
+                let key = SubmissionKey::of_row(&row, id_column).with_context(|| {
                     format!(
                         "{}: cannot tell which submission this results row is",
                         path.display()
                     )
-                })?);
+                })?;
+                let at = format!("{} line {}", path.display(), row.index + 1);
+                judged.note(key.year, &key.problem_id, &row.fields, at)?;
+                done.insert(key);
             }
         }
         let file = OpenOptions::new()
@@ -146,6 +153,7 @@ impl ResultsFile {
             file,
             id_column: id_column.to_string(),
             done,
+            judged,
             _lock: lock,
         })
     }
@@ -163,6 +171,11 @@ impl ResultsFile {
     /// Keys of every submission with results.
     pub fn done(&self) -> &HashSet<SubmissionKey> {
         &self.done
+    }
+
+    /// The content (`problem_hash`) the rows of each problem were judged on.
+    pub fn judged_problems(&self) -> &JudgedProblems {
+        &self.judged
     }
 
     /// Appends one results row and syncs it to disk. Returns `false`, writing nothing, when the

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
-use serde_json::{Map, Value};
-
+use super::settings::{self, JudgedProblems, Settings};
 use super::shard::{self, Shard};
 use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
 use crate::judge::schedule::{
@@ -19,6 +17,7 @@ use crate::judge::schedule::{
 use crate::judge::{stop, Judge, LoadedProblem};
 use crate::problem::openr1::ProblemRows;
 use crate::problem::{Problem, ProblemKey};
+use anyhow::{bail, Context, Result};
 
 /// Everything `ioi-run evaluate` needs.
 #[derive(Debug, Clone)]
@@ -33,15 +32,10 @@ pub struct EvaluateOptions {
     pub override_existing: bool,
     /// Judge only one shard of every dataset (`--shard K/N`): its own results file, no parquet
     /// and no reports (`merge` writes those).
-    pub shard: Option<ShardRun>,
-}
-
-/// `--shard K/N` and the settings its record must carry (see [`super::shard`]).
-#[derive(Debug, Clone)]
-pub struct ShardRun {
-    pub shard: Shard,
-    /// The options that change results, recorded next to the shard's results.
-    pub settings: Map<String, Value>,
+    pub shard: Option<Shard>,
+    /// The settings that can change a verdict, recorded with the results and compared on
+    /// resume (see [`super::settings`]).
+    pub settings: Settings,
 }
 
 impl EvaluateOptions {
@@ -49,7 +43,7 @@ impl EvaluateOptions {
     /// the shard's name for it.
     fn results_stem(&self, config_name: &str) -> String {
         match &self.shard {
-            Some(run) => run.shard.results_stem(config_name),
+            Some(shard) => shard.results_stem(config_name),
             None => config_name.to_string(),
         }
     }
@@ -232,6 +226,43 @@ struct CatalogSource<'a> {
     judge: &'a Judge,
     /// The problems of the jobs, by the name the scheduler knows them by (their label).
     keys: HashMap<String, ProblemKey>,
+    /// The content the rows already in the results were judged on, by problem.
+    judged: JudgedProblems,
+    /// The content hash of each problem loaded, by label, for the rows judged on it.
+    hashes: Mutex<HashMap<String, String>>,
+}
+
+impl CatalogSource<'_> {
+    /// Refuses to judge a problem whose content (tests, grader files, limits) differs from the
+    /// one the rows already in the results were judged on, and remembers its hash for the rows
+    /// to come.
+    fn check_content(
+        &self,
+        name: &str,
+        problem: &Problem,
+        tests: &crate::problem::TestSet,
+    ) -> Result<()> {
+        let hash = settings::problem_hash(problem, tests)?;
+        if let Some((seen, at)) = self.judged.of_problem(problem.year, &problem.id) {
+            if *seen != hash {
+                bail!(
+                    "problem {name} has other content (tests, grader files or limits) than the \
+                     one its results were judged on (problem_hash {hash}, {at} has {seen}): \
+                     its new results would mix with the old. Judge against the same data, give \
+                     another results folder, or add --override to judge everything again"
+                );
+            }
+        }
+        if let Ok(mut hashes) = self.hashes.lock() {
+            hashes.insert(name.to_string(), hash);
+        }
+        Ok(())
+    }
+
+    /// The content hash of a problem loaded under `name`.
+    fn hash_of(&self, name: &str) -> Option<String> {
+        self.hashes.lock().ok()?.get(name).cloned()
+    }
 }
 
 impl ProblemSource for CatalogSource<'_> {
@@ -240,14 +271,13 @@ impl ProblemSource for CatalogSource<'_> {
             .keys
             .get(name)
             .with_context(|| format!("unknown problem {name}"))?;
-        match self.catalog {
+        let (problem, tests) = match self.catalog {
             Catalog::Cms(list, _) => {
                 let (_, dir) = list
                     .iter()
                     .find(|(p, _)| key.is(p))
                     .context("unknown problem")?;
-                let (problem, tests) = crate::judge::tps::load_task_folder(self.judge, dir)?;
-                self.judge.prepare(problem, tests)
+                crate::judge::tps::load_task_folder(self.judge, dir)?
             }
             Catalog::OpenR1 { rows, tests } => {
                 let problem = rows
@@ -256,9 +286,11 @@ impl ProblemSource for CatalogSource<'_> {
                     .find(|p| key.is(p))
                     .context("unknown problem")?;
                 let test_set = crate::problem::openr1::load_tests(tests, problem)?;
-                self.judge.prepare(problem.clone(), test_set)
+                (problem.clone(), test_set)
             }
-        }
+        };
+        self.check_content(name, &problem, &tests)?;
+        self.judge.prepare(problem, tests)
     }
 }
 
@@ -323,40 +355,64 @@ pub struct Summary {
 /// file, row and field), and works out what remains to run.
 /// With `dry`, nothing is opened for writing (a dry run changes nothing on disk) and no
 /// results file is returned.
-fn prepare(
-    options: &EvaluateOptions,
-    catalog: &Catalog,
-    dry: bool,
-) -> Result<(Plan, Vec<ResultsFile>, Vec<Pending>)> {
+fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Prepared> {
     let mut plan = Plan {
         broken_problems: catalog.broken(),
         ..Plan::default()
     };
+    let mut judged = JudgedProblems::default();
     let mut files = Vec::new();
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
         let mut submissions = dataset.load(&options.submissions)?;
-        if let Some(run) = &options.shard {
-            submissions.retain(|s| run.shard.contains(&dataset.config_name, &s.key()));
+        if let Some(shard) = &options.shard {
+            submissions.retain(|s| shard.contains(&dataset.config_name, &s.key()));
         }
+        let stem = options.results_stem(&dataset.config_name);
         let (done, results) = if dry {
-            (judged_keys(options, &dataset.config_name)?, None)
+            let done = judged_keys(options, &dataset.config_name)?;
+            if options.shard.is_none() {
+                let dir = &options.local_results_path;
+                let holds_rows = !done.is_empty();
+                settings::begin(
+                    dir,
+                    &stem,
+                    &options.settings,
+                    holds_rows,
+                    options.override_existing,
+                    true,
+                )?;
+            }
+            (done, None)
         } else {
-            if let Some(run) = &options.shard {
+            if let Some(shard) = options.shard {
                 shard::begin(
                     &options.local_results_path,
                     &dataset.config_name,
-                    run.shard,
-                    &run.settings,
+                    shard,
+                    &options.settings,
                     options.override_existing,
                 )?;
             }
             let file = ResultsFile::open(
                 &options.local_results_path,
-                &options.results_stem(&dataset.config_name),
+                &stem,
                 &options.submissions.id_column,
                 options.override_existing,
             )?;
+            if options.shard.is_none() {
+                // Under the results file's lock: no other run records other settings meanwhile.
+                let holds_rows = !file.done().is_empty();
+                settings::begin(
+                    &options.local_results_path,
+                    &stem,
+                    &options.settings,
+                    holds_rows,
+                    options.override_existing,
+                    false,
+                )?;
+            }
+            judged.merge_from(file.judged_problems());
             (file.done().clone(), Some(file))
         };
         let total = submissions.len();
@@ -420,7 +476,21 @@ fn prepare(
     }
     // Grouped by problem so each problem's tests are loaded once and dropped after use.
     pending.sort_by(|a, b| a.problem_key.cmp(&b.problem_key));
-    Ok((plan, files, pending))
+    Ok(Prepared {
+        plan,
+        files,
+        pending,
+        judged,
+    })
+}
+
+/// What [`prepare`] found: the plan, the results files open for appending, the submissions to
+/// judge, and the content the rows already written were judged on.
+struct Prepared {
+    plan: Plan,
+    files: Vec<ResultsFile>,
+    pending: Vec<Pending>,
+    judged: JudgedProblems,
 }
 
 /// Warnings about a dataset that loads but looks wrong: judged anyway, never silently.
@@ -456,8 +526,7 @@ fn warn_about_content(plan: &mut Plan, origin: &str, submissions: &[Submission])
 
 /// What would run, without judging anything.
 pub fn dry_run(options: &EvaluateOptions, catalog: &Catalog) -> Result<Plan> {
-    let (plan, _, _) = prepare(options, catalog, true)?;
-    Ok(plan)
+    Ok(prepare(options, catalog, true)?.plan)
 }
 
 /// The submissions a dataset's results file already holds, read without touching the file
@@ -485,7 +554,12 @@ pub fn evaluate(
     on_plan: &dyn Fn(&Plan),
 ) -> Result<Summary> {
     let started = Instant::now();
-    let (plan, files, pending) = prepare(options, catalog, false)?;
+    let Prepared {
+        plan,
+        files,
+        pending,
+        judged,
+    } = prepare(options, catalog, false)?;
     on_plan(&plan);
     let jobs: Vec<SubmissionJob> = pending
         .iter()
@@ -504,6 +578,8 @@ pub fn evaluate(
             .iter()
             .map(|p| (p.problem_key.to_string(), p.problem_key.clone()))
             .collect(),
+        judged,
+        hashes: Mutex::default(),
     };
     schedule::run(
         judge,
@@ -520,6 +596,9 @@ pub fn evaluate(
                     // How the submission was compiled: results of the two profiles can differ.
                     row.entry("compile_profile")
                         .or_insert(judge.compile_profile().as_str().into());
+                    if let Some(hash) = source.hash_of(&pending.problem_key.to_string()) {
+                        row.insert(settings::PROBLEM_HASH.into(), hash.into());
+                    }
                     let appended = files[pending.dataset]
                         .lock()
                         .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
@@ -553,8 +632,8 @@ pub fn evaluate(
         .collect();
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
-    if let Some(run) = &options.shard {
-        mark_complete_shards(options, run, &files, &pending, &plan.left_out)?;
+    if let Some(shard) = options.shard {
+        mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
         // A shard writes neither parquet nor reports: `merge` does, from all the shards.
         return Ok(Summary {
             bad_rows: plan.bad_rows.len(),
@@ -595,7 +674,7 @@ pub fn evaluate(
 /// the shard is complete (what `slurm evaluate` looks at to leave it out when submitting again).
 fn mark_complete_shards(
     options: &EvaluateOptions,
-    run: &ShardRun,
+    shard: Shard,
     files: &[ResultsFile],
     pending: &[Pending],
     left_out: &[(usize, SubmissionKey)],
@@ -611,8 +690,8 @@ fn mark_complete_shards(
         if complete {
             let record = shard::ShardRecord {
                 dataset: dataset.config_name.clone(),
-                shard: run.shard,
-                settings: run.settings.clone(),
+                shard,
+                settings: options.settings.clone(),
                 complete: true,
                 left_out: left_out
                     .iter()
@@ -620,10 +699,7 @@ fn mark_complete_shards(
                     .map(|(_, key)| key.clone())
                     .collect(),
             };
-            record.write(
-                &run.shard
-                    .sidecar_path(&options.local_results_path, &dataset.config_name),
-            )?;
+            record.write(&shard.sidecar_path(&options.local_results_path, &dataset.config_name))?;
         }
     }
     Ok(())

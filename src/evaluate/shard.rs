@@ -180,20 +180,6 @@ impl ShardRecord {
     }
 }
 
-/// The first setting on which two records differ, as `name: a vs b`.
-pub fn settings_difference(a: &Map<String, Value>, b: &Map<String, Value>) -> Option<String> {
-    let mut names: Vec<&String> = a.keys().chain(b.keys()).collect();
-    names.sort();
-    names.dedup();
-    names.into_iter().find_map(|name| {
-        let (x, y) = (a.get(name), b.get(name));
-        (x != y).then(|| {
-            let show = |v: Option<&Value>| v.map_or("(not set)".to_string(), |v| v.to_string());
-            format!("{name}: {} vs {}", show(x), show(y))
-        })
-    })
-}
-
 /// Opens a shard's record before judging: a new shard writes it; a shard being resumed must
 /// have been started with the same settings (or `override_existing` starts it over).
 pub fn begin(
@@ -207,11 +193,14 @@ pub fn begin(
     let results = shard.results_path(dir, dataset);
     if path.exists() && !override_existing {
         let old = ShardRecord::read(&path)?;
-        if let Some(diff) = settings_difference(&old.settings, settings) {
+        let diffs = super::settings::differences(&old.settings, settings);
+        if !diffs.is_empty() {
             bail!(
-                "{}: shard {shard} of `{dataset}` was started with other options ({diff}); \
-                 run it with the same options, or add --override to start it over",
-                path.display()
+                "{}: shard {shard} of `{dataset}` was started with other settings than this \
+                 run's, and its results would mix with them:\n  {}\nRun it with the same \
+                 options, or add --override to start it over",
+                path.display(),
+                diffs.join("\n  ")
             );
         }
     } else if results.exists() && !override_existing {
@@ -309,7 +298,10 @@ mod tests {
             "{:#}",
             begin(dir.path(), "m", shard, &b, false).unwrap_err()
         );
-        assert!(err.contains("test_batch_size: 1 vs 2"), "{err}");
+        assert!(
+            err.contains("test_batch_size: 1 vs 2") && err.contains("--override"),
+            "{err}"
+        );
         begin(dir.path(), "m", shard, &b, true).unwrap();
         let record = ShardRecord::read(&shard.sidecar_path(dir.path(), "m")).unwrap();
         assert_eq!(record.settings, b);

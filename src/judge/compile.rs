@@ -138,7 +138,7 @@ pub fn missing_static_archives() -> Vec<&'static str> {
 }
 
 /// `g++ --version`, part of every cache key so that a compiler upgrade recompiles.
-pub(super) fn compiler_identity() -> &'static str {
+pub fn compiler_identity() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         std::process::Command::new("g++")

@@ -53,6 +53,9 @@ pub struct JudgeOptions {
     pub max_program_bytes: u64,
     /// How submissions are compiled (native runner).
     pub compile_profile: CompileProfile,
+    /// Every time limit is multiplied by this factor (`--time-scale`): a host slower or faster
+    /// than the contest's. The wall limits follow, being derived from the time limit.
+    pub time_scale: f64,
 }
 
 impl Default for JudgeOptions {
@@ -63,6 +66,7 @@ impl Default for JudgeOptions {
             cache_max_bytes: 2 << 30,
             max_program_bytes: compile::DEFAULT_MAX_PROGRAM_BYTES,
             compile_profile: CompileProfile::Reference,
+            time_scale: 1.0,
         }
     }
 }
@@ -128,12 +132,17 @@ pub enum Build {
     Error(CompileError),
 }
 
+/// The factors `--time-scale` accepts: a host ten times slower or faster than the contest's
+/// is already far from any real one.
+pub const TIME_SCALES: std::ops::RangeInclusive<f64> = 0.1..=100.0;
+
 /// The judge: a sandbox, a compile cache and a runner.
 pub struct Judge {
     sandbox: Sandbox,
     cache: CompileCache,
     runner: Runner,
     profile: CompileProfile,
+    time_scale: f64,
 }
 
 impl Judge {
@@ -147,6 +156,20 @@ impl Judge {
                 options.compile_profile.as_str()
             );
         }
+        if !(TIME_SCALES.contains(&options.time_scale)) {
+            bail!(
+                "time scale {} is out of range: give a factor from {} to {}",
+                options.time_scale,
+                TIME_SCALES.start(),
+                TIME_SCALES.end()
+            );
+        }
+        if options.time_scale != 1.0 && matches!(options.runner, Runner::Scripts(_)) {
+            bail!(
+                "--time-scale needs the native runner: with --runner scripts the run script reads \
+                 the time limit from graders/grader_config.json itself"
+            );
+        }
         crate::scratch::sweep_stale();
         let sandbox = Sandbox::new(SandboxOptions::default())?;
         let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?
@@ -156,6 +179,7 @@ impl Judge {
             cache,
             runner: options.runner,
             profile: options.compile_profile,
+            time_scale: options.time_scale,
         })
     }
 
@@ -172,8 +196,16 @@ impl Judge {
         self.profile
     }
 
+    /// The factor every time limit is multiplied by.
+    pub fn time_scale(&self) -> f64 {
+        self.time_scale
+    }
+
     /// Checks the problem is judgeable and compiles its checker and manager (once; cached).
-    pub fn prepare(&self, problem: Problem, tests: TestSet) -> Result<LoadedProblem> {
+    /// The problem's time limit becomes the scaled one here, so that every run (and every
+    /// wall limit derived from it) sees the same limit.
+    pub fn prepare(&self, mut problem: Problem, tests: TestSet) -> Result<LoadedProblem> {
+        problem.time_limit *= self.time_scale;
         for subtask in &problem.subtasks {
             for test in &subtask.test_names {
                 if tests.get(test).is_none() {

@@ -60,7 +60,8 @@ enum Program {
 
 impl JudgeExecutor {
     /// One Codeforces program on one test.
-    pub fn judge_codeforces(&self, job: CfJob) -> Result<CfVerdict, RequestError> {
+    pub fn judge_codeforces(&self, mut job: CfJob) -> Result<CfVerdict, RequestError> {
+        job.time_limit *= self.judge().time_scale();
         let private = crate::scratch::tempdir("out")
             .map_err(|e| internal("cannot create the test folder", e))?;
         let program = match self.cf_program(&job, private.path())? {
