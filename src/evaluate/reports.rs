@@ -13,6 +13,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use super::html_report::{anchor, render_html, REPORT_HTML};
 use super::results::read_results;
 use super::roundrobin::{self, Candidate};
 use super::submissions::{reasoning_length, SubmissionKey};
@@ -29,6 +30,18 @@ pub struct SubtaskCell {
     pub status: Verdict,
     /// `weighted/points (STATUS)`, numbers written as Python writes them.
     pub text: String,
+    pub tests: Vec<TestMeasure>,
+}
+
+/// One test of a subtask as the HTML report plots it: its verdict and what it used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestMeasure {
+    pub name: String,
+    pub status: Verdict,
+    /// CPU seconds (absent for a test that did not run, or in results of the Python pipeline).
+    pub time: Option<f64>,
+    /// Peak memory in bytes.
+    pub memory: Option<u64>,
 }
 
 /// What reports need from one results row.
@@ -51,6 +64,10 @@ pub struct JudgedSubmission {
     pub total: f64,
     pub subtasks: Vec<SubtaskCell>,
     pub reasoning_length: i64,
+    /// The problem's CPU time limit in seconds (`problem_time_limit`), when the row says.
+    pub time_limit: Option<f64>,
+    /// The problem's memory limit in bytes (`problem_memory_limit`), when the row says.
+    pub memory_limit: Option<u64>,
 }
 
 impl JudgedSubmission {
@@ -121,6 +138,8 @@ impl JudgedSubmission {
             total: row.float("all_subtasks_points")?,
             subtasks,
             reasoning_length: reasoning_length(&row.fields),
+            time_limit: optional_number(row, "problem_time_limit")?,
+            memory_limit: optional_number(row, "problem_memory_limit")?.map(|m| m as u64),
         })
     }
 
@@ -132,6 +151,18 @@ impl JudgedSubmission {
             subtask_scores: self.subtasks.iter().map(|s| s.score).collect(),
             reasoning_length: self.reasoning_length,
         }
+    }
+}
+
+/// A number field that may be absent (or null); anything else but a number is an error.
+fn optional_number(row: &Row, field: &str) -> Result<Option<f64>> {
+    match row.get(field) {
+        None => Ok(None),
+        Some(Value::Number(n)) if n.as_f64().is_some_and(|x| x >= 0.0) => Ok(n.as_f64()),
+        Some(other) => bail!(
+            "{}: field `{field}` must be a non-negative number, not {other}",
+            row.location()
+        ),
     }
 }
 
@@ -157,7 +188,17 @@ fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
         let (Some(weighted), Some(points)) = (sub.get("weighted_score"), sub.get("points")) else {
             bail!("`weighted_score` and `points` are required");
         };
+        let tests = match sub.get("test_results") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(j, item)| test_measure(&sub, j, item))
+                .collect::<Result<Vec<_>>>()?,
+            Some(_) => bail!("`test_results` must be a list"),
+        };
         Ok(SubtaskCell {
+            tests,
             name: sub.str("subtask")?.to_string(),
             score: sub.float("score")?,
             weighted_score: sub.float("weighted_score")?,
@@ -170,6 +211,22 @@ fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
         })
     };
     cell().with_context(|| format!("{}: in `{field}`", row.location()))
+}
+
+fn test_measure(sub: &Row, j: usize, item: &Value) -> Result<TestMeasure> {
+    let field = format!("test_results[{j}]");
+    let test = nested(sub, item, &field)?;
+    let measure = || -> Result<TestMeasure> {
+        let word = test.str("status")?;
+        Ok(TestMeasure {
+            name: test.str("test_name")?.to_string(),
+            status: Verdict::parse(word)
+                .with_context(|| format!("`status` is not a status: {word:?}"))?,
+            time: optional_number(&test, "time")?,
+            memory: optional_number(&test, "memory")?.map(|m| m as u64),
+        })
+    };
+    measure().with_context(|| format!("in `{field}`"))
 }
 
 /// A number as Python's `str` writes it: integers plainly, floats with their shortest repr.
@@ -259,7 +316,8 @@ impl ProblemOverview {
         }
     }
 
-    fn report_name(&self) -> String {
+    /// The markdown report's file name: `<year>_<problem>.md`, or `<problem>.md` without a year.
+    pub fn report_name(&self) -> String {
         match self.year {
             0 => format!("{}.md", self.problem_id),
             year => format!("{year}_{}.md", self.problem_id),
@@ -289,9 +347,11 @@ pub struct ReportFile {
     pub markdown: String,
 }
 
-/// The reports of one dataset: one per problem (newest year first, then by problem id), then the
-/// `README.md` overview. Rows repeating a submission already seen are ignored, as on resume.
-pub fn render_reports(submissions: &[JudgedSubmission]) -> Vec<ReportFile> {
+/// Each problem's overview and submissions, newest year first, then by problem id. Rows
+/// repeating a submission already seen are ignored, as on resume.
+pub fn problems(
+    submissions: &[JudgedSubmission],
+) -> Vec<(ProblemOverview, Vec<&JudgedSubmission>)> {
     let mut seen = HashSet::new();
     let mut by_problem: BTreeMap<(std::cmp::Reverse<i64>, &str), Vec<&JudgedSubmission>> =
         BTreeMap::new();
@@ -303,16 +363,23 @@ pub fn render_reports(submissions: &[JudgedSubmission]) -> Vec<ReportFile> {
                 .push(s);
         }
     }
+    by_problem
+        .into_values()
+        .map(|problem| (ProblemOverview::of(&problem), problem))
+        .collect()
+}
+
+/// The markdown reports of one dataset: one per problem (in the order of [`problems`]), then
+/// the `README.md` overview.
+pub fn render_reports(problems: &[(ProblemOverview, Vec<&JudgedSubmission>)]) -> Vec<ReportFile> {
     let mut files = Vec::new();
-    let mut overviews = Vec::new();
-    for problem in by_problem.values() {
-        let overview = ProblemOverview::of(problem);
+    for (overview, submissions) in problems {
         files.push(ReportFile {
             name: overview.report_name(),
-            markdown: problem_report(&overview, problem),
+            markdown: problem_report(overview, submissions),
         });
-        overviews.push(overview);
     }
+    let overviews: Vec<ProblemOverview> = problems.iter().map(|(o, _)| o.clone()).collect();
     files.push(ReportFile {
         name: "README.md".into(),
         markdown: global_report(&overviews),
@@ -359,6 +426,7 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
          - Best individual submission: **{}/100**\n\n\
          - Score on this problem (no submission limit): **{:.2}/100**\n\
          - Score on this problem (limited to 50 submissions, round robin selection): **{:.2}/100**\n\n\
+         Plots: [{html}]({html}#{anchor})\n\n\
          ## Submissions\n\n{}",
         overview.year,
         overview.problem_id,
@@ -367,7 +435,9 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
         points(overview.best_submission),
         overview.no_limit_score,
         overview.limit_50_score,
-        markdown_table(&headers, &right, &rows)
+        markdown_table(&headers, &right, &rows),
+        html = REPORT_HTML,
+        anchor = anchor(overview),
     )
 }
 
@@ -375,7 +445,8 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
     let mut out = format!(
         "# Global Overview\n\
          - Number of submissions: **{}**\n\
-         - Submissions compiling: **{}**\n",
+         - Submissions compiling: **{}**\n\
+         - Plots: [{REPORT_HTML}]({REPORT_HTML})\n",
         overviews.iter().map(|o| o.submissions).sum::<usize>(),
         overviews.iter().map(|o| o.compiling).sum::<usize>(),
     );
@@ -474,7 +545,8 @@ fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> Str
 }
 
 /// Writes the reports of each results JSONL to `<out_dir>/reports/<dataset>/`, the dataset being
-/// the file's stem (results files of the same stem are merged). Returns the files written.
+/// the file's stem (results files of the same stem are merged): the markdown reports, then
+/// `report.html`. Returns the files written.
 pub fn write_reports(
     results_jsonl: &[PathBuf],
     out_dir: &Path,
@@ -498,12 +570,17 @@ pub fn write_reports(
         let folder = out_dir.join("reports").join(name);
         std::fs::create_dir_all(&folder)
             .with_context(|| format!("cannot create {}", folder.display()))?;
-        for report in render_reports(submissions) {
+        let problems = problems(submissions);
+        for report in render_reports(&problems) {
             let path = folder.join(&report.name);
             std::fs::write(&path, &report.markdown)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             written.push(path);
         }
+        let path = folder.join(REPORT_HTML);
+        std::fs::write(&path, render_html(name, &problems)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path);
     }
     Ok(written)
 }
@@ -592,7 +669,7 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let reports = render_reports(&rows);
+        let reports = render_reports(&problems(&rows));
         let names: Vec<_> = reports.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["2024_hello.md", "2024_nile.md", "README.md"]);
         let expected = "\
@@ -605,6 +682,8 @@ mod tests {
 
 - Score on this problem (no submission limit): **65.00/100**
 - Score on this problem (limited to 50 submissions, round robin selection): **65.00/100**
+
+Plots: [report.html](report.html#2024_nile)
 
 ## Submissions
 
@@ -620,6 +699,7 @@ mod tests {
 # Global Overview
 - Number of submissions: **4**
 - Submissions compiling: **3**
+- Plots: [report.html](report.html)
 
 # 2024
 
@@ -659,7 +739,8 @@ mod tests {
             [
                 base.join("2024_hello.md"),
                 base.join("2024_nile.md"),
-                base.join("README.md")
+                base.join("README.md"),
+                base.join("report.html")
             ]
         );
         assert!(std::fs::read_to_string(&written[1])
