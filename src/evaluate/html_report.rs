@@ -39,6 +39,7 @@ pub struct TestUsage {
     pub runs: usize,
     pub min_time: f64,
     pub max_time: f64,
+    pub min_memory: u64,
     pub max_memory: u64,
     pub time_limit_exceeded: usize,
     pub memory_limit_exceeded: usize,
@@ -65,13 +66,9 @@ pub fn subtask_rates(submissions: &[&JudgedSubmission]) -> Vec<SubtaskRate> {
         let i = match rates.iter().position(|r| r.name == cell.name) {
             Some(i) => i,
             None => {
-                let points = match cell.score > 0.0 {
-                    true => cell.weighted_score / cell.score,
-                    false => f64::NAN,
-                };
                 rates.push(SubtaskRate {
                     name: cell.name.clone(),
-                    points,
+                    points: cell.points,
                     solved: 0,
                     partial: 0,
                     submissions: 0,
@@ -81,9 +78,6 @@ pub fn subtask_rates(submissions: &[&JudgedSubmission]) -> Vec<SubtaskRate> {
         };
         let rate = &mut rates[i];
         rate.submissions += 1;
-        if rate.points.is_nan() && cell.score > 0.0 {
-            rate.points = cell.weighted_score / cell.score;
-        }
         if cell.score >= 1.0 {
             rate.solved += 1;
         } else if cell.score > 0.0 {
@@ -111,6 +105,7 @@ pub fn test_usage(submissions: &[&JudgedSubmission]) -> Vec<TestUsage> {
                     runs: 0,
                     min_time: f64::INFINITY,
                     max_time: 0.0,
+                    min_memory: u64::MAX,
                     max_memory: 0,
                     time_limit_exceeded: 0,
                     memory_limit_exceeded: 0,
@@ -121,7 +116,9 @@ pub fn test_usage(submissions: &[&JudgedSubmission]) -> Vec<TestUsage> {
             u.runs += 1;
             u.min_time = u.min_time.min(time);
             u.max_time = u.max_time.max(time);
-            u.max_memory = u.max_memory.max(test.memory.unwrap_or(0));
+            let memory = test.memory.unwrap_or(0);
+            u.min_memory = u.min_memory.min(memory);
+            u.max_memory = u.max_memory.max(memory);
             u.time_limit_exceeded += usize::from(test.status == Verdict::TimeLimit);
             u.memory_limit_exceeded += usize::from(test.status == Verdict::MemoryLimit);
         }
@@ -282,7 +279,6 @@ fn problem_section(overview: &ProblemOverview, subs: &[&JudgedSubmission]) -> Re
     let max_points: f64 = rates
         .iter()
         .map(|r| r.points)
-        .filter(|p| p.is_finite())
         .sum::<f64>()
         .max(subs.iter().map(|s| s.total).fold(0.0, f64::max));
     let totals: Vec<f64> = subs.iter().map(|s| s.total).collect();
@@ -317,10 +313,7 @@ fn problem_section(overview: &ProblemOverview, subs: &[&JudgedSubmission]) -> Re
         .map(|r| {
             vec![
                 escape(&r.name),
-                match r.points.is_finite() {
-                    true => super::reports::python_float(r.points),
-                    false => "-".into(),
-                },
+                format!("{}", r.points),
                 format!("{}/{}", r.solved, r.submissions),
                 r.partial.to_string(),
                 percent(r.solved, r.submissions),
@@ -369,13 +362,16 @@ fn usage_figures(subs: &[&JudgedSubmission]) -> Result<String> {
         .iter()
         .map(|u| Usage {
             name: &u.name,
-            min: 0.0,
+            min: mem(u.min_memory),
             max: mem(u.max_memory),
             over_limit: u.memory_limit_exceeded > 0,
         })
         .collect();
     let mut out = format!(
-        "<figure><figcaption>CPU time per test (limit: {})</figcaption>{}</figure>\n\
+        "<p class=\"muted\">Per test, over the submissions that ran it: a grey line from the \
+         least to the most, a dot at the most (red when a run exceeded the limit), the limit as \
+         a red line.</p>\n\
+         <figure><figcaption>CPU time per test (limit: {})</figcaption>{}</figure>\n\
          <figure><figcaption>Peak memory per test (limit: {})</figcaption>{}</figure>\n",
         limit_text(time_limit.map(seconds)),
         plots::usage_against_limit(&times, time_limit, "CPU seconds")?,

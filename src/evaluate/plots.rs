@@ -6,7 +6,6 @@
 //! Each function takes the numbers already computed (see `html_report`) and only draws.
 
 use anyhow::{anyhow, Result};
-use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
 const FONT: &str = "sans-serif";
@@ -16,7 +15,7 @@ const PARTIAL: RGBColor = RGBColor(0xf9, 0xa8, 0x25);
 const LIMIT: RGBColor = RGBColor(0xc6, 0x28, 0x28);
 const RANGE: RGBColor = RGBColor(0x9e, 0x9e, 0x9e);
 
-/// What a chart of one problem shows on its horizontal axis: a count per bin of scores.
+/// Submissions per bin of total scores.
 pub struct Histogram<'a> {
     /// `(low, high, submissions)`, bins in order, covering `0..=max_points`.
     pub bins: &'a [(f64, f64, usize)],
@@ -41,6 +40,18 @@ pub struct Usage<'a> {
 
 fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("cannot draw a chart: {e}")
+}
+
+/// The name of item `i` at a whole tick of a horizontal axis whose items sit at 0, 1, 2...
+/// (nothing between them).
+fn item_label(names: &[&str], x: f64) -> String {
+    let i = x.round();
+    match (x - i).abs() < 1e-6 && i >= 0.0 {
+        true => names
+            .get(i as usize)
+            .map_or(String::new(), |n| n.to_string()),
+        false => String::new(),
+    }
 }
 
 /// Bars of submissions per score bin.
@@ -86,39 +97,30 @@ pub fn solve_rates(rates: &[SolveRate]) -> Result<String> {
     {
         let root = SVGBackend::with_string(&mut svg, (460, 280)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
-        let n = rates.len().max(1) as u32;
+        let n = rates.len().max(1) as f64;
+        let names: Vec<&str> = rates.iter().map(|r| r.name).collect();
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(44)
-            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..100.0)
+            .build_cartesian_2d(-0.5f64..n - 0.5, 0f64..100.0)
             .map_err(plot_error)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(rates.len().max(1))
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => rates
-                    .get(*i as usize)
-                    .map_or(String::new(), |r| r.name.to_string()),
-                _ => String::new(),
-            })
+            .x_labels(rates.len().clamp(1, 12))
+            .x_label_formatter(&|x| item_label(&names, *x))
             .y_desc("% of submissions")
             .label_style((FONT, 12))
             .axis_desc_style((FONT, 13))
             .draw()
             .map_err(plot_error)?;
         let bar = |i: usize, low: f64, high: f64, color: RGBColor| {
-            let i = i as u32;
-            let mut bar = Rectangle::new(
-                [
-                    (SegmentValue::Exact(i), low * 100.0),
-                    (SegmentValue::Exact(i + 1), high * 100.0),
-                ],
+            let x = i as f64;
+            Rectangle::new(
+                [(x - 0.4, low * 100.0), (x + 0.4, high * 100.0)],
                 color.filled(),
-            );
-            bar.set_margin(0, 0, 6, 6);
-            bar
+            )
         };
         chart
             .draw_series(
@@ -153,14 +155,16 @@ pub fn solve_rates(rates: &[SolveRate]) -> Result<String> {
     Ok(svg)
 }
 
-/// Per test, a line from the smallest to the largest use and a dot at the largest, with the
-/// limit as a red line across (when known). `unit` names the vertical axis.
+/// Per test, a grey line from the smallest to the largest use and a dot at the largest (red when
+/// a run exceeded the limit), with the limit as a red line across (when known). `unit` names the
+/// vertical axis. The page's caption explains this: no legend hides a point.
 pub fn usage_against_limit(tests: &[Usage], limit: Option<f64>, unit: &str) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (940, 300)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
-        let n = tests.len().max(1) as u32;
+        let n = tests.len().max(1) as f64;
+        let names: Vec<&str> = tests.iter().map(|t| t.name).collect();
         let highest = tests
             .iter()
             .map(|t| t.max)
@@ -171,25 +175,20 @@ pub fn usage_against_limit(tests: &[Usage], limit: Option<f64>, unit: &str) -> R
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..top)
+            .build_cartesian_2d(-0.5f64..n - 0.5, 0f64..top)
             .map_err(plot_error)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(tests.len().clamp(1, 16))
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => tests
-                    .get(*i as usize)
-                    .map_or(String::new(), |t| t.name.to_string()),
-                _ => String::new(),
-            })
+            .x_label_formatter(&|x| item_label(&names, *x))
             .x_desc("test")
             .y_desc(unit)
             .label_style((FONT, 11))
             .axis_desc_style((FONT, 13))
             .draw()
             .map_err(plot_error)?;
-        let at = |i: usize| SegmentValue::CenterOf(i as u32);
+        let at = |i: usize| i as f64;
         chart
             .draw_series(tests.iter().enumerate().map(|(i, t)| {
                 PathElement::new(vec![(at(i), t.min), (at(i), t.max)], RANGE.stroke_width(2))
@@ -200,25 +199,13 @@ pub fn usage_against_limit(tests: &[Usage], limit: Option<f64>, unit: &str) -> R
                 let color = if t.over_limit { LIMIT } else { BAR };
                 Circle::new((at(i), t.max), 3, color.filled())
             }))
-            .map_err(plot_error)?
-            .label("largest over submissions (red: over the limit)")
-            .legend(|(x, y)| Circle::new((x + 5, y), 3, BAR.filled()));
+            .map_err(plot_error)?;
         if let Some(limit) = limit {
-            let ends = [(SegmentValue::Exact(0), limit), (SegmentValue::Last, limit)];
+            let ends = [(-0.5, limit), (n - 0.5, limit)];
             chart
                 .draw_series(LineSeries::new(ends, LIMIT.stroke_width(2)))
-                .map_err(plot_error)?
-                .label("limit")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], LIMIT));
+                .map_err(plot_error)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_error)?;
         root.present().map_err(plot_error)?;
     }
     Ok(svg)

@@ -27,6 +27,7 @@ pub struct SubtaskCell {
     /// Unweighted 0–1 score.
     pub score: f64,
     pub weighted_score: f64,
+    pub points: f64,
     pub status: Verdict,
     /// `weighted/points (STATUS)`, numbers written as Python writes them.
     pub text: String,
@@ -202,6 +203,7 @@ fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
             name: sub.str("subtask")?.to_string(),
             score: sub.float("score")?,
             weighted_score: sub.float("weighted_score")?,
+            points: sub.float("points")?,
             status,
             text: format!(
                 "{}/{} ({word})",
