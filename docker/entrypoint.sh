@@ -15,6 +15,15 @@
 # Nothing here needs root: every step that may be refused to a user is skipped, never fatal.
 set -u
 cg=/sys/fs/cgroup
+
+# Docker and podman mount the container's own cgroup read-only unless --privileged. With
+# CAP_SYS_ADMIN (`--cap-add SYS_ADMIN`) the container may make that mount writable, which gives
+# it its own cgroup and nothing above: the sandbox creates its run cgroups there.
+for mount in $(awk '($9 == "cgroup" || $9 == "cgroup2") && $6 ~ /^ro/ { print $5 }' \
+        /proc/self/mountinfo 2>/dev/null); do
+    mount -o remount,bind,rw "$mount" 2>/dev/null || true
+done
+
 if [ -f "$cg/cgroup.controllers" ] && [ -f "$cg/cgroup.type" ] && [ -w "$cg/cgroup.procs" ] \
     && [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] && mkdir -p "$cg/init" 2>/dev/null; then
     # Processes may exit while they are moved: a failed move of one is not an error.

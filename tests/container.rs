@@ -4,6 +4,7 @@
 //! `doctor`, judges a fixture with the compile cache in a volume, and serves one Codeforces
 //! Python request to the host through a published port.
 //!
+//! The containers run without --privileged, with only what README.md's `docker run` lines give.
 //! podman runs with runc (Debian's default runtime, crun, refuses this kind of host's hybrid
 //! cgroups) and with explicit file and process limits (podman's defaults exceed the hard
 //! limits of some hosts, and the container then fails to start).
@@ -122,10 +123,15 @@ fn build_image(work: &Path) -> (Image, Image) {
     (runtime, image)
 }
 
-/// The options of every `podman run` here (see the module comment).
-const RUN: [&str; 6] = [
+/// The options of every `podman run` here: the least privileges the README gives (the
+/// capability to create namespaces and mounts, /proc not masked, so that the sandbox can mount
+/// a fresh one; see the module comment for the limits).
+const RUN: [&str; 9] = [
     "run",
-    "--privileged",
+    "--cap-add",
+    "SYS_ADMIN",
+    "--security-opt",
+    "unmask=/proc/*",
     "--ulimit",
     "nofile=1024:1024",
     "--ulimit",
