@@ -218,10 +218,11 @@ pub fn render_html(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>ioi-run report: {name}</title><style>{STYLE}</style></head>\n<body>\n\
-         <h1>{name}</h1>\n<p class=\"muted\">{submissions} submissions on {count} problems, \
+         <h1>{name}</h1>\n<p class=\"muted\">{submissions} submissions on {count} problem{plural}, \
          {compiling} compiling. Tables: <a href=\"README.md\">README.md</a>.</p>\n",
         name = escape(dataset),
         count = problems.len(),
+        plural = if problems.len() == 1 { "" } else { "s" },
     );
     let rows: Vec<Vec<String>> = problems
         .iter()
@@ -329,9 +330,9 @@ fn problem_section(overview: &ProblemOverview, subs: &[&JudgedSubmission]) -> Re
         .iter()
         .map(|(low, high, n)| vec![format!("{low:.1} – {high:.1}"), n.to_string()])
         .collect();
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<details><summary>Score distribution</summary>{}</details>\n",
+        "<details><summary>Score distribution</summary>{}</details>",
         table(&["Total score", "Submissions"], &[false, true], &bins_rows)
     );
     out.push_str(&usage_figures(subs)?);
@@ -392,9 +393,9 @@ fn usage_figures(subs: &[&JudgedSubmission]) -> Result<String> {
             ]
         })
         .collect();
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<details><summary>Tests: time and memory of {} tests</summary>{}</details>\n",
+        "<details><summary>Tests: time and memory of {} tests</summary>{}</details>",
         usage.len(),
         table(
             &[

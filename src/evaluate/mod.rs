@@ -14,6 +14,7 @@ mod hub;
 mod lock;
 pub mod merge;
 mod plots;
+mod report_rows;
 pub mod reports;
 pub mod results;
 pub mod roundrobin;
