@@ -1,8 +1,8 @@
 #!/bin/sh
 # Container entrypoint for ioi-run.
 #
-# Arguments that do not name a program are ioi-run's: `docker run IMAGE serve --host 0.0.0.0`
-# runs `ioi-run serve --host 0.0.0.0`; `docker run IMAGE bash` runs bash.
+# An ioi-run subcommand (or option) runs ioi-run: `docker run IMAGE serve --host 0.0.0.0` runs
+# `ioi-run serve --host 0.0.0.0`; anything else is a program: `docker run IMAGE bash`.
 #
 # In a private cgroup namespace (Docker on a cgroup v2 host) the root of the namespace holds the
 # container's processes, and the kernel refuses to enable controllers for the children of a
@@ -44,7 +44,7 @@ if [ $# -eq 0 ]; then
     set -- doctor
 fi
 case "$1" in
-    -*) set -- ioi-run "$@" ;;
-    *) command -v "$1" >/dev/null 2>&1 || set -- ioi-run "$@" ;;
+    -*|sandbox|doctor|judge|evaluate|merge|report|convert|bench|slurm|serve|help)
+        set -- ioi-run "$@" ;;
 esac
 exec "$@"

@@ -236,3 +236,33 @@ fn the_image_builds_offline_and_runs_doctor_judge_and_serve() {
     ])));
     assert_eq!(code.trim(), "0", "the server's exit status");
 }
+
+/// The entrypoint runs ioi-run for each of its subcommands (else it runs the named program):
+/// its list must name every subcommand `ioi-run --help` shows.
+#[test]
+fn the_entrypoint_knows_every_subcommand() {
+    let help = ok(Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+        .arg("--help")
+        .output()
+        .unwrap());
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(commands.contains(&"serve"), "{help}");
+    let script = std::fs::read_to_string(project().join("docker/entrypoint.sh")).unwrap();
+    let pattern = script
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("-*|"))
+        .expect("the entrypoint's case of ioi-run subcommands");
+    let known: Vec<&str> = pattern.trim_end_matches(')').split('|').collect();
+    for command in commands {
+        assert!(
+            known.contains(&command),
+            "docker/entrypoint.sh does not know `{command}`"
+        );
+    }
+}
