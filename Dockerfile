@@ -1,17 +1,44 @@
-# ioi-run in a container. Build: docker build -t ioi-run .
-# Run (the sandbox creates namespaces and cgroups, which Docker's defaults forbid):
-#   docker run --rm --privileged --cgroupns=private -v "$PWD/work:/work" ioi-run ioi-run doctor
-# See README.md, "Running in a container".
-FROM rust:1-bookworm AS build
+# ioi-run in a container: `docker build -t ioi-run .` (or `podman build`).
+# README.md, "Running in a container", gives the `docker run` lines and the privileges they need.
+#
+# Two stages: `build` compiles the binary with the Rust toolchain; `runtime` holds what judging
+# needs and no Rust. The runtime's base is a build argument: `--build-arg BASE=IMAGE` builds on a
+# local Debian root that already has the packages below (nothing is then downloaded), and
+# `--target runtime` stops before the binary, for a binary built elsewhere to be copied in
+# (tests/container.rs does both).
+ARG BASE=debian:bookworm-slim
+ARG RUST_IMAGE=rust:1-bookworm
+
+FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin ioi-run
+RUN cargo build --release --locked --bin ioi-run && cp target/release/ioi-run /ioi-run
 
-FROM debian:bookworm-slim
-RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends g++ ca-certificates \
-    && rm -rf /var/lib/apt/lists/*
-COPY --from=build /src/target/release/ioi-run /usr/local/bin/ioi-run
+FROM ${BASE} AS runtime
+# g++ and gcc compile solutions, graders, checkers and managers; bash runs script mode; python3
+# runs cf_python3 submissions, Codeforces checker.py and TPS gen.py. Installed only when the
+# base lacks them.
+RUN set -eu; missing=""; \
+    for tool in g++ gcc bash python3; do \
+        command -v "$tool" >/dev/null || missing="$missing $tool"; \
+    done; \
+    [ -f /etc/ssl/certs/ca-certificates.crt ] || missing="$missing ca-certificates"; \
+    if [ -n "$missing" ]; then \
+        apt-get update; \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing; \
+        rm -rf /var/lib/apt/lists/*; \
+    fi
 COPY docker/entrypoint.sh /usr/local/bin/ioi-run-entrypoint
+# The compile cache (precompiled headers are ~100 MB each) and Hugging Face downloads live in
+# one volume, writable by any user the container runs as.
+RUN mkdir -p /cache /data && chmod 1777 /cache /data
+ENV IOI_RUN_CACHE=/cache/ioi-run HF_HOME=/cache/huggingface
+VOLUME ["/cache"]
+WORKDIR /data
+# `serve`'s default port (Piston's); publish more for `serve --ports 2000-2015`.
+EXPOSE 2000
 ENTRYPOINT ["/usr/local/bin/ioi-run-entrypoint"]
-CMD ["ioi-run", "doctor"]
+CMD ["doctor"]
+
+FROM runtime
+COPY --from=build /ioi-run /usr/local/bin/ioi-run

@@ -150,6 +150,19 @@ fn demo_evaluates_to_the_expected_results_and_reports() {
     assert!(out_dir
         .join("submissions/train-00000-of-00001.parquet")
         .is_file());
+    // The HTML report beside them: the same mean score, and the limits the rows carry.
+    let html = std::fs::read_to_string(out_dir.join("reports/submissions/report.html")).unwrap();
+    let orchard_html = &html[html
+        .find("<section id=\"2025_orchard\">")
+        .expect("orchard section")..];
+    assert!(
+        html.contains(
+            "<td class=\"num\">9</td><td class=\"num\">7</td><td class=\"num\">22.22</td>"
+        ) && orchard_html.contains("Total score of 9 submissions")
+            && orchard_html.contains("CPU time per test (limit: 1.000 s)")
+            && orchard_html.contains("Peak memory per test (limit: 256.0 MiB)"),
+        "{html}"
+    );
     // `report` rebuilds the same reports from the results alone.
     let again = work.path().join("again");
     ok(bin(work.path())

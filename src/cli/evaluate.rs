@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::output::outln;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use serde_json::{json, Map, Value};
 
 use super::RunnerKind;
+use crate::evaluate::html_report::REPORT_HTML;
 use crate::evaluate::run::{self, Catalog, EvaluateOptions, Summary};
 use crate::evaluate::shard::Shard;
 use crate::evaluate::{resolve_datasets, DatasetSource, SubmissionOptions};
@@ -290,6 +291,9 @@ fn print_summary(
             summary.reports.len().saturating_sub(1)
         );
     }
+    if let Some(html) = summary.reports.iter().find(|p| p.ends_with(REPORT_HTML)) {
+        outln!("plots:    {}", html.display());
+    }
     // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
     if looks_like_hub_id(&inputs.results_name) && !args.demo {
         outln!(
@@ -386,38 +390,4 @@ fn show_progress(progress: &Progress, total: &AtomicUsize, finished: &AtomicBool
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ReportArgs {
-    /// Results JSONL files written by `ioi-run evaluate`.
-    #[arg(required = true)]
-    results: Vec<PathBuf>,
-    /// Column holding each submission's id, for results written by the Python pipeline
-    /// (ioi-run's own results carry `submission_id`).
-    #[arg(long, default_value = "uuid", alias = "id_column")]
-    id_column: String,
-    /// Folder receiving reports/<dataset>/ [default: the folder of the first results file].
-    #[arg(long)]
-    out: Option<PathBuf>,
-}
-
-pub fn report(args: ReportArgs) -> Result<i32> {
-    let out = match &args.out {
-        Some(dir) => dir.clone(),
-        None => args.results[0]
-            .parent()
-            .map(|p| p.to_path_buf())
-            .unwrap_or_default(),
-    };
-    for path in &args.results {
-        if !path.is_file() {
-            bail!("{}: no such results file", path.display());
-        }
-    }
-    let written = crate::evaluate::write_reports(&args.results, &out, &args.id_column)?;
-    for path in written {
-        outln!("{}", path.display());
-    }
-    Ok(0)
 }

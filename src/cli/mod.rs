@@ -6,6 +6,7 @@ mod doctor;
 mod evaluate;
 mod judge;
 mod merge;
+mod report;
 mod sandbox;
 mod serve;
 mod slurm;
@@ -35,8 +36,9 @@ enum Command {
     Evaluate(evaluate::Args),
     /// Merge the shards of `evaluate --shard K/N` into one evaluation's results and reports.
     Merge(merge::Args),
-    /// Regenerate the markdown reports from results JSONL files.
-    Report(evaluate::ReportArgs),
+    /// Write the markdown reports and the HTML report with plots from results JSONL files or
+    /// results folders.
+    Report(report::Args),
     /// Convert CMS and TPS task folders to the open-r1/ioi parquet layout.
     Convert(convert::Args),
     /// Benchmarks that print figures.
@@ -63,7 +65,7 @@ pub fn main() -> i32 {
         Command::Judge(args) => judge::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Evaluate(args) => evaluate::run(args),
-        Command::Report(args) => evaluate::report(args),
+        Command::Report(args) => report::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Slurm(args) => slurm::run(args),

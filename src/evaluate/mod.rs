@@ -1,6 +1,6 @@
 //! Everything around judging a dataset of submissions: loading the submissions (local files or
 //! Hugging Face datasets), the results JSONL that doubles as the resume cache, the parquet export
-//! in Hugging Face layout, the round-robin selection of 50 submissions and the markdown reports.
+//! in Hugging Face layout, the round-robin selection of 50 submissions, the markdown reports and the HTML report with plots.
 //!
 //! The scheduler that judges submissions sits between these pieces: it takes [`Submission`]s
 //! from [`submissions`], produces `SubtaskResult`s, and hands them to [`ResultsFile::append`]
@@ -9,9 +9,12 @@
 
 pub mod demo;
 pub mod export;
+pub mod html_report;
 mod hub;
 mod lock;
 pub mod merge;
+mod plots;
+mod report_rows;
 pub mod reports;
 pub mod results;
 pub mod roundrobin;

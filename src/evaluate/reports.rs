@@ -8,203 +8,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use anyhow::{Context, Result};
 
+use super::html_report::{anchor, render_html, REPORT_HTML};
+pub use super::report_rows::{python_float, JudgedSubmission, SubtaskCell, TestMeasure};
 use super::results::read_results;
 use super::roundrobin::{self, Candidate};
-use super::submissions::{reasoning_length, SubmissionKey};
-use crate::dataset::Row;
-use crate::score::{round_like_python, Verdict};
-
-/// One subtask of a judged submission, as reports show it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubtaskCell {
-    pub name: String,
-    /// Unweighted 0–1 score.
-    pub score: f64,
-    pub weighted_score: f64,
-    pub status: Verdict,
-    /// `weighted/points (STATUS)`, numbers written as Python writes them.
-    pub text: String,
-}
-
-/// What reports need from one results row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JudgedSubmission {
-    pub id: String,
-    /// A readable name for the submission (a `label` or `description` field), shown next to
-    /// the id in reports.
-    pub label: Option<String>,
-    pub year: i64,
-    /// Lowercase problem id.
-    pub problem_id: String,
-    /// Contest day (`practice` problems are left out of yearly totals), when known.
-    pub day: Option<String>,
-    pub target_subtask: Option<String>,
-    pub has_code: bool,
-    pub code_compiles: bool,
-    pub first_subtask_status: Verdict,
-    /// `all_subtasks_points`.
-    pub total: f64,
-    pub subtasks: Vec<SubtaskCell>,
-    pub reasoning_length: i64,
-}
-
-impl JudgedSubmission {
-    /// Reads a results row, whose id is in `id_column` (for results of the Python pipeline),
-    /// `submission_id` (written by ioi-run) or `uuid`; errors name the file, row and field.
-    pub fn from_row(row: &Row, id_column: &str) -> Result<JudgedSubmission> {
-        let id_column = [id_column, "submission_id", "uuid"]
-            .into_iter()
-            .find(|c| row.get(c).is_some())
-            .with_context(|| {
-                format!(
-                    "{}: a results row needs `{id_column}`, `submission_id` or `uuid` (see --id-column)",
-                    row.location()
-                )
-            })?;
-        let key = SubmissionKey::of_row(row, id_column)?;
-        let text = |field: &str| -> Result<Option<String>> {
-            match row.get(field) {
-                None => Ok(None),
-                Some(_) => Ok(Some(row.str(field)?.to_string())),
-            }
-        };
-        // A task folder that does not say its day has an empty one: shown as unknown.
-        let day = match text("problem_day")? {
-            Some(day) => Some(day),
-            None => text("day")?,
-        }
-        .filter(|day| !day.trim().is_empty());
-        let code_compiles = match row.get("code_compiles") {
-            Some(Value::Bool(b)) => *b,
-            _ => bail!(
-                "{}: field `code_compiles` must be true or false",
-                row.location()
-            ),
-        };
-        let subtasks = match row.get("all_subtasks_results") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| subtask_cell(row, i, item))
-                .collect::<Result<Vec<_>>>()?,
-            _ => bail!(
-                "{}: field `all_subtasks_results` must be a list",
-                row.location()
-            ),
-        };
-        let first_subtask_status = subtasks.first().map_or(Verdict::Skipped, |c| c.status);
-        let label = match text("label")? {
-            Some(label) => Some(label),
-            None => text("description")?,
-        };
-        // A problem without a year (a task folder that does not say) is reported without one,
-        // not under the year a submission defaulted to.
-        let year = match row.get("problem_year").and_then(Value::as_i64) {
-            Some(0) => 0,
-            _ => key.year,
-        };
-        Ok(JudgedSubmission {
-            id: key.id,
-            label,
-            year,
-            problem_id: key.problem_id,
-            day,
-            target_subtask: text("target_subtask")?,
-            has_code: matches!(row.get("code"), Some(Value::String(c)) if !c.is_empty()),
-            code_compiles,
-            first_subtask_status,
-            total: row.float("all_subtasks_points")?,
-            subtasks,
-            reasoning_length: reasoning_length(&row.fields),
-        })
-    }
-
-    fn candidate(&self) -> Candidate {
-        Candidate {
-            target_subtask: self.target_subtask.clone(),
-            has_code: self.has_code,
-            first_subtask_status: self.first_subtask_status,
-            subtask_scores: self.subtasks.iter().map(|s| s.score).collect(),
-            reasoning_length: self.reasoning_length,
-        }
-    }
-}
-
-/// A nested object of a row, located at the row, for errors naming the field.
-fn nested(row: &Row, item: &Value, field: &str) -> Result<Row> {
-    match item {
-        Value::Object(fields) => Ok(Row {
-            file: Arc::clone(&row.file),
-            index: row.index,
-            fields: fields.clone(),
-        }),
-        _ => bail!("{}: `{field}` must be an object", row.location()),
-    }
-}
-
-fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
-    let field = format!("all_subtasks_results[{i}]");
-    let sub = nested(row, item, &field)?;
-    let cell = || -> Result<SubtaskCell> {
-        let word = sub.str("status")?;
-        let status =
-            Verdict::parse(word).with_context(|| format!("`status` is not a status: {word:?}"))?;
-        let (Some(weighted), Some(points)) = (sub.get("weighted_score"), sub.get("points")) else {
-            bail!("`weighted_score` and `points` are required");
-        };
-        Ok(SubtaskCell {
-            name: sub.str("subtask")?.to_string(),
-            score: sub.float("score")?,
-            weighted_score: sub.float("weighted_score")?,
-            status,
-            text: format!(
-                "{}/{} ({word})",
-                python_number(weighted),
-                python_number(points)
-            ),
-        })
-    };
-    cell().with_context(|| format!("{}: in `{field}`", row.location()))
-}
-
-/// A number as Python's `str` writes it: integers plainly, floats with their shortest repr.
-fn python_number(v: &Value) -> String {
-    match v {
-        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
-        Value::Number(n) => python_float(n.as_f64().unwrap_or(f64::NAN)),
-        other => other.to_string(),
-    }
-}
-
-/// Python's `repr(float)`: shortest round-trip digits, positional for exponents in [-4, 16),
-/// scientific (`1e-05`, `1e+16`) otherwise, and always a `.0` on integral values.
-pub fn python_float(x: f64) -> String {
-    if !x.is_finite() {
-        return match x {
-            x if x.is_nan() => "nan".into(),
-            x if x > 0.0 => "inf".into(),
-            _ => "-inf".into(),
-        };
-    }
-    let scientific = format!("{x:e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if x == 0.0 || (-4..16).contains(&exponent) {
-        let plain = format!("{x}");
-        match plain.contains('.') {
-            true => plain,
-            false => plain + ".0",
-        }
-    } else {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exponent.abs())
-    }
-}
+use crate::score::round_like_python;
 
 /// A score for display: rounded to 2 decimals, written as Python writes floats (`37.0`).
 fn points(x: f64) -> String {
@@ -259,7 +70,8 @@ impl ProblemOverview {
         }
     }
 
-    fn report_name(&self) -> String {
+    /// The markdown report's file name: `<year>_<problem>.md`, or `<problem>.md` without a year.
+    pub fn report_name(&self) -> String {
         match self.year {
             0 => format!("{}.md", self.problem_id),
             year => format!("{year}_{}.md", self.problem_id),
@@ -289,9 +101,11 @@ pub struct ReportFile {
     pub markdown: String,
 }
 
-/// The reports of one dataset: one per problem (newest year first, then by problem id), then the
-/// `README.md` overview. Rows repeating a submission already seen are ignored, as on resume.
-pub fn render_reports(submissions: &[JudgedSubmission]) -> Vec<ReportFile> {
+/// Each problem's overview and submissions, newest year first, then by problem id. Rows
+/// repeating a submission already seen are ignored, as on resume.
+pub fn problems(
+    submissions: &[JudgedSubmission],
+) -> Vec<(ProblemOverview, Vec<&JudgedSubmission>)> {
     let mut seen = HashSet::new();
     let mut by_problem: BTreeMap<(std::cmp::Reverse<i64>, &str), Vec<&JudgedSubmission>> =
         BTreeMap::new();
@@ -303,16 +117,23 @@ pub fn render_reports(submissions: &[JudgedSubmission]) -> Vec<ReportFile> {
                 .push(s);
         }
     }
+    by_problem
+        .into_values()
+        .map(|problem| (ProblemOverview::of(&problem), problem))
+        .collect()
+}
+
+/// The markdown reports of one dataset: one per problem (in the order of [`problems`]), then
+/// the `README.md` overview.
+pub fn render_reports(problems: &[(ProblemOverview, Vec<&JudgedSubmission>)]) -> Vec<ReportFile> {
     let mut files = Vec::new();
-    let mut overviews = Vec::new();
-    for problem in by_problem.values() {
-        let overview = ProblemOverview::of(problem);
+    for (overview, submissions) in problems {
         files.push(ReportFile {
             name: overview.report_name(),
-            markdown: problem_report(&overview, problem),
+            markdown: problem_report(overview, submissions),
         });
-        overviews.push(overview);
     }
+    let overviews: Vec<ProblemOverview> = problems.iter().map(|(o, _)| o.clone()).collect();
     files.push(ReportFile {
         name: "README.md".into(),
         markdown: global_report(&overviews),
@@ -359,6 +180,7 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
          - Best individual submission: **{}/100**\n\n\
          - Score on this problem (no submission limit): **{:.2}/100**\n\
          - Score on this problem (limited to 50 submissions, round robin selection): **{:.2}/100**\n\n\
+         Plots: [{html}]({html}#{anchor})\n\n\
          ## Submissions\n\n{}",
         overview.year,
         overview.problem_id,
@@ -367,7 +189,9 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
         points(overview.best_submission),
         overview.no_limit_score,
         overview.limit_50_score,
-        markdown_table(&headers, &right, &rows)
+        markdown_table(&headers, &right, &rows),
+        html = REPORT_HTML,
+        anchor = anchor(overview),
     )
 }
 
@@ -375,7 +199,8 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
     let mut out = format!(
         "# Global Overview\n\
          - Number of submissions: **{}**\n\
-         - Submissions compiling: **{}**\n",
+         - Submissions compiling: **{}**\n\
+         - Plots: [{REPORT_HTML}]({REPORT_HTML})\n",
         overviews.iter().map(|o| o.submissions).sum::<usize>(),
         overviews.iter().map(|o| o.compiling).sum::<usize>(),
     );
@@ -474,7 +299,8 @@ fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> Str
 }
 
 /// Writes the reports of each results JSONL to `<out_dir>/reports/<dataset>/`, the dataset being
-/// the file's stem (results files of the same stem are merged). Returns the files written.
+/// the file's stem (results files of the same stem are merged): the markdown reports, then
+/// `report.html`. Returns the files written.
 pub fn write_reports(
     results_jsonl: &[PathBuf],
     out_dir: &Path,
@@ -498,12 +324,17 @@ pub fn write_reports(
         let folder = out_dir.join("reports").join(name);
         std::fs::create_dir_all(&folder)
             .with_context(|| format!("cannot create {}", folder.display()))?;
-        for report in render_reports(submissions) {
+        let problems = problems(submissions);
+        for report in render_reports(&problems) {
             let path = folder.join(&report.name);
             std::fs::write(&path, &report.markdown)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             written.push(path);
         }
+        let path = folder.join(REPORT_HTML);
+        std::fs::write(&path, render_html(name, &problems)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path);
     }
     Ok(written)
 }
@@ -511,7 +342,9 @@ pub fn write_reports(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::dataset::Row;
+    use serde_json::{json, Value};
+    use std::sync::Arc;
 
     fn sub(name: &str, score: f64, weighted: Value, points: Value, status: &str) -> Value {
         json!({"problem": "nile", "subtask": name, "score": score, "weighted_score": weighted,
@@ -592,7 +425,7 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let reports = render_reports(&rows);
+        let reports = render_reports(&problems(&rows));
         let names: Vec<_> = reports.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["2024_hello.md", "2024_nile.md", "README.md"]);
         let expected = "\
@@ -605,6 +438,8 @@ mod tests {
 
 - Score on this problem (no submission limit): **65.00/100**
 - Score on this problem (limited to 50 submissions, round robin selection): **65.00/100**
+
+Plots: [report.html](report.html#2024_nile)
 
 ## Submissions
 
@@ -620,6 +455,7 @@ mod tests {
 # Global Overview
 - Number of submissions: **4**
 - Submissions compiling: **3**
+- Plots: [report.html](report.html)
 
 # 2024
 
@@ -635,18 +471,6 @@ mod tests {
     }
 
     #[test]
-    fn python_floats_are_written_like_python() {
-        assert_eq!(python_float(7.0), "7.0");
-        assert_eq!(python_float(2.33), "2.33");
-        assert_eq!(python_float(0.0), "0.0");
-        assert_eq!(python_float(1e-5), "1e-05");
-        assert_eq!(python_float(1.5e16), "1.5e+16");
-        assert_eq!(python_float(0.0001), "0.0001");
-        assert_eq!(python_number(&json!(7)), "7");
-        assert_eq!(python_number(&json!(7.5)), "7.5");
-    }
-
-    #[test]
     fn reports_are_written_from_results_files_and_bad_rows_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("model-a.jsonl");
@@ -659,7 +483,8 @@ mod tests {
             [
                 base.join("2024_hello.md"),
                 base.join("2024_nile.md"),
-                base.join("README.md")
+                base.join("README.md"),
+                base.join("report.html")
             ]
         );
         assert!(std::fs::read_to_string(&written[1])

@@ -28,7 +28,8 @@ use crate::score::{SubtaskResult, Verdict};
 ///
 /// Extra fields beyond the reference: `submission_id` (the id, so reports need no `--id-column`),
 /// `problem_name`, `problem_day` and `problem_year` (reports group by day and year, and leave
-/// out practice problems).
+/// out practice problems), `problem_time_limit` (seconds) and `problem_memory_limit` (bytes)
+/// (the HTML report plots each test's time and memory against them).
 pub fn result_row(
     submission: &Submission,
     problem: &Problem,
@@ -44,6 +45,10 @@ pub fn result_row(
     // 0 for a task folder that does not say its year: reports then show no year rather than
     // the submission's default one.
     row.entry("problem_year").or_insert(json!(problem.year));
+    row.entry("problem_time_limit")
+        .or_insert(json!(problem.time_limit));
+    row.entry("problem_memory_limit")
+        .or_insert(json!(problem.memory_limit));
     let target = submission
         .target_subtask
         .as_deref()
@@ -363,6 +368,7 @@ mod tests {
             "uuid": "u1", "problem_id": "Nile", "generation": "g", "code": "int x;",
             "year": 2024,
             "submission_id": "u1", "problem_name": "Nile", "problem_day": "1", "problem_year": 2024,
+            "problem_time_limit": 2.0, "problem_memory_limit": 1u64 << 30,
             "target_subtask": "01-a", "target_subtask_score": 0.5, "target_subtask_status": "PA",
             "code_compiles": true, "all_subtasks_points": 3.5,
             "all_subtasks_results": [
