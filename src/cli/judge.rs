@@ -294,7 +294,7 @@ pub fn json_report(problem: &Problem, results: &[SubtaskResult]) -> serde_json::
 }
 
 fn print_human(problem: &Problem, results: &[SubtaskResult]) -> Result<()> {
-    let color = std::io::stdout().is_terminal();
+    let color = super::output::color_stdout();
     let paint = |text: String, code: &str| {
         if color {
             format!("\x1b[{code}m{text}\x1b[0m")

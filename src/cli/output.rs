@@ -21,3 +21,24 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// The `--color` choice, set once at start.
+static COLOR: std::sync::OnceLock<super::ColorChoice> = std::sync::OnceLock::new();
+
+/// Records `--color` and applies it to indicatif's progress bars (through `console`).
+pub fn set_color(choice: super::ColorChoice) {
+    use std::io::IsTerminal;
+    let _ = COLOR.set(choice);
+    console::set_colors_enabled(choice.enabled(std::io::stdout().is_terminal()));
+    console::set_colors_enabled_stderr(choice.enabled(std::io::stderr().is_terminal()));
+}
+
+/// Whether what goes to stdout may be coloured.
+pub fn color_stdout() -> bool {
+    use std::io::IsTerminal;
+    COLOR
+        .get()
+        .copied()
+        .unwrap_or(super::ColorChoice::Auto)
+        .enabled(std::io::stdout().is_terminal())
+}
