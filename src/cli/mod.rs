@@ -160,6 +160,7 @@ fn install_interrupt_handler() {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             crate::judge::stop::interrupted_by(sig);
+            output::clear_progress();
             // Never `eprintln!` here: with stderr a closed pipe it panics, and the handler
             // would never reach the exit below.
             let _ = std::io::Write::write_fmt(

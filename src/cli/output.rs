@@ -42,3 +42,26 @@ pub fn color_stdout() -> bool {
         .unwrap_or(super::ColorChoice::Auto)
         .enabled(std::io::stdout().is_terminal())
 }
+
+/// The progress bars and spinners on screen, so that a message from another thread (the
+/// Ctrl-C message) can clear them first and stand on its own line.
+static BARS: std::sync::Mutex<Vec<indicatif::ProgressBar>> = std::sync::Mutex::new(Vec::new());
+
+/// Registers `bar` as shown on screen (see [`clear_progress`]).
+pub fn shown(bar: indicatif::ProgressBar) -> indicatif::ProgressBar {
+    if let Ok(mut bars) = BARS.lock() {
+        bars.push(bar.clone());
+    }
+    bar
+}
+
+/// Clears every registered bar from the screen for good: what is written next starts on a
+/// line of its own, and no later update draws a bar again.
+pub fn clear_progress() {
+    if let Ok(bars) = BARS.lock() {
+        for bar in bars.iter() {
+            bar.finish_and_clear();
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+    }
+}
