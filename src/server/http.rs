@@ -308,8 +308,8 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
                 %method,
                 %path,
                 status,
-                language = served.language(),
-                outcome = served.outcome.as_str(),
+                language = %served.language(),
+                outcome = %served.outcome,
                 queue_wait_ms = served.queue_wait.map_or(0.0, millis),
                 duration_ms = millis(duration),
                 "request"
