@@ -21,3 +21,47 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// The `--color` choice, set once at start.
+static COLOR: std::sync::OnceLock<super::ColorChoice> = std::sync::OnceLock::new();
+
+/// Records `--color` and applies it to indicatif's progress bars (through `console`).
+pub fn set_color(choice: super::ColorChoice) {
+    use std::io::IsTerminal;
+    let _ = COLOR.set(choice);
+    console::set_colors_enabled(choice.enabled(std::io::stdout().is_terminal()));
+    console::set_colors_enabled_stderr(choice.enabled(std::io::stderr().is_terminal()));
+}
+
+/// Whether what goes to stdout may be coloured.
+pub fn color_stdout() -> bool {
+    use std::io::IsTerminal;
+    COLOR
+        .get()
+        .copied()
+        .unwrap_or(super::ColorChoice::Auto)
+        .enabled(std::io::stdout().is_terminal())
+}
+
+/// The progress bars and spinners on screen, so that a message from another thread (the
+/// Ctrl-C message) can clear them first and stand on its own line.
+static BARS: std::sync::Mutex<Vec<indicatif::ProgressBar>> = std::sync::Mutex::new(Vec::new());
+
+/// Registers `bar` as shown on screen (see [`clear_progress`]).
+pub fn shown(bar: indicatif::ProgressBar) -> indicatif::ProgressBar {
+    if let Ok(mut bars) = BARS.lock() {
+        bars.push(bar.clone());
+    }
+    bar
+}
+
+/// Clears every registered bar from the screen for good: what is written next starts on a
+/// line of its own, and no later update draws a bar again.
+pub fn clear_progress() {
+    if let Ok(bars) = BARS.lock() {
+        for bar in bars.iter() {
+            bar.finish_and_clear();
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+    }
+}

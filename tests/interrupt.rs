@@ -127,3 +127,59 @@ fn sigkill_of_ioi_run_still_kills_the_sandbox() {
         "stale cgroups of a killed keeper remain"
     );
 }
+
+#[test]
+fn the_interrupt_message_stands_on_its_own_line_below_a_progress_bar() {
+    if !is_root_or_skip("the sandbox") {
+        return;
+    }
+    if Command::new("script").arg("--version").output().is_err() {
+        common::skip("`script` (util-linux) is missing: no terminal to draw a progress bar on");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let task = common::problem_dir("sumpairs");
+    let code = std::fs::read_to_string(task.join("solutions/sleep_tle.cpp")).unwrap();
+    let rows: String = (0..8)
+        .map(|k| {
+            serde_json::json!({"uuid": format!("s{k}"), "problem_id": "sumpairs", "code": code})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    let subs = work.path().join("subs.jsonl");
+    std::fs::write(&subs, rows).unwrap();
+    // `timeout` sends the Ctrl-C; `script` gives ioi-run a terminal and copies what it shows.
+    let command = format!(
+        "timeout -s INT 10 {} evaluate {} {} --problems {}",
+        env!("CARGO_BIN_EXE_ioi-run"),
+        subs.display(),
+        work.path().join("out").display(),
+        task.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let at = shown
+        .find("ioi-run: interrupted")
+        .unwrap_or_else(|| panic!("no interrupt message: {shown:?}"));
+    let before = &shown[..at];
+    assert!(
+        before.contains("submissions"),
+        "the bar was drawn: {shown:?}"
+    );
+    // The bar is cleared first: the message starts a line (a newline, or a carriage return
+    // after the bar's line was erased), never in the middle of the bar.
+    let last_line = before.rsplit(['\n', '\r']).next().unwrap_or("");
+    let tail: String = shown
+        .chars()
+        .skip(shown.chars().count().saturating_sub(400))
+        .collect();
+    assert!(
+        last_line.replace("\x1b[2K", "").is_empty(),
+        "the message is glued to {last_line:?}; the end of the screen: {tail:?}"
+    );
+}

@@ -57,6 +57,63 @@ fn a_compile_error_shows_the_compiler_messages_once() {
         .to_string();
     assert_eq!(stdout.matches(first_error.as_str()).count(), 1, "{stdout}");
     assert!(stdout.contains("total 0/100"), "{stdout}");
+    // The messages name the file the user gave, not its name in the judge's folder.
+    let given = dir.join("solutions/ce.cpp").display().to_string();
+    assert!(first_error.contains(&given), "{stdout}");
+    assert!(!stdout.contains("graders/sumpairs.cpp"), "{stdout}");
+    // Something is said while the compiler runs.
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("compiling {given}\n")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn judge_json_gives_one_compile_error_per_submission_naming_the_users_file() {
+    if !can_judge() {
+        return;
+    }
+    let dir = sumpairs();
+    let solution = dir.join("solutions/ce.cpp");
+    let out = bin()
+        .arg("judge")
+        .arg("--json")
+        .arg(&dir)
+        .arg(&solution)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let message = report["compile_error"].as_str().expect("a compile_error");
+    assert!(message.contains("error:"), "{message}");
+    assert!(
+        message.contains(&solution.display().to_string()),
+        "{message}"
+    );
+    let tests: Vec<&serde_json::Value> = report["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["tests"].as_array().unwrap())
+        .collect();
+    assert!(tests.len() > 1, "{report}");
+    for test in &tests {
+        assert!(
+            test["status"] == "CE" || test["status"] == "SKIPPED",
+            "{test}"
+        );
+        assert!(
+            test["feedback"].is_null(),
+            "the message is not repeated: {test}"
+        );
+    }
+    // Nothing on stderr for a script reading --json but the log (no progress lines).
+    assert!(
+        !text(&out.stderr).contains("compiling"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -7,91 +7,173 @@ use anyhow::Result;
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Stdio, Termination};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print the checks as one JSON document (for provisioning scripts): `{"can_judge",
+    /// "checks": [{"name", "status", "detail"}], "timing": [...]}`; the exit code is the same.
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(_args: Args) -> Result<i32> {
-    let mut failures = 0;
-    let mut report = |name: &str, ok: bool, detail: &str| -> Result<()> {
-        outln!("[{}] {name:<18} {detail}", if ok { " ok " } else { "FAIL" });
-        if !ok {
-            failures += 1;
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Ok,
+    /// Judging works, with a caveat.
+    Warn,
+    Fail,
+    /// Could not be determined.
+    Unknown,
+}
+
+impl Status {
+    fn tag(self) -> &'static str {
+        match self {
+            Status::Ok => " ok ",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+            Status::Unknown => " ?? ",
         }
-        Ok(())
-    };
-    for check in ioi_sandbox::host::checks() {
-        report(check.name, check.ok, &check.detail)?;
     }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Check {
+    name: String,
+    status: Status,
+    detail: String,
+    /// For timing checks that are not good: why it matters, and how much.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    impact: Option<String>,
+}
+
+impl Check {
+    fn new(name: &str, ok: bool, detail: impl Into<String>) -> Check {
+        Check {
+            name: name.to_string(),
+            status: if ok { Status::Ok } else { Status::Fail },
+            detail: detail.into(),
+            why: None,
+            impact: None,
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let checks = host_checks();
+    let timing = timing_checks();
+    let failures = checks.iter().filter(|c| c.status == Status::Fail).count();
+    if args.json {
+        let report = serde_json::json!({
+            "can_judge": failures == 0,
+            "checks": checks,
+            "timing": timing,
+        });
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for check in &checks {
+            outln!(
+                "[{}] {:<18} {}",
+                check.status.tag(),
+                check.name,
+                check.detail
+            );
+        }
+        outln!("\nTiming stability (warnings do not fail doctor; impact = how much verdicts near a time limit can change):");
+        for check in &timing {
+            outln!(
+                "[{}] {:<18} {}",
+                check.status.tag(),
+                check.name,
+                check.detail
+            );
+            if let (Some(why), Some(impact)) = (&check.why, &check.impact) {
+                outln!("       {:<18} why: {why} (impact: {impact})", "");
+            }
+        }
+        if failures == 0 {
+            outln!("\nThis host can judge.");
+        } else {
+            outln!("\n{failures} check(s) failed: fix them before judging.");
+        }
+    }
+    Ok(if failures == 0 { 0 } else { 1 })
+}
+
+/// The host, the compiler, and the sandbox's self-tests: a failure means no judging here.
+fn host_checks() -> Vec<Check> {
+    let mut checks: Vec<Check> = ioi_sandbox::host::checks()
+        .into_iter()
+        .map(|c| Check::new(c.name, c.ok, c.detail))
+        .collect();
     let gxx = std::process::Command::new("g++").arg("--version").output();
-    match gxx {
+    checks.push(match gxx {
         Ok(out) if out.status.success() => {
             let first = String::from_utf8_lossy(&out.stdout)
                 .lines()
                 .next()
                 .unwrap_or("")
                 .to_string();
-            report("g++", true, &first)?
+            Check::new("g++", true, first)
         }
-        _ => report(
+        _ => Check::new(
             "g++",
             false,
             "g++ not found: install it (apt-get install g++)",
-        )?,
-    }
+        ),
+    });
     // Only `--compile-profile ioi` needs them: a warning, not a failure.
     let missing = crate::judge::compile::missing_static_archives();
-    if missing.is_empty() {
-        println!(
-            "[ ok ] {:<18} libstdc++.a, libc.a, libm.a found (--compile-profile ioi)",
-            "static linking"
-        );
-    } else {
-        println!(
-            "[warn] {:<18} g++ finds no {}: --compile-profile ioi (static linking) will give CE; \
-             install the static libraries of your g++ and libc (e.g. apt-get install \
-             libstdc++-12-dev libc6-dev)",
-            "static linking",
+    let mut statics = Check::new(
+        "static linking",
+        true,
+        "libstdc++.a, libc.a, libm.a found (--compile-profile ioi)",
+    );
+    if !missing.is_empty() {
+        statics.status = Status::Warn;
+        statics.detail = format!(
+            "g++ finds no {}: --compile-profile ioi (static linking) will give CE; install the \
+             static libraries of your g++ and libc (e.g. apt-get install libstdc++-12-dev \
+             libc6-dev)",
             missing.join(", ")
         );
     }
-    let sandbox = match Sandbox::new(SandboxOptions::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            report("sandbox", false, &format!("{e:#}"))?;
-            return Ok(1);
-        }
-    };
-    for (name, ok, detail) in self_tests(&sandbox) {
-        report(name, ok, &detail)?;
+    checks.push(statics);
+    match Sandbox::new(SandboxOptions::default()) {
+        Ok(sandbox) => checks.extend(
+            self_tests(&sandbox)
+                .into_iter()
+                .map(|(name, ok, detail)| Check::new(name, ok, detail)),
+        ),
+        Err(e) => checks.push(Check::new("sandbox", false, format!("{e:#}"))),
     }
-    timing_report();
-    if failures == 0 {
-        outln!("\nThis host can judge.");
-        Ok(0)
-    } else {
-        outln!("\n{failures} check(s) failed: fix them before judging.");
-        Ok(1)
-    }
+    checks
 }
 
 /// What keeps CPU times comparable between runs: warnings, not failures (a laptop can judge,
 /// with less stable verdicts near the time limits).
-fn timing_report() {
+fn timing_checks() -> Vec<Check> {
     use ioi_sandbox::host::timing::{self, Advice};
-    println!("\nTiming stability (warnings do not fail doctor; impact = how much verdicts near a time limit can change):");
-    for check in timing::checks() {
-        let tag = match check.advice {
-            Advice::Good => " ok ",
-            Advice::Warn => "warn",
-            Advice::Unknown => " ?? ",
-        };
-        println!("[{tag}] {:<18} {}", check.name, check.detail);
-        if check.advice != Advice::Good {
-            println!(
-                "       {:<18} why: {} (impact: {})",
-                "", check.why, check.impact
-            );
-        }
-    }
+    timing::checks()
+        .into_iter()
+        .map(|check| {
+            let good = check.advice == Advice::Good;
+            Check {
+                name: check.name.to_string(),
+                status: match check.advice {
+                    Advice::Good => Status::Ok,
+                    Advice::Warn => Status::Warn,
+                    Advice::Unknown => Status::Unknown,
+                },
+                detail: check.detail.to_string(),
+                why: (!good).then(|| check.why.to_string()),
+                impact: (!good).then(|| check.impact.to_string()),
+            }
+        })
+        .collect()
 }
 
 fn self_tests(sandbox: &Sandbox) -> Vec<(&'static str, bool, String)> {

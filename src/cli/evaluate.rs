@@ -352,7 +352,7 @@ fn show_progress(progress: &Progress, total: &AtomicUsize, finished: &AtomicBool
     let start = Instant::now();
     let terminal = std::io::stderr().is_terminal();
     let bar = terminal.then(|| {
-        let bar = indicatif::ProgressBar::new(0);
+        let bar = super::output::shown(indicatif::ProgressBar::new(0));
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{bar:30} {pos}/{len} submissions  {msg}  ETA {eta}",

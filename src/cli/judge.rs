@@ -1,7 +1,7 @@
 //! `ioi-run judge`: judge one solution on one problem and show every test.
 
 use std::io::{IsTerminal, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
@@ -84,10 +84,17 @@ pub fn run(args: Args) -> Result<i32> {
     };
     // Tests are shown on stderr as they finish (the table on stdout is the final word: early
     // stop may still turn a test run ahead into SKIPPED).
+    let compiling = (!args.json).then(|| compiling(solution));
     let progress = Progress {
-        on_test: match args.json {
-            true => TestObserver::default(),
-            false => TestObserver::new(move |_, t| show_finished_test(t, name_width)),
+        on_test: match &compiling {
+            None => TestObserver::default(),
+            Some(spinner) => {
+                let spinner = spinner.clone();
+                TestObserver::new(move |_, t| {
+                    spinner.finish_and_clear();
+                    show_finished_test(t, name_width)
+                })
+            }
         },
         ..Progress::default()
     };
@@ -107,13 +114,17 @@ pub fn run(args: Args) -> Result<i32> {
             }
         },
     )?;
+    if let Some(spinner) = compiling {
+        spinner.finish_and_clear();
+    }
     let finished = outcome
         .into_inner()
         .ok()
         .flatten()
         .context("the judge produced no result")?;
     let judged = finished.outcome?;
-    let (problem, results) = (&judged.problem.problem, judged.results);
+    let (problem, mut results) = (&judged.problem.problem, judged.results);
+    name_the_users_file(&mut results, &problem.id, &args.solution);
     if args.json {
         outln!(
             "{}",
@@ -258,6 +269,20 @@ fn first_feedback_line(t: &TestResult) -> &str {
         .unwrap_or("")
 }
 
+/// Says that the solution is compiling: a spinner at a terminal (cleared when the first test
+/// finishes), one line otherwise.
+fn compiling(solution: &Path) -> indicatif::ProgressBar {
+    let message = format!("compiling {}", solution.display());
+    if !std::io::stderr().is_terminal() {
+        let _ = writeln!(std::io::stderr().lock(), "{message}");
+        return indicatif::ProgressBar::hidden();
+    }
+    let spinner = super::output::shown(indicatif::ProgressBar::new_spinner());
+    spinner.set_message(message);
+    spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+    spinner
+}
+
 /// One line on stderr per test as soon as its result is known.
 fn show_finished_test(t: &TestResult, name_width: usize) {
     let time = t.time.map(|v| format!("{v:.3} s")).unwrap_or_default();
@@ -276,25 +301,58 @@ fn show_finished_test(t: &TestResult, name_width: usize) {
     );
 }
 
-/// The `--json` document.
+/// The compiler speaks of the submission by the name it has in the judge's folder
+/// (`graders/<id>.cpp`); the person reading its messages knows it by the path they gave.
+fn name_the_users_file(results: &mut [SubtaskResult], problem_id: &str, solution: &Path) {
+    let judged_as = format!("graders/{problem_id}.cpp");
+    let given = solution.display().to_string();
+    for test in results.iter_mut().flat_map(|s| s.test_results.iter_mut()) {
+        if test.status == Verdict::CompilationError {
+            if let Some(feedback) = &mut test.feedback {
+                *feedback = feedback.replace(&judged_as, &given);
+            }
+        }
+    }
+}
+
+/// The `--json` document. A compile error is given once, as `compile_error`: every test
+/// would otherwise repeat the compiler's messages.
 pub fn json_report(problem: &Problem, results: &[SubtaskResult]) -> serde_json::Value {
     let total: f64 = results.iter().map(|s| s.weighted_score()).sum();
+    let compile_error = results
+        .iter()
+        .flat_map(|s| &s.test_results)
+        .find(|t| t.status == Verdict::CompilationError)
+        .and_then(|t| t.feedback.clone());
+    let tests = |s: &SubtaskResult| -> Vec<serde_json::Value> {
+        s.test_results
+            .iter()
+            .map(|t| {
+                let mut test = serde_json::json!(t);
+                if t.status == Verdict::CompilationError {
+                    test["feedback"] = serde_json::Value::Null;
+                }
+                test
+            })
+            .collect()
+    };
     serde_json::json!({
         "problem": problem.id,
         "total": crate::score::round_like_python(total, 2),
+        "compile_error": compile_error,
         "subtasks": results.iter().map(|s| serde_json::json!({
             "subtask": s.subtask,
             "points": s.points,
             "score": s.score(),
             "weighted_score": s.weighted_score(),
             "status": s.status(),
-            "tests": s.test_results,
+            "tests": tests(s),
         })).collect::<Vec<_>>(),
     })
 }
 
 fn print_human(problem: &Problem, results: &[SubtaskResult], time_scale: f64) -> Result<()> {
-    let color = std::io::stdout().is_terminal();
+    let color = super::output::color_stdout();
     let paint = |text: String, code: &str| {
         if color {
             format!("\x1b[{code}m{text}\x1b[0m")

@@ -22,6 +22,42 @@ use crate::output;
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colours in tables and logs: `auto` (only at a terminal, and never with `NO_COLOR` set),
+    /// `always` or `never`.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+    /// Log lines on stderr as `text` or `json` (one object a line, for log collectors); `serve`
+    /// writes one per request.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour a stream that is (`terminal`) or is not a terminal.
+    pub fn enabled(self, terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -53,7 +89,12 @@ enum Command {
 /// Parses the arguments, runs the subcommand and returns the exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    init_logging();
+    output::set_color(cli.color);
+    init_logging(
+        cli.log_format,
+        cli.color,
+        matches!(cli.command, Command::Serve(_)),
+    );
     // The server shuts down gracefully on these signals itself (finishing in-flight requests).
     if !matches!(cli.command, Command::Serve(_)) {
         install_interrupt_handler();
@@ -82,17 +123,29 @@ pub fn main() -> i32 {
     }
 }
 
-fn init_logging() {
+/// Warnings and errors on stderr (`IOI_RUN_LOG` picks others); a server also logs each request.
+fn init_logging(format: LogFormat, color: ColorChoice, server: bool) {
+    let default = if server {
+        "warn,ioi_run::request=info"
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("IOI_RUN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // Colour codes only for a person at a terminal, never into a log file or a pipe.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     use std::io::IsTerminal;
-    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(color.enabled(std::io::stderr().is_terminal()))
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+    };
 }
 
 /// On SIGINT/SIGTERM/SIGHUP: kill every sandboxed run and remove its cgroup, then exit. The
@@ -109,6 +162,7 @@ fn install_interrupt_handler() {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             crate::judge::stop::interrupted_by(sig);
+            output::clear_progress();
             // Never `eprintln!` here: with stderr a closed pipe it panics, and the handler
             // would never reach the exit below.
             let _ = std::io::Write::write_fmt(

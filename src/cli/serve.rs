@@ -204,16 +204,21 @@ async fn stop_on_signals(shutdown: ShutdownHandle) {
             _ = hup.recv() => {}
         }
         if round == 0 {
-            eprintln!(
-                "ioi-run: shutting down, finishing in-flight requests (signal again to abort)"
-            );
+            say("ioi-run: shutting down, finishing in-flight requests (signal again to abort)");
             shutdown.shutdown();
         }
     }
-    eprintln!("ioi-run: aborting in-flight requests");
+    say("ioi-run: aborting in-flight requests");
     crate::judge::stop::request();
     ioi_sandbox::abort_all();
     std::process::exit(130);
+}
+
+/// A line on stderr that cannot panic: with stderr a closed pipe (a log shipper gone),
+/// `eprintln!` would panic and the shutdown would never happen.
+fn say(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 #[cfg(test)]

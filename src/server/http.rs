@@ -15,24 +15,30 @@
 //! blocking task, so a client that hangs up does not free a slot its execution still occupies.
 //! After a large request the allocator is asked to give memory back to the system: the sandbox
 //! copies the server's memory map on every run, so a bloated server slows every later test.
+//!
+//! One layer around every route counts execute requests in [`Metrics`] and writes one log line
+//! per request (target `ioi_run::request`); the execute handler tells it the language, outcome
+//! and queue wait through a response extension ([`Served`]).
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response as HttpResponse};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
+use super::metrics::{self, Metrics, RequestOutcome, Served};
 use super::{parse_execute, Executor, RequestError, Response, Runtime};
 
 /// Default largest request body: tests reach ~22 MB of input plus ~10 MB of output, and
@@ -134,6 +140,7 @@ impl Server {
             .collect::<Result<Vec<_>>>()?;
         let jobs = options.jobs.max(1);
         let state = AppState {
+            metrics: Arc::new(Metrics::new(Arc::clone(&executor))),
             executor,
             admitted: Arc::new(Semaphore::new(jobs + options.max_queue)),
             buffered_kib: Arc::new(Semaphore::new(kib(options.max_buffered))),
@@ -236,6 +243,7 @@ async fn stopped(mut stop: watch::Receiver<bool>) {
 #[derive(Clone)]
 struct AppState {
     executor: Arc<dyn Executor>,
+    metrics: Arc<Metrics>,
     admitted: Arc<Semaphore>,
     buffered_kib: Arc<Semaphore>,
     waiting: Arc<Semaphore>,
@@ -248,16 +256,83 @@ struct AppState {
 
 fn router(state: AppState) -> Router {
     Router::new()
-        .route("/api/v2/runtimes", get(runtimes))
+        .route("/api/v2/runtimes", allow(get(runtimes), "GET, HEAD"))
         .route(
             "/api/v2/packages",
-            get(packages)
-                .post(install_package)
-                .delete(uninstall_package),
+            allow(
+                get(packages)
+                    .post(install_package)
+                    .delete(uninstall_package),
+                "GET, HEAD, POST, DELETE",
+            ),
         )
-        .route("/api/v2/execute", post(execute))
+        .route("/api/v2/execute", allow(post(execute), "POST"))
+        .route("/metrics", allow(get(render_metrics), "GET, HEAD"))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
+}
+
+/// `route` answering other methods with 405, an `Allow` header and Piston's `{message}` body
+/// (axum's own 405 has an empty body, which Piston clients cannot report).
+fn allow(route: MethodRouter<AppState>, methods: &'static str) -> MethodRouter<AppState> {
+    route.fallback(move |request: Request| async move {
+        let mut error = ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "method {} is not allowed on {}: use {methods}",
+                request.method(),
+                request.uri().path()
+            ),
+        );
+        error.allow = Some(methods);
+        error
+    })
+}
+
+/// Counts an execute request in the metrics and writes the log line of every request.
+async fn observe(State(state): State<AppState>, request: Request, next: Next) -> HttpResponse {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    let duration = started.elapsed();
+    let status = response.status().as_u16();
+    let served = response.extensions().get::<Served>().copied();
+    let millis = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+    match served {
+        Some(served) => {
+            state.metrics.record(&served, duration);
+            tracing::info!(
+                target: "ioi_run::request",
+                %method,
+                %path,
+                status,
+                language = %served.language(),
+                outcome = %served.outcome,
+                queue_wait_ms = served.queue_wait.map_or(0.0, millis),
+                duration_ms = millis(duration),
+                "request"
+            );
+        }
+        None => tracing::info!(
+            target: "ioi_run::request",
+            %method,
+            %path,
+            status,
+            duration_ms = millis(duration),
+            "request"
+        ),
+    }
+    response
+}
+
+async fn render_metrics(State(state): State<AppState>) -> HttpResponse {
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        state.metrics.render(),
+    )
+        .into_response()
 }
 
 async fn runtimes() -> Json<Value> {
@@ -304,12 +379,42 @@ fn package_request(body: &[u8]) -> Result<Json<Value>, ApiError> {
     ))
 }
 
-async fn execute(State(state): State<AppState>, request: Request) -> Result<Json<Value>, ApiError> {
+async fn execute(State(state): State<AppState>, request: Request) -> HttpResponse {
+    let mut served = Served {
+        runtime: None,
+        outcome: RequestOutcome::InternalError,
+        queue_wait: None,
+    };
+    let mut answer = match execute_request(&state, request, &mut served).await {
+        Ok((runtime, response)) => {
+            served.outcome = RequestOutcome::of(runtime, &response);
+            Json(reply(runtime, response)).into_response()
+        }
+        Err(error) => {
+            served.outcome = error.outcome();
+            error.into_response()
+        }
+    };
+    answer.extensions_mut().insert(served);
+    answer
+}
+
+/// Admits, reads, parses and executes one request, noting in `served` what it learns on the
+/// way (the language once parsed, the time spent waiting).
+async fn execute_request(
+    state: &AppState,
+    request: Request,
+    served: &mut Served,
+) -> Result<(Runtime, Response), ApiError> {
     let declared = declared_length(&request)?;
     if declared.is_some_and(|length| length > state.max_body) {
         return Err(too_large(state.max_body));
     }
-    let (admitted, buffered) = admit(&state, declared.unwrap_or(state.max_body)).await?;
+    let queued = state.metrics.queued();
+    let waiting = Instant::now();
+    let admission = admit(state, declared.unwrap_or(state.max_body)).await;
+    served.queue_wait = Some(waiting.elapsed());
+    let (admitted, buffered) = admission?;
     // Dropped last, once the body, the parsed request and the job are all gone; a body of
     // unknown length may be large, even when it is refused.
     let mut trim = GiveMemoryBack(declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
@@ -321,16 +426,21 @@ async fn execute(State(state): State<AppState>, request: Request) -> Result<Json
     // writes out and drops).
     drop(buffered);
     let request = request?;
+    served.runtime = Some(request.runtime);
+    let waiting = Instant::now();
     let running = state
         .running
         .clone()
         .acquire_owned()
         .await
         .map_err(|_| ApiError::internal("the server is shutting down".to_string()))?;
+    served.queue_wait = served.queue_wait.map(|wait| wait + waiting.elapsed());
+    drop(queued);
     let executor = Arc::clone(&state.executor);
     let job = request.job;
+    let execution = state.metrics.running();
     let executed = tokio::task::spawn_blocking(move || {
-        let _permits = (admitted, running);
+        let _permits = (admitted, running, execution);
         executor.execute(job)
     })
     .await;
@@ -349,7 +459,7 @@ async fn execute(State(state): State<AppState>, request: Request) -> Result<Json
             )))
         }
     };
-    Ok(Json(reply(request.runtime, response)))
+    Ok((request.runtime, response))
 }
 
 /// The request's `Content-Length`, if it sent one.
@@ -412,11 +522,10 @@ async fn read_body(body: Body, limit: u64) -> Result<Bytes, ApiError> {
 }
 
 fn too_large(max_body: u64) -> ApiError {
-    ApiError {
-        status: StatusCode::PAYLOAD_TOO_LARGE,
-        message: format!("request body too large: the limit is {max_body} bytes (--max-body)"),
-        retry_after: None,
-    }
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("request body too large: the limit is {max_body} bytes (--max-body)"),
+    )
 }
 
 /// When dropped (and armed), returns freed heap memory to the system: glibc keeps the many
@@ -455,16 +564,15 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 }
 
 async fn not_found(request: Request) -> ApiError {
-    ApiError {
-        retry_after: None,
-        status: StatusCode::NOT_FOUND,
-        message: format!(
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
             "no route {} {}: the API is GET /api/v2/runtimes, GET|POST|DELETE /api/v2/packages, \
-             POST /api/v2/execute",
+             POST /api/v2/execute, GET /metrics",
             request.method(),
             request.uri().path()
         ),
-    }
+    )
 }
 
 /// An error answered in Piston's shape: `{"message": ...}` with an HTTP status.
@@ -474,34 +582,47 @@ struct ApiError {
     message: String,
     /// Seconds for a `Retry-After` header.
     retry_after: Option<u64>,
+    /// The methods of a 405's `Allow` header.
+    allow: Option<&'static str>,
 }
 
 impl ApiError {
-    fn bad(message: String) -> ApiError {
+    fn new(status: StatusCode, message: String) -> ApiError {
         ApiError {
-            status: StatusCode::BAD_REQUEST,
+            status,
             message,
             retry_after: None,
+            allow: None,
         }
+    }
+
+    fn bad(message: String) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
     fn internal(message: String) -> ApiError {
-        ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message,
-            retry_after: None,
-        }
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
 
     fn busy(state: &AppState) -> ApiError {
-        ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message: format!(
+        let mut error = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
                 "server busy: {} requests running and {} waiting (--jobs {}, --max-queue {}) for \
                  {:?} (--queue-wait); retry later",
                 state.jobs, state.max_queue, state.jobs, state.max_queue, state.queue_wait
             ),
-            retry_after: Some(RETRY_AFTER_SECONDS),
+        );
+        error.retry_after = Some(RETRY_AFTER_SECONDS);
+        error
+    }
+
+    /// How a request that ended in this error is counted.
+    fn outcome(&self) -> RequestOutcome {
+        match self.status {
+            StatusCode::SERVICE_UNAVAILABLE => RequestOutcome::Busy,
+            status if status.is_server_error() => RequestOutcome::InternalError,
+            _ => RequestOutcome::BadRequest,
         }
     }
 }
@@ -525,6 +646,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, seconds.into());
+        }
+        if let Some(methods) = self.allow {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(methods));
         }
         response
     }

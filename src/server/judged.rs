@@ -244,6 +244,14 @@ impl Executor for JudgeExecutor {
             Job::Codeforces(job) => self.judge_codeforces(job).map(|v| v.response()),
         }
     }
+
+    fn compile_cache(&self) -> Option<super::metrics::CacheCounts> {
+        let cache = self.judge.cache();
+        Some(super::metrics::CacheCounts {
+            hits: cache.hits() as u64,
+            misses: cache.builds() as u64,
+        })
+    }
 }
 
 /// The problem a `cms_ioi` request describes (its submission aside), with its one test written

@@ -13,11 +13,15 @@
 //!                                                              │
 //!                  Piston JSON ◀─ ExecuteReply ◀─ Response ◀───┘
 //! ```
+//!
+//! Every request passes one layer that counts it in [`metrics`] (served on `GET /metrics`) and
+//! writes its log line.
 
 pub mod codeforces;
 mod codeforces_run;
 mod http;
 pub mod judged;
+pub mod metrics;
 pub mod piston;
 mod request;
 mod runtime;
@@ -38,6 +42,12 @@ pub trait Executor: Send + Sync + 'static {
     /// (`tokio::task::spawn_blocking`), at most `jobs` at once. The executor is responsible for
     /// killing whatever it started when `job.run_timeout` (a wall-clock hard limit) expires.
     fn execute(&self, job: Job) -> Result<Response, RequestError>;
+
+    /// Compile-cache hits and misses so far, for `GET /metrics`; `None` (the default) for an
+    /// executor without a cache.
+    fn compile_cache(&self) -> Option<metrics::CacheCounts> {
+        None
+    }
 }
 
 /// One request to execute, already validated and decoded.

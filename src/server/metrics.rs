@@ -1,0 +1,350 @@
+//! What an operator of a fleet watches: `GET /metrics` in the OpenMetrics text format that
+//! Prometheus scrapes, and one log line per request.
+//!
+//! A fleet of 16 ports × N machines is only run well when one can see, per machine, how full
+//! its queue is, how long requests wait and take, which verdicts it hands out, how often the
+//! compile cache spares a compile, and how many requests it turned away (503). The counters live
+//! in a [`prometheus_client`] registry owned by the server (no global recorder: two servers in
+//! one process, as in the tests, count apart). Compile-cache figures are read from the
+//! executor at scrape time, so the judge keeps a single source of truth for them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use super::{Executor, Response, Runtime};
+
+/// The content type of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// How one `execute` request ended, as counted and logged. The verdict outcomes read the
+/// response the way the client does: the score on `run.stdout` for the scoring runtimes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestOutcome {
+    /// Scoring runtimes: full score.
+    Accepted,
+    /// Scoring runtimes: a score strictly between 0 and 1.
+    Partial,
+    /// Scoring runtimes: score 0 (wrong answer, time or memory limit, runtime error, ...).
+    Rejected,
+    /// The submission or program did not compile.
+    CompileError,
+    /// The run outlived the request's `run_timeout` and was killed.
+    Timeout,
+    /// A plain program that exited with code 0.
+    Exited,
+    /// A plain program that exited with another code or was killed by a signal.
+    Failed,
+    /// HTTP 400/404/405/413: the request itself was unusable.
+    BadRequest,
+    /// HTTP 503: no room in the queue.
+    Busy,
+    /// HTTP 500: the server failed to execute a valid request.
+    InternalError,
+}
+
+impl RequestOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestOutcome::Accepted => "accepted",
+            RequestOutcome::Partial => "partial",
+            RequestOutcome::Rejected => "rejected",
+            RequestOutcome::CompileError => "compile_error",
+            RequestOutcome::Timeout => "timeout",
+            RequestOutcome::Exited => "exited",
+            RequestOutcome::Failed => "failed",
+            RequestOutcome::BadRequest => "bad_request",
+            RequestOutcome::Busy => "busy",
+            RequestOutcome::InternalError => "internal_error",
+        }
+    }
+
+    /// The outcome of a response the executor gave for `runtime`.
+    pub fn of(runtime: Runtime, response: &Response) -> RequestOutcome {
+        if response.compile.as_ref().is_some_and(|c| c.code != Some(0)) {
+            return RequestOutcome::CompileError;
+        }
+        let Some(run) = &response.run else {
+            return RequestOutcome::CompileError;
+        };
+        if run.stdout.is_empty()
+            && run.signal.as_deref() == Some(super::piston::HARD_TIMEOUT_SIGNAL)
+        {
+            return RequestOutcome::Timeout;
+        }
+        if runtime == Runtime::Cpp {
+            return if run.code == Some(0) {
+                RequestOutcome::Exited
+            } else {
+                RequestOutcome::Failed
+            };
+        }
+        match run.stdout.trim().parse::<f64>() {
+            Ok(score) if score >= 1.0 => RequestOutcome::Accepted,
+            Ok(score) if score > 0.0 => RequestOutcome::Partial,
+            _ => RequestOutcome::Rejected,
+        }
+    }
+}
+
+impl fmt::Display for RequestOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the `execute` handler learnt about a request, handed to the layer that counts and logs
+/// it (as a response extension).
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// `None` when the request was refused before its language was read.
+    pub runtime: Option<Runtime>,
+    pub outcome: RequestOutcome,
+    /// Time spent waiting for room in the server and for an execution slot.
+    pub queue_wait: Option<Duration>,
+}
+
+impl Served {
+    /// The `language` label: the runtime's Piston name, `unknown` before it was read.
+    pub fn language(&self) -> &'static str {
+        self.runtime.map_or("unknown", Runtime::language)
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    language: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LanguageLabel {
+    language: &'static str,
+}
+
+/// The server's metrics. Gauges are moved by [`Metrics::queued`] and [`Metrics::running`]
+/// guards, so that no path out of a handler (an early return, a client hanging up) leaves
+/// them off by one.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<LanguageLabel, Histogram, fn() -> Histogram>,
+    queue_wait: Histogram,
+    queue_depth: Gauge,
+    running: Gauge,
+    busy: Counter,
+}
+
+/// Buckets from 5 ms to ~3 min, doubling: tests take milliseconds to the client's 30 s.
+fn seconds_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 16))
+}
+
+impl Metrics {
+    /// Counters at zero, with the compile-cache figures read from `executor` at every scrape.
+    pub fn new(executor: Arc<dyn Executor>) -> Metrics {
+        let mut registry = Registry::with_prefix("ioi_run");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "Execute requests answered, by language and outcome",
+            requests.clone(),
+        );
+        let durations = Family::<LanguageLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+            seconds_histogram,
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time from an execute request's arrival to its answer",
+            durations.clone(),
+        );
+        let queue_wait = seconds_histogram();
+        registry.register(
+            "queue_wait_seconds",
+            "Time an execute request waited for room and for an execution slot",
+            queue_wait.clone(),
+        );
+        let queue_depth = Gauge::default();
+        registry.register(
+            "queue_depth",
+            "Execute requests waiting for room or for an execution slot",
+            queue_depth.clone(),
+        );
+        let running = Gauge::default();
+        registry.register(
+            "executions_running",
+            "Executions in progress",
+            running.clone(),
+        );
+        let busy = Counter::default();
+        registry.register(
+            "busy_rejections",
+            "Execute requests answered 503 because the queue stayed full",
+            busy.clone(),
+        );
+        registry.register_collector(Box::new(CacheCollector(executor)));
+        Metrics {
+            registry,
+            requests,
+            durations,
+            queue_wait,
+            queue_depth,
+            running,
+            busy,
+        }
+    }
+
+    /// Counts one answered execute request that took `duration` in all.
+    pub fn record(&self, served: &Served, duration: Duration) {
+        let language = served.language();
+        self.requests
+            .get_or_create(&RequestLabels {
+                language,
+                outcome: served.outcome.as_str(),
+            })
+            .inc();
+        self.durations
+            .get_or_create(&LanguageLabel { language })
+            .observe(duration.as_secs_f64());
+        if let Some(wait) = served.queue_wait {
+            self.queue_wait.observe(wait.as_secs_f64());
+        }
+        if served.outcome == RequestOutcome::Busy {
+            self.busy.inc();
+        }
+    }
+
+    /// Counts a request in the queue until the guard is dropped.
+    pub fn queued(&self) -> GaugeGuard {
+        GaugeGuard::new(&self.queue_depth)
+    }
+
+    /// Counts an execution as running until the guard is dropped.
+    pub fn running(&self) -> GaugeGuard {
+        GaugeGuard::new(&self.running)
+    }
+
+    /// The OpenMetrics text of every metric.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing into a String cannot fail; an encoder error would be a bug in a metric.
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!("cannot encode the metrics: {e}");
+        }
+        text
+    }
+}
+
+/// Holds one unit of a gauge.
+pub struct GaugeGuard(Gauge);
+
+impl GaugeGuard {
+    fn new(gauge: &Gauge) -> GaugeGuard {
+        gauge.inc();
+        GaugeGuard(gauge.clone())
+    }
+}
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Compile-cache hits and compiles, asked of the executor at scrape time.
+struct CacheCollector(Arc<dyn Executor>);
+
+impl fmt::Debug for CacheCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CacheCollector")
+    }
+}
+
+impl Collector for CacheCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let Some(counts) = self.0.compile_cache() else {
+            return Ok(());
+        };
+        for (name, help, value) in [
+            (
+                "compile_cache_hits",
+                "Compiles answered from the compile cache",
+                counts.hits,
+            ),
+            (
+                "compile_cache_misses",
+                "Compiles the compile cache had to run the compiler for",
+                counts.misses,
+            ),
+        ] {
+            let counter = ConstCounter::new(value);
+            let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
+            counter.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
+/// Compile-cache figures since the executor started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheCounts {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{CfLanguage, Stage};
+
+    fn run(stdout: &str, code: Option<i32>, signal: Option<&str>) -> Response {
+        Response {
+            compile: Some(Stage::new(String::new(), String::new(), Some(0), None)),
+            run: Some(Stage::new(
+                stdout.to_string(),
+                String::new(),
+                code,
+                signal.map(str::to_string),
+            )),
+        }
+    }
+
+    #[test]
+    fn outcomes_read_the_response_as_the_client_does() {
+        use RequestOutcome::*;
+        let ioi = Runtime::CmsIoi;
+        assert_eq!(RequestOutcome::of(ioi, &run("1", Some(0), None)), Accepted);
+        assert_eq!(RequestOutcome::of(ioi, &run("0.5", Some(0), None)), Partial);
+        assert_eq!(RequestOutcome::of(ioi, &run("0", Some(0), None)), Rejected);
+        assert_eq!(
+            RequestOutcome::of(ioi, &run("", None, Some("SIGKILL"))),
+            Timeout
+        );
+        let cf = Runtime::Codeforces(CfLanguage::Python3);
+        assert_eq!(RequestOutcome::of(cf, &run("1\n", Some(0), None)), Accepted);
+        assert_eq!(
+            RequestOutcome::of(cf, &run("0\n", Some(124), None)),
+            Rejected
+        );
+        let plain = Runtime::Cpp;
+        assert_eq!(RequestOutcome::of(plain, &run("1", Some(0), None)), Exited);
+        assert_eq!(RequestOutcome::of(plain, &run("", Some(3), None)), Failed);
+        assert_eq!(
+            RequestOutcome::of(plain, &run("", None, Some("SIGSEGV"))),
+            Failed
+        );
+        let compile_error = Response {
+            compile: Some(Stage::new(String::new(), "e".into(), Some(1), None)),
+            run: None,
+        };
+        assert_eq!(RequestOutcome::of(ioi, &compile_error), CompileError);
+    }
+}
