@@ -93,31 +93,53 @@ pub struct RunSpec {
     /// CPU, wall, memory, process, output, file and stack limits.
     pub limits: Limits,
     /// Boxes that run together and wait on one another (a Communication test's manager and user
-    /// processes) share this: the time any of them waited for a CPU is not charged to the wall
-    /// limit of any of them, since a peer blocked on a starved process is not idle by choice.
+    /// processes) share this: while any of them waits for a CPU, none of them is charged wall
+    /// time, since a peer blocked on a starved process is not idle by choice.
     pub wait_group: Option<std::sync::Arc<WaitGroup>>,
 }
 
-/// The waiting-for-a-CPU credit shared by boxes that run together (see [`RunSpec::wait_group`]).
-/// The largest credit of any member counts for all: never more than the time that passed.
+/// Boxes that run together (see [`RunSpec::wait_group`]): each box's wait clock samples the
+/// tasks of every member, so an interval in which any member waited for a CPU is credited to
+/// all, and an interval is credited once however many members waited in it.
 #[derive(Debug, Default)]
-pub struct WaitGroup(std::sync::atomic::AtomicU64);
+pub struct WaitGroup(std::sync::Mutex<Vec<waiting::Init>>);
 
 impl WaitGroup {
-    /// A group with no credit yet.
+    /// A group with no member yet.
     pub fn new() -> std::sync::Arc<WaitGroup> {
         std::sync::Arc::new(WaitGroup::default())
     }
 
-    /// Publishes a member's credit; returns the group's (the largest so far).
-    pub(crate) fn share(&self, credit: Duration) -> Duration {
-        let nanos = u64::try_from(credit.as_nanos()).unwrap_or(u64::MAX);
-        let before = self
-            .0
-            .fetch_max(nanos, std::sync::atomic::Ordering::Relaxed);
-        Duration::from_nanos(before.max(nanos))
+    /// Adds a box whose run starts now.
+    pub(crate) fn join(&self, init: waiting::Init) {
+        self.members().push(init);
+    }
+
+    /// Removes a box whose run has ended.
+    pub(crate) fn leave(&self, init: waiting::Init) {
+        self.members().retain(|&i| i != init);
+    }
+
+    /// The inits of the boxes running now.
+    pub(crate) fn inits(&self) -> Vec<waiting::Init> {
+        self.members().clone()
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, Vec<waiting::Init>> {
+        // A member list is valid whatever a panicking holder did: pushes and retains are whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// However much of a run's wall clock is credited as waiting for a CPU (see `waiting`), the run
+/// is stopped with [`Termination::WallTimeLimit`] once its elapsed time reaches this many times
+/// its wall limit: a program that lowers its own priority (nice, its autogroup's nice,
+/// `SCHED_IDLE`) waits for a CPU almost all the time at almost no CPU cost, and would otherwise
+/// hold its box for as long as the host stays busy. A correct program under outside load is
+/// not stopped by it unless it gets less than 1/3 of the share of a CPU its wall limit
+/// allows (the judge's wall limit is 3 × the CPU limit + 1 s, so 1/9 of a core for a run that
+/// needs its whole CPU limit).
+pub const WALL_STRETCH: u32 = 3;
 
 /// Where the box directory appears inside the sandbox.
 pub const BOX_PATH: &str = "/box";
@@ -217,7 +239,8 @@ pub enum Stdio {
 pub struct Limits {
     /// CPU time (user+sys) of the program, all threads and descendants, from the cgroup.
     pub cpu_time: Option<Duration>,
-    /// Wall-clock time from start to exit.
+    /// Wall-clock time from start to exit, not counting the time the box waited for a CPU;
+    /// elapsed time is bounded by [`WALL_STRETCH`] × this limit whatever the credit.
     pub wall_time: Option<Duration>,
     /// Memory of the program and its descendants (cgroup, no swap), in bytes.
     pub memory: Option<u64>,
