@@ -477,7 +477,10 @@ impl Builder {
         // The boxes whose waiting for a CPU is credited to this one: itself, and its peers
         // when it runs in a group (see `WaitGroup`).
         let this = Init::starting(pid);
-        let group = spec.wait_group.as_deref().map(|group| Membership::new(group, this));
+        let group = spec
+            .wait_group
+            .as_deref()
+            .map(|group| Membership::new(group, this));
         let inits = || match &group {
             Some(member) => member.group.inits(),
             None => vec![this],

@@ -47,6 +47,43 @@
 //! multi-threaded and a forked copy must not allocate. The init is a copy of the caller; the
 //! program shares the init's memory until it executes (posix_spawn's way), so the caller's
 //! memory is copied once per box, not twice.
+//!
+//! # The wall limit
+//!
+//! The wall limit charges only the time the box did not spend waiting for a CPU (see
+//! `waiting`), so that a busy host does not stop CPU-bound programs; boxes of one
+//! [`WaitGroup`] are credited while any of them waits. That credit can be earned by choice (a
+//! program that lowers its priority waits almost all the time), so the elapsed time is bounded
+//! too: [`WALL_STRETCH`] × the limit, whatever the credit. The priority calls are refused by
+//! seccomp; the autogroup's nice (`/proc/self/autogroup`) is not a system call and stays, bounded
+//! by that multiple.
+//!
+//! # Channels between boxes
+//!
+//! Boxes that run at once (the user processes of a Communication test) must not exchange
+//! information except through their pipes. Closed:
+//! - processes: a pid namespace and session per box, a host uid per box (as root);
+//! - IPC: SysV and POSIX IPC (an ipc namespace per box), abstract unix sockets (a network
+//!   namespace per box, reused only once empty), keyrings (`keyctl` killed);
+//! - files: a private tmpfs box, `/tmp` and `/dev/shm`; the shared system files are read-only
+//!   binds (no access times), locks, leases, inotify and fanotify refused;
+//! - host-wide counters a box can move and read: kernel aio (`io_setup` refused, io_uring
+//!   killed), the host's entries of `/proc` masked in the box's own (`/proc/sys` with file-nr,
+//!   inode-nr, aio-nr; meminfo, stat, loadavg, uptime, vmstat, pressure, locks, fs, keys, ...:
+//!   see `mounts`), page-cache probes by `preadv2(RWF_NOWAIT)` refused (`mincore` and
+//!   `cachestat` report a file's pages only to who may write it, on kernels since 5.2 and 6.10).
+//!
+//! Open, and why:
+//! - contention: a box that burns CPU, memory bandwidth or caches slows another, which can time
+//!   it (the same goes for page faults on shared system files: a page another box read is found
+//!   in the page cache sooner). Only separate machines or cores close these;
+//! - `sysinfo`: free memory, the host's task count and load. glibc uses its answer unchecked
+//!   (`qsort` among others sizes its buffer from it), so refusing it would make programs behave
+//!   at random;
+//! - counters the kernel shares by design: inode numbers of pipes and sockets come from one
+//!   host-wide counter, and a box's own `/proc/<pid>/smaps` counts the other processes mapping
+//!   the same shared library pages. Both move with everything else on the host; closing them
+//!   would mean refusing pipes or hiding a process's own memory map.
 
 #![warn(missing_docs)]
 

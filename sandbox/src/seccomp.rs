@@ -305,7 +305,11 @@ fn policy() -> Policy {
     const RWF_NOWAIT: u32 = 0x8;
     add(
         libc::SYS_preadv2,
-        vec![when(5, Cmp::AnyBit(RWF_NOWAIT), Action::Errno(libc::EOPNOTSUPP))],
+        vec![when(
+            5,
+            Cmp::AnyBit(RWF_NOWAIT),
+            Action::Errno(libc::EOPNOTSUPP),
+        )],
     );
     add(
         libc::SYS_ioprio_set,
@@ -683,7 +687,13 @@ mod tests {
         assert_eq!(call(libc::SYS_sched_getscheduler, 0, 0), Action::Allow);
         assert_eq!(call(libc::SYS_io_setup, 8, 0), Action::Errno(libc::ENOSYS));
         let preadv2 = |flags: u64| {
-            interpret(&code, AUDIT_ARCH, libc::SYS_preadv2 as u32, &[3, 0, 1, 0, 0, flags]).0
+            interpret(
+                &code,
+                AUDIT_ARCH,
+                libc::SYS_preadv2 as u32,
+                &[3, 0, 1, 0, 0, flags],
+            )
+            .0
         };
         assert_eq!(preadv2(0x8), Action::Errno(libc::EOPNOTSUPP));
         assert_eq!(preadv2(0), Action::Allow);

@@ -17,10 +17,12 @@
 //! scheduler's per-task counter exists whenever `/proc/<pid>/schedstat` does (CONFIG_SCHED_INFO,
 //! enabled by every distribution kernel), works on v1 and v2 alike, and needs no privilege
 //! over the box's tasks (they are readable by the keeper). Tasks that end between two samples
-//! take their last increase with them: the credit is then smaller, never larger, so the error
-//! is only ever towards the old behaviour. Gaining credit needs a runnable task, i.e. one that
-//! burns CPU time as soon as it gets a core, which the CPU limit counts: a program cannot
-//! stretch its wall time without paying for it in CPU time.
+//! take their last increase with them: the credit is then smaller, never larger. Gaining credit
+//! needs a runnable task, one that burns CPU time as soon as it gets a core, which the CPU
+//! limit counts; but a task at a lowered priority gets a core rarely and waits long for it, so
+//! its credit per CPU second has no bound: the keeper stops every run at `WALL_STRETCH` × its
+//! wall limit whatever the credit. The kernel adds a wait to the run delay when the task gets
+//! its core, not while it waits: a starved task's credit arrives late, in lumps.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -39,8 +39,9 @@ fn the_aio_relay_carries_nothing_between_boxes() {
                 if (f) fclose(f);
             }
         }"#;
-    let (sent, said, (read, heard)) =
-        while_holding(sender, limits(2.0, 64), || run_program(receiver, limits(1.0, 64)));
+    let (sent, said, (read, heard)) = while_holding(sender, limits(2.0, 64), || {
+        run_program(receiver, limits(1.0, 64))
+    });
     assert_eq!(sent.status, Termination::Ok, "{sent:?}");
     assert_eq!(said, "io_setup:Function not implemented\n");
     assert_eq!(read.status, Termination::Ok, "{read:?}");
@@ -80,9 +81,7 @@ fn host_wide_counters_of_proc_are_masked_and_the_box_keeps_its_own() {
         "/proc/self/maps",
         "/proc/cpuinfo",
     ];
-    let mut source = String::from(
-        "#include <cstdio>\nint main(){ const char *paths[] = {",
-    );
+    let mut source = String::from("#include <cstdio>\nint main(){ const char *paths[] = {");
     for p in masked.iter().chain(&readable) {
         source.push_str(&format!("\"{p}\","));
     }

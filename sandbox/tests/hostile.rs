@@ -72,10 +72,11 @@ fn fork_bomb_is_contained_by_the_pids_limit() {
         ),
         "{o:?}"
     );
-    // Runnable forks waiting for a CPU are not charged to the wall limit (issue 9): on a busy
-    // host the CPU limit is what stops the bomb, after a wall time that depends on the load.
-    // The bound only says that it is stopped at all.
-    assert!(o.wall_time < 60.0 * time_scale(), "{o:?}");
+    // Runnable forks waiting for a CPU are not charged to the wall limit: on a busy host the
+    // CPU limit or the elapsed-time bound (`WALL_STRETCH` × the 4 s wall limit) stops the
+    // bomb; the slack is for a keeper that wakes late on a busy host.
+    let bound = ioi_sandbox::WALL_STRETCH as f64 * 4.0 * time_scale() + 5.0;
+    assert!(o.wall_time < bound, "bound {bound} s: {o:?}");
 }
 
 #[test]
@@ -571,5 +572,8 @@ fn a_program_that_lowers_its_priority_is_stopped_within_the_wall_stretch() {
     // Stopped at WALL_STRETCH × the limit at the latest; the slack is for a keeper that
     // wakes late on a busy host. Without the bound the run lasts as long as the load does.
     let bound = ioi_sandbox::WALL_STRETCH as f64 * wall + 2.0 * time_scale();
-    assert!(o.wall_time >= wall && o.wall_time < bound, "bound {bound} s: {o:?}");
+    assert!(
+        o.wall_time >= wall && o.wall_time < bound,
+        "bound {bound} s: {o:?}"
+    );
 }

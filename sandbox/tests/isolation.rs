@@ -1,5 +1,5 @@
-//! Boxes that cannot reach each other or the caller (issue 8) and a wall limit that holds on a
-//! busy host (issue 9): each test names the hole it keeps closed.
+//! Boxes that cannot reach each other or the caller, and a wall limit that holds on a busy
+//! host: each test names the hole it keeps closed.
 
 mod common;
 use std::os::fd::OwnedFd;

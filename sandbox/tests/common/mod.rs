@@ -174,7 +174,6 @@ pub fn run_program(source: &str, limits: Limits) -> (Outcome, String) {
     (o, b.read("stdout"))
 }
 
-
 /// CPU-bound loops on the host, each a session of its own (as independent work is, so that
 /// each takes a full share where the kernel groups tasks by session), stopped by pid when
 /// dropped, even if the test fails.
