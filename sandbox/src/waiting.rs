@@ -109,6 +109,7 @@ impl WaitClock {
             if current.len() >= MAX_TASKS {
                 break;
             }
+            reset_autogroup(pid);
             for tid in threads(pid) {
                 if let Some(delay) = run_delay(pid, tid) {
                     // A task not seen before counts from its baseline: zero for a task the box
@@ -124,6 +125,27 @@ impl WaitClock {
         self.delays = current;
         self.credit += Duration::from_nanos(largest).min(interval);
     }
+}
+
+/// Puts the autogroup of process `pid` back at nice 0. Every box is a session, and so an
+/// autogroup, of its own, whose nice its processes may raise through `/proc/self/autogroup`
+/// (not a system call: seccomp cannot refuse it). Starved by that choice, a box would wait for
+/// a CPU at no CPU cost, and once killed would take as long to die as the host stays busy; reset
+/// at every sample, the lowered priority lasts one poll interval at most. Best effort: without
+/// privilege over the box (a caller without root) the kernel may refuse, and the elapsed-time
+/// bound still holds.
+fn reset_autogroup(pid: i32) {
+    let path = format!("/proc/{pid}/autogroup");
+    let lowered =
+        read_small(&path).is_some_and(|s| parse_autogroup_nice(&s).is_some_and(|n| n != 0));
+    if lowered {
+        let _ = std::fs::write(&path, "0");
+    }
+}
+
+/// The nice of an autogroup (`/autogroup-42 nice 19`).
+fn parse_autogroup_nice(text: &str) -> Option<i32> {
+    text.split_whitespace().last()?.parse().ok()
 }
 
 fn read_small(path: &str) -> Option<String> {
@@ -169,6 +191,13 @@ pub fn available() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn autogroup_parsing() {
+        assert_eq!(parse_autogroup_nice("/autogroup-42 nice 19\n"), Some(19));
+        assert_eq!(parse_autogroup_nice("/autogroup-7 nice 0\n"), Some(0));
+        assert_eq!(parse_autogroup_nice(""), None);
+    }
 
     #[test]
     fn schedstat_parsing() {
