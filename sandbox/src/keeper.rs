@@ -20,8 +20,8 @@ use crate::housekeeper::{Housekeeper, Leftover};
 use crate::mounts::{self, MountOp, SystemLayout};
 use crate::namespaces;
 use crate::uids::{UidLease, UidPool, UidRange};
-use crate::waiting::WaitClock;
-use crate::{rlimits, seccomp, Outcome, RunSpec, Stdio, Termination};
+use crate::waiting::{Init, Membership, WaitClock};
+use crate::{rlimits, seccomp, Outcome, RunSpec, Stdio, Termination, WALL_STRETCH};
 
 /// Options of a [`Sandbox`].
 #[derive(Debug, Clone)]
@@ -474,12 +474,20 @@ impl Builder {
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
         };
         let start = Instant::now();
-        let mut waited = WaitClock::new(pid, start);
-        // This box's credit, or its wait group's when it runs with peers (see `WaitGroup`).
-        let credit = |waited: &WaitClock| match &spec.wait_group {
-            Some(group) => group.share(waited.credit()),
-            None => waited.credit(),
+        // The boxes whose waiting for a CPU is credited to this one: itself, and its peers
+        // when it runs in a group (see `WaitGroup`).
+        let this = Init::starting(pid);
+        let group = spec
+            .wait_group
+            .as_deref()
+            .map(|group| Membership::new(group, this));
+        let inits = || match &group {
+            Some(member) => member.group.inits(),
+            None => vec![this],
         };
+        let mut waited = WaitClock::new(start, &inits());
+        // The elapsed time at which the run is stopped however much credit it has.
+        let hard_wall = spec.limits.wall_time.map(|wall| wall * WALL_STRETCH);
         // An init that cannot take its run has failed or died: its report, if any, says why.
         if write_all(&run_write, &message).is_err() {
             kill_init();
@@ -503,9 +511,12 @@ impl Builder {
         loop {
             // Sleep until the report arrives, or until the earliest moment a limit could be hit.
             let mut wait = Duration::from_millis(500);
-            if let Some(wall) = limits.wall_time {
-                let charged = start.elapsed().saturating_sub(credit(&waited));
-                wait = wait.min(wall.saturating_sub(charged));
+            if let (Some(wall), Some(hard)) = (limits.wall_time, hard_wall) {
+                let elapsed = start.elapsed();
+                let charged = elapsed.saturating_sub(waited.credit());
+                wait = wait
+                    .min(wall.saturating_sub(charged))
+                    .min(hard.saturating_sub(elapsed));
             }
             if let Some(cpu) = limits.cpu_time {
                 let used = match cgroup.cpu_time() {
@@ -556,14 +567,18 @@ impl Builder {
                 };
                 if cpu_over {
                     limit_hit = Some(Termination::TimeLimit);
-                } else if let Some(wall) = limits.wall_time {
+                } else if let (Some(wall), Some(hard)) = (limits.wall_time, hard_wall) {
                     // The wall limit charges only time the box did not spend waiting for a
-                    // CPU (see `waiting`): a busy host never turns a CPU-bound run into a
-                    // wall-time verdict, a sleeper is charged in full.
+                    // CPU (see `waiting`): a busy host does not turn a CPU-bound run into a
+                    // wall-time verdict, a sleeper is charged in full. The credit stops at
+                    // `WALL_STRETCH` × the limit: a program that waits for a CPU by choice (a
+                    // lowered priority) cannot hold its box for as long as the host is busy.
                     // Sampled at every wake-up (at most every 500 ms), so that processes
                     // that end in between (a compiler's passes) keep most of their credit.
-                    waited.sample(Instant::now());
-                    if start.elapsed().saturating_sub(credit(&waited)) >= wall {
+                    let now = Instant::now();
+                    waited.sample(now, &inits());
+                    let elapsed = now.saturating_duration_since(start);
+                    if elapsed.saturating_sub(waited.credit()) >= wall || elapsed >= hard {
                         limit_hit = Some(Termination::WallTimeLimit);
                     }
                 }
@@ -573,6 +588,7 @@ impl Builder {
             }
         }
         let wall_time = start.elapsed();
+        drop(group);
         // The init's exit kills whatever is left of the box; once it is reaped every task of
         // the box has exited and been accounted, and the counters are final. (Its mounts are
         // held by the keeper's descriptor of the mount namespace: their teardown is not here.)

@@ -47,6 +47,43 @@
 //! multi-threaded and a forked copy must not allocate. The init is a copy of the caller; the
 //! program shares the init's memory until it executes (posix_spawn's way), so the caller's
 //! memory is copied once per box, not twice.
+//!
+//! # The wall limit
+//!
+//! The wall limit charges only the time the box did not spend waiting for a CPU (see
+//! `waiting`), so that a busy host does not stop CPU-bound programs; boxes of one
+//! [`WaitGroup`] are credited while any of them waits. That credit can be earned by choice (a
+//! program that lowers its priority waits almost all the time), so the elapsed time is bounded
+//! too: [`WALL_STRETCH`] × the limit, whatever the credit. The priority calls are refused by
+//! seccomp; the autogroup's nice (`/proc/self/autogroup`) is not a system call and stays, bounded
+//! by that multiple.
+//!
+//! # Channels between boxes
+//!
+//! Boxes that run at once (the user processes of a Communication test) must not exchange
+//! information except through their pipes. Closed:
+//! - processes: a pid namespace and session per box, a host uid per box (as root);
+//! - IPC: SysV and POSIX IPC (an ipc namespace per box), abstract unix sockets (a network
+//!   namespace per box, reused only once empty), keyrings (`keyctl` killed);
+//! - files: a private tmpfs box, `/tmp` and `/dev/shm`; the shared system files are read-only
+//!   binds (no access times), locks, leases, inotify and fanotify refused;
+//! - host-wide counters a box can move and read: kernel aio (`io_setup` refused, io_uring
+//!   killed), the host's entries of `/proc` masked in the box's own (`/proc/sys` with file-nr,
+//!   inode-nr, aio-nr; meminfo, stat, loadavg, uptime, vmstat, pressure, locks, fs, keys, ...:
+//!   see `mounts`), page-cache probes by `preadv2(RWF_NOWAIT)` refused (`mincore` and
+//!   `cachestat` report a file's pages only to who may write it, on kernels since 5.2 and 6.10).
+//!
+//! Open, and why:
+//! - contention: a box that burns CPU, memory bandwidth or caches slows another, which can time
+//!   it (the same goes for page faults on shared system files: a page another box read is found
+//!   in the page cache sooner). Only separate machines or cores close these;
+//! - `sysinfo`: free memory, the host's task count and load. glibc uses its answer unchecked
+//!   (`qsort` among others sizes its buffer from it), so refusing it would make programs behave
+//!   at random;
+//! - counters the kernel shares by design: inode numbers of pipes and sockets come from one
+//!   host-wide counter, and a box's own `/proc/<pid>/smaps` counts the other processes mapping
+//!   the same shared library pages. Both move with everything else on the host; closing them
+//!   would mean refusing pipes or hiding a process's own memory map.
 
 #![warn(missing_docs)]
 
@@ -93,31 +130,53 @@ pub struct RunSpec {
     /// CPU, wall, memory, process, output, file and stack limits.
     pub limits: Limits,
     /// Boxes that run together and wait on one another (a Communication test's manager and user
-    /// processes) share this: the time any of them waited for a CPU is not charged to the wall
-    /// limit of any of them, since a peer blocked on a starved process is not idle by choice.
+    /// processes) share this: while any of them waits for a CPU, none of them is charged wall
+    /// time, since a peer blocked on a starved process is not idle by choice.
     pub wait_group: Option<std::sync::Arc<WaitGroup>>,
 }
 
-/// The waiting-for-a-CPU credit shared by boxes that run together (see [`RunSpec::wait_group`]).
-/// The largest credit of any member counts for all: never more than the time that passed.
+/// Boxes that run together (see [`RunSpec::wait_group`]): each box's wait clock samples the
+/// tasks of every member, so an interval in which any member waited for a CPU is credited to
+/// all, and an interval is credited once however many members waited in it.
 #[derive(Debug, Default)]
-pub struct WaitGroup(std::sync::atomic::AtomicU64);
+pub struct WaitGroup(std::sync::Mutex<Vec<waiting::Init>>);
 
 impl WaitGroup {
-    /// A group with no credit yet.
+    /// A group with no member yet.
     pub fn new() -> std::sync::Arc<WaitGroup> {
         std::sync::Arc::new(WaitGroup::default())
     }
 
-    /// Publishes a member's credit; returns the group's (the largest so far).
-    pub(crate) fn share(&self, credit: Duration) -> Duration {
-        let nanos = u64::try_from(credit.as_nanos()).unwrap_or(u64::MAX);
-        let before = self
-            .0
-            .fetch_max(nanos, std::sync::atomic::Ordering::Relaxed);
-        Duration::from_nanos(before.max(nanos))
+    /// Adds a box whose run starts now.
+    pub(crate) fn join(&self, init: waiting::Init) {
+        self.members().push(init);
+    }
+
+    /// Removes a box whose run has ended.
+    pub(crate) fn leave(&self, init: waiting::Init) {
+        self.members().retain(|&i| i != init);
+    }
+
+    /// The inits of the boxes running now.
+    pub(crate) fn inits(&self) -> Vec<waiting::Init> {
+        self.members().clone()
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, Vec<waiting::Init>> {
+        // A member list is valid whatever a panicking holder did: pushes and retains are whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// However much of a run's wall clock is credited as waiting for a CPU (see `waiting`), the run
+/// is stopped with [`Termination::WallTimeLimit`] once its elapsed time reaches this many times
+/// its wall limit: a program that lowers its own priority (nice, its autogroup's nice,
+/// `SCHED_IDLE`) waits for a CPU almost all the time at almost no CPU cost, and would otherwise
+/// hold its box for as long as the host stays busy. A correct program under outside load is
+/// not stopped by it unless it gets less than 1/3 of the share of a CPU its wall limit
+/// allows (the judge's wall limit is 3 × the CPU limit + 1 s, so 1/9 of a core for a run that
+/// needs its whole CPU limit).
+pub const WALL_STRETCH: u32 = 3;
 
 /// Where the box directory appears inside the sandbox.
 pub const BOX_PATH: &str = "/box";
@@ -217,7 +276,8 @@ pub enum Stdio {
 pub struct Limits {
     /// CPU time (user+sys) of the program, all threads and descendants, from the cgroup.
     pub cpu_time: Option<Duration>,
-    /// Wall-clock time from start to exit.
+    /// Wall-clock time from start to exit, not counting the time the box waited for a CPU;
+    /// elapsed time is bounded by [`WALL_STRETCH`] × this limit whatever the credit.
     pub wall_time: Option<Duration>,
     /// Memory of the program and its descendants (cgroup, no swap), in bytes.
     pub memory: Option<u64>,

@@ -260,8 +260,41 @@ pub(crate) fn base_plan(root: &Path, system: &SystemLayout) -> Result<Vec<MountO
     plan.system_files(system)?;
     plan.dev(system)?;
     plan.proc()?;
+    plan.mask_proc()?;
     Ok(plan.ops)
 }
+
+/// Entries of `/proc` that are the host's, not the box's: counters every box reads and
+/// changes (free memory, load, forks, open files, kernel aio contexts, pressure, file-system
+/// statistics, locks, keys). Through them two boxes could talk; each box sees them masked:
+/// directories by an empty tmpfs no one may enter, files by an unopenable node.
+const PROC_MASKED_DIRS: &[&str] = &["sys", "pressure", "fs", "irq", "driver", "sysvipc"];
+const PROC_MASKED_FILES: &[&str] = &[
+    "meminfo",
+    "stat",
+    "loadavg",
+    "uptime",
+    "vmstat",
+    "zoneinfo",
+    "buddyinfo",
+    "pagetypeinfo",
+    "slabinfo",
+    "vmallocinfo",
+    "allocinfo",
+    "interrupts",
+    "softirqs",
+    "schedstat",
+    "diskstats",
+    "locks",
+    "keys",
+    "key-users",
+    "timer_list",
+    "sched_debug",
+    "swaps",
+    "cgroups",
+    "mdstat",
+    "latency_stats",
+];
 
 /// The operations of one run, applied after [`base_plan`]'s: the box, the caller's binds, a
 /// private `/tmp` and `/dev/shm` of `tmp_size` bytes.
@@ -430,6 +463,31 @@ impl Plan<'_> {
         self.tmpfs("/dev/shm", &format!("mode=1777,size={size}"))
     }
 
+    /// Masks the host-wide entries of `/proc` that exist on this kernel (see
+    /// [`PROC_MASKED_DIRS`]).
+    fn mask_proc(&mut self) -> Result<()> {
+        let host_proc = Path::new("/proc");
+        for dir in PROC_MASKED_DIRS {
+            if host_proc.join(dir).is_dir() {
+                self.tmpfs(&format!("/proc/{dir}"), "mode=000,size=4k")?;
+            }
+        }
+        // A device node on a mount without devices: opening it fails (EACCES) for everyone.
+        let null = Path::new("/dev/null");
+        let flags = remount_flags(null, false)? | libc::MS_NODEV;
+        for file in PROC_MASKED_FILES {
+            if host_proc.join(file).is_file() {
+                self.ops.push(MountOp::Bind {
+                    source: cstr(null)?,
+                    path: self.inside(&format!("/proc/{file}"))?,
+                    dir: false,
+                    flags,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// A `/proc` of the box's own pid namespace.
     fn proc(&mut self) -> Result<()> {
         self.mkdir("/proc")?;
@@ -485,11 +543,11 @@ pub(crate) fn apply(op: MountStep) -> Result<(), i32> {
                         libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
                         0o644,
                     );
-                    if fd < 0 && nix::errno::Errno::last_raw() != libc::EEXIST {
-                        // An existing target inside the box (bind over a box file) is fine.
-                        if nix::errno::Errno::last_raw() != libc::EISDIR {
-                            return Err(nix::errno::Errno::last_raw());
-                        }
+                    // An existing target (a box file, a host-wide file of `/proc`, which no
+                    // one may write) is fine: the bind decides.
+                    let existing = [libc::EEXIST, libc::EISDIR, libc::EACCES];
+                    if fd < 0 && !existing.contains(&nix::errno::Errno::last_raw()) {
+                        return Err(nix::errno::Errno::last_raw());
                     }
                     if fd >= 0 {
                         libc::close(fd);

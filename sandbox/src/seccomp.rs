@@ -243,8 +243,8 @@ fn policy() -> Policy {
     // - `ioctl` TIOCSTI / TIOCLINUX (push keystrokes into a terminal, or read its screen) and
     //   TIOCCONS (redirect the console): a box never holds a terminal (see `child`), this is
     //   defence in depth.
-    // - `setpriority`/`ioprio_set` on a whole user: with a shared host uid (a caller without
-    //   root) they would reach the caller's own processes.
+    // - `ioprio_set` on a whole user: with a shared host uid (a caller without root) it would
+    //   reach the caller's own processes.
     add(
         libc::SYS_fcntl,
         vec![
@@ -279,15 +279,36 @@ fn policy() -> Policy {
         libc::SYS_inotify_add_watch,
         always(Action::Errno(libc::EPERM)),
     );
-    // PRIO_USER is a u32 in glibc's headers, an int in musl's.
-    #[allow(clippy::unnecessary_cast)]
-    let prio_user = libc::PRIO_USER as u32;
-    add(
+    // A program's scheduling is the host's: a lowered priority (nice, `SCHED_IDLE`,
+    // `SCHED_BATCH`) would earn it waiting-for-a-CPU credit against its wall limit at no CPU
+    // cost (see `waiting`), and `setpriority` on a whole user would reach the caller's own
+    // processes where the host uid is shared (a caller without root). Refused, not killed: a
+    // program that tries and carries on still works.
+    for nr in [
         libc::SYS_setpriority,
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+    ] {
+        add(nr, always(Action::Errno(libc::EPERM)));
+    }
+    // `io_setup` adds to the host-wide `/proc/sys/fs/aio-nr`, a counter every box could both
+    // change and read (the box's `/proc/sys` is masked too, see `mounts`): a channel between
+    // the user processes of a Communication test. Refused softly (no kernel aio: libaio users
+    // fall back); io_uring, the other asynchronous interface, is killed above. (`sysinfo`,
+    // which reports host-wide memory and task counts, stays: glibc uses its answer unchecked,
+    // in `qsort` among others, and a refusal would make programs behave at random.)
+    add(libc::SYS_io_setup, always(Action::Errno(libc::ENOSYS)));
+    // `preadv2(RWF_NOWAIT)` fails with EAGAIN where the data is not in the page cache: one box
+    // would learn which pages of a shared system file another box has read. EOPNOTSUPP is what
+    // a file without non-blocking reads answers; callers fall back to a plain read.
+    const RWF_NOWAIT: u32 = 0x8;
+    add(
+        libc::SYS_preadv2,
         vec![when(
-            0,
-            Cmp::In(vec![prio_user]),
-            Action::Errno(libc::EPERM),
+            5,
+            Cmp::AnyBit(RWF_NOWAIT),
+            Action::Errno(libc::EOPNOTSUPP),
         )],
     );
     add(
@@ -652,7 +673,30 @@ mod tests {
             call(libc::SYS_setpriority, prio_user, 0),
             Action::Errno(libc::EPERM)
         );
-        assert_eq!(call(libc::SYS_setpriority, 0, 0), Action::Allow);
+        assert_eq!(
+            call(libc::SYS_setpriority, 0, 0),
+            Action::Errno(libc::EPERM)
+        );
+        for nr in [
+            libc::SYS_sched_setscheduler,
+            libc::SYS_sched_setparam,
+            libc::SYS_sched_setattr,
+        ] {
+            assert_eq!(call(nr, 0, 0), Action::Errno(libc::EPERM));
+        }
+        assert_eq!(call(libc::SYS_sched_getscheduler, 0, 0), Action::Allow);
+        assert_eq!(call(libc::SYS_io_setup, 8, 0), Action::Errno(libc::ENOSYS));
+        let preadv2 = |flags: u64| {
+            interpret(
+                &code,
+                AUDIT_ARCH,
+                libc::SYS_preadv2 as u32,
+                &[3, 0, 1, 0, 0, flags],
+            )
+            .0
+        };
+        assert_eq!(preadv2(0x8), Action::Errno(libc::EOPNOTSUPP));
+        assert_eq!(preadv2(0), Action::Allow);
         #[cfg(target_arch = "x86_64")]
         assert_eq!(
             interpret(&code, AUDIT_ARCH, 0x4000_0000, &[0; 6]).0,

@@ -17,20 +17,61 @@
 //! scheduler's per-task counter exists whenever `/proc/<pid>/schedstat` does (CONFIG_SCHED_INFO,
 //! enabled by every distribution kernel), works on v1 and v2 alike, and needs no privilege
 //! over the box's tasks (they are readable by the keeper). Tasks that end between two samples
-//! take their last increase with them: the credit is then smaller, never larger, so the error
-//! is only ever towards the old behaviour. Gaining credit needs a runnable task, i.e. one that
-//! burns CPU time as soon as it gets a core, which the CPU limit counts: a program cannot
-//! stretch its wall time without paying for it in CPU time.
+//! take their last increase with them: the credit is then smaller, never larger. Gaining credit
+//! needs a runnable task, one that burns CPU time as soon as it gets a core, which the CPU
+//! limit counts; but a task at a lowered priority gets a core rarely and waits long for it, so
+//! its credit per CPU second has no bound: the keeper stops every run at `WALL_STRETCH` × its
+//! wall limit whatever the credit. The kernel adds a wait to the run delay when the task gets
+//! its core, not while it waits: a starved task's credit arrives late, in lumps.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::WaitGroup;
+
 /// At most this many tasks are sampled (the pids limit of a box is usually far lower).
 const MAX_TASKS: usize = 1024;
 
-/// Accumulates the time a box spent waiting for a CPU.
+/// A box's init, with its run delay when the box's run started: what it waited for a CPU
+/// before (building the box ahead of need) is not the run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Init {
+    pub(crate) pid: i32,
+    baseline: u64,
+}
+
+impl Init {
+    /// The init `pid` of a run that starts now.
+    pub(crate) fn starting(pid: i32) -> Init {
+        Init {
+            pid,
+            baseline: run_delay(pid, pid).unwrap_or(0),
+        }
+    }
+}
+
+/// A box's place in its wait group while its run lasts: it leaves the group when dropped,
+/// before its init is reaped (so a reused pid is never sampled as a member).
+pub(crate) struct Membership<'a> {
+    pub(crate) group: &'a WaitGroup,
+    init: Init,
+}
+
+impl<'a> Membership<'a> {
+    pub(crate) fn new(group: &'a WaitGroup, init: Init) -> Membership<'a> {
+        group.join(init);
+        Membership { group, init }
+    }
+}
+
+impl Drop for Membership<'_> {
+    fn drop(&mut self) {
+        self.group.leave(self.init);
+    }
+}
+
+/// Accumulates the time a box (or a group of boxes run together) spent waiting for a CPU.
 pub(crate) struct WaitClock {
-    init: i32,
     /// Run delay (ns) of each task at the last sample.
     delays: HashMap<i32, u64>,
     credit: Duration,
@@ -38,13 +79,16 @@ pub(crate) struct WaitClock {
 }
 
 impl WaitClock {
-    pub(crate) fn new(init: i32, start: Instant) -> WaitClock {
-        WaitClock {
-            init,
+    /// A clock that starts at `start` with the tasks of `inits` as they are now.
+    pub(crate) fn new(start: Instant, inits: &[Init]) -> WaitClock {
+        let mut clock = WaitClock {
             delays: HashMap::new(),
             credit: Duration::ZERO,
             last: start,
-        }
+        };
+        clock.sample(start, inits);
+        clock.credit = Duration::ZERO;
+        clock
     }
 
     /// Wall time spent waiting for a CPU so far (as of the last sample).
@@ -52,30 +96,56 @@ impl WaitClock {
         self.credit
     }
 
-    /// Samples every task of the box and adds this interval's waiting to the credit.
-    pub(crate) fn sample(&mut self, now: Instant) {
+    /// Samples every task of the boxes of `inits` and adds this interval's waiting to the
+    /// credit. The inits count too: a box's init builds the box before the program starts, and
+    /// on a busy host it waits for a CPU to do so.
+    pub(crate) fn sample(&mut self, now: Instant, inits: &[Init]) {
         let interval = now.saturating_duration_since(self.last);
         self.last = now;
         let mut current = HashMap::with_capacity(self.delays.len().max(4));
         let mut largest = 0u64;
-        // The init only waits for its children: the box's tasks are its descendants.
-        let mut pending: Vec<i32> = children(self.init, self.init);
-        while let Some(pid) = pending.pop() {
+        let mut pending: Vec<(i32, u64)> = inits.iter().map(|i| (i.pid, i.baseline)).collect();
+        while let Some((pid, baseline)) = pending.pop() {
             if current.len() >= MAX_TASKS {
                 break;
             }
+            reset_autogroup(pid);
             for tid in threads(pid) {
                 if let Some(delay) = run_delay(pid, tid) {
-                    let before = self.delays.get(&tid).copied().unwrap_or(0);
+                    // A task not seen before counts from its baseline: zero for a task the box
+                    // created after this clock started, the run's start for an init.
+                    let before = self.delays.get(&tid).copied().unwrap_or(baseline);
                     largest = largest.max(delay.saturating_sub(before));
                     current.insert(tid, delay);
                 }
-                pending.extend(children(pid, tid));
+                // The init only waits for its children: the box's tasks are its descendants.
+                pending.extend(children(pid, tid).into_iter().map(|c| (c, 0)));
             }
         }
         self.delays = current;
         self.credit += Duration::from_nanos(largest).min(interval);
     }
+}
+
+/// Puts the autogroup of process `pid` back at nice 0. Every box is a session, and so an
+/// autogroup, of its own, whose nice its processes may raise through `/proc/self/autogroup`
+/// (not a system call: seccomp cannot refuse it). Starved by that choice, a box would wait for
+/// a CPU at no CPU cost, and once killed would take as long to die as the host stays busy; reset
+/// at every sample, the lowered priority lasts one poll interval at most. Best effort: without
+/// privilege over the box (a caller without root) the kernel may refuse, and the elapsed-time
+/// bound still holds.
+fn reset_autogroup(pid: i32) {
+    let path = format!("/proc/{pid}/autogroup");
+    let lowered =
+        read_small(&path).is_some_and(|s| parse_autogroup_nice(&s).is_some_and(|n| n != 0));
+    if lowered {
+        let _ = std::fs::write(&path, "0");
+    }
+}
+
+/// The nice of an autogroup (`/autogroup-42 nice 19`).
+fn parse_autogroup_nice(text: &str) -> Option<i32> {
+    text.split_whitespace().last()?.parse().ok()
 }
 
 fn read_small(path: &str) -> Option<String> {
@@ -123,6 +193,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn autogroup_parsing() {
+        assert_eq!(parse_autogroup_nice("/autogroup-42 nice 19\n"), Some(19));
+        assert_eq!(parse_autogroup_nice("/autogroup-7 nice 0\n"), Some(0));
+        assert_eq!(parse_autogroup_nice(""), None);
+    }
+
+    #[test]
     fn schedstat_parsing() {
         assert_eq!(parse_run_delay("123 456 7\n"), Some(456));
         assert_eq!(parse_run_delay("123"), None);
@@ -130,11 +207,21 @@ mod tests {
 
     #[test]
     fn credit_never_exceeds_the_elapsed_time() {
-        // Our own process as the "init": its children are none, so the credit stays zero.
+        // Our own process as the "init", sampled with other threads busy beside it.
+        let init = Init::starting(std::process::id() as i32);
         let start = Instant::now();
-        let mut clock = WaitClock::new(std::process::id() as i32, start);
-        std::thread::sleep(Duration::from_millis(20));
-        clock.sample(Instant::now());
-        assert!(clock.credit() <= start.elapsed());
+        let mut clock = WaitClock::new(start, &[init]);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| while !stop.load(std::sync::atomic::Ordering::Relaxed) {});
+            }
+            for _ in 0..5 {
+                std::thread::sleep(Duration::from_millis(10));
+                clock.sample(Instant::now(), &[init]);
+                assert!(clock.credit() <= start.elapsed());
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
     }
 }

@@ -1,59 +1,16 @@
-//! Boxes that cannot reach each other or the caller and a wall limit that holds on a
-//! busy host: each test names the hole it keeps closed.
+//! Boxes that cannot reach each other or the caller, and a wall limit that holds on a busy
+//! host: each test names the hole it keeps closed.
 
 mod common;
-use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use ioi_sandbox::{Limits, Outcome, RunSpec, Stdio, Termination};
+use ioi_sandbox::{Limits, RunSpec, Stdio, Termination};
 
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
-}
-
-fn pipe() -> (OwnedFd, OwnedFd) {
-    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap()
-}
-
-/// Runs `holder` in a box until it prints its first line (it is then "holding" something),
-/// calls `meanwhile`, then writes a line to the holder's stdin and waits for it. Returns the
-/// holder's outcome, everything it printed, and what `meanwhile` returned.
-fn while_holding<R>(
-    holder: &str,
-    limits: Limits,
-    meanwhile: impl FnOnce() -> R,
-) -> (Outcome, String, R) {
-    let b = TestBox::new();
-    b.compile(holder);
-    let (in_read, in_write) = pipe();
-    let (out_read, out_write) = pipe();
-    let mut spec = b.spec(&["./prog"]);
-    spec.limits = limits;
-    spec.stdin = Stdio::Fd(Arc::new(in_read));
-    spec.stdout = Stdio::Fd(Arc::new(out_write));
-    std::thread::scope(|s| {
-        let run = s.spawn(move || sandbox().run(&spec));
-        let mut out = BufReader::new(std::fs::File::from(out_read));
-        let mut text = String::new();
-        let _ = out.read_line(&mut text);
-        let r = meanwhile();
-        let mut to_holder = std::fs::File::from(in_write);
-        let _ = to_holder.write_all(b"go\n");
-        drop(to_holder);
-        let outcome = run.join().unwrap();
-        let _ = std::io::Read::read_to_string(&mut out, &mut text);
-        (outcome, text, r)
-    })
-}
-
-/// Compiles and runs `source` in a fresh box; returns the outcome and its stdout.
-fn run_program(source: &str, limits: Limits) -> (Outcome, String) {
-    let b = TestBox::new();
-    let o = b.run_cpp(source, limits);
-    (o, b.read("stdout"))
 }
 
 #[test]
@@ -443,33 +400,6 @@ fn the_box_learns_no_host_path_and_no_host_command_line() {
     );
     // Only the program itself: the init, a copy of the caller, is invisible.
     assert!(out.contains("pids:1\n"), "{out}");
-}
-
-/// CPU-bound loops on the host, stopped (by pid) when dropped, even if the test fails.
-struct BusyLoops(Vec<std::process::Child>);
-
-impl BusyLoops {
-    fn start(n: usize) -> BusyLoops {
-        BusyLoops(
-            (0..n)
-                .map(|_| {
-                    std::process::Command::new("sh")
-                        .args(["-c", "while :; do :; done"])
-                        .spawn()
-                        .expect("sh runs")
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for BusyLoops {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }
 
 #[test]

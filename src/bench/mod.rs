@@ -7,7 +7,8 @@
 //! on ~100 tests against a Piston-style compile-and-run per test. `evaluate`: dataset
 //! throughput on the scaled demo. `shards`: the cost of sharding. `serve`: the HTTP server's
 //! throughput with the real judge. `sandbox`: the sandbox's cost per run and of the `sandbox`
-//! command. `load`: busy loops beside a measurement or a test.
+//! command. `stress`: verdicts of the fixture set beside busy loops against the same on the machine
+//! as it is. `load`: busy loops beside a measurement or a test.
 
 pub mod compile;
 pub mod evaluate;
@@ -17,3 +18,4 @@ pub mod sandbox;
 pub mod scheduler;
 pub mod serve;
 pub mod shards;
+pub mod stress;

@@ -98,6 +98,23 @@ enum What {
         #[arg(long, short = 'j', value_parser = super::job_count)]
         jobs: Option<usize>,
     },
+    /// Verdicts under outside load: every solution of every task in a fixture folder judged
+    /// once, then again beside busy loops on three times the cores; prints every verdict that
+    /// changed (the goal: none) and exits 1 if one did.
+    Stress {
+        /// A folder of CMS task folders, each with `solutions/*.cpp`.
+        #[arg(long, default_value = "tests/problems")]
+        problems: std::path::PathBuf,
+        /// Judgings of the whole set under load.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Busy loops per core.
+        #[arg(long, default_value_t = 3)]
+        loops_per_core: usize,
+        /// Workers of each judging [default: the number of cores].
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
     /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
     /// clients spread over several endpoints of one server), compiles per distinct submission,
     /// and the gain of compiling a submission once over compiling it per request.
@@ -170,6 +187,17 @@ pub fn run(args: Args) -> Result<i32> {
             shards,
             jobs,
         } => crate::bench::shards::run(submissions, shards.max(1), super::jobs_or_default(jobs)),
+        What::Stress {
+            problems,
+            rounds,
+            loops_per_core,
+            jobs,
+        } => crate::bench::stress::run(&crate::bench::stress::StressOptions {
+            problems,
+            rounds,
+            loops_per_core,
+            jobs: super::jobs_or_default(jobs),
+        }),
         What::Serve {
             jobs,
             requests,

@@ -531,11 +531,10 @@ impl Conversation {
     }
 }
 
-/// The manager's and the user processes' run specs of a Communication test
-/// (docs/judging.md#communication), users with `user_limits`; the manager's stdout and stderr go to
-/// `manager.out` / `manager.err` in the root-only folder `private`. The manager and the users wait
-/// on one another, so they share one wait group: a peer blocked on a process that waits for a CPU
-/// is not charged wall time for it.
+/// The manager's and the user processes' run specs of a Communication test (docs/judging.md#communication), users
+/// with `user_limits`; the manager's stdout and stderr go to `manager.out` / `manager.err` in
+/// the root-only folder `private`. The manager and the users wait on one another, so they
+/// share one wait group: while any of them waits for a CPU, none is charged wall time.
 fn communication_specs(
     params: &Communication,
     manager: &Path,

@@ -3,11 +3,13 @@
 
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use ioi_sandbox::{Limits, Outcome, RunSpec, Sandbox, SandboxOptions};
+use ioi_sandbox::{Limits, Outcome, RunSpec, Sandbox, SandboxOptions, Stdio};
 
 fn shared() -> &'static Result<Sandbox, String> {
     static SANDBOX: OnceLock<Result<Sandbox, String>> = OnceLock::new();
@@ -128,4 +130,86 @@ pub fn limits(cpu: f64, memory_mib: u64) -> Limits {
         output_size: Some(64 << 20),
         ..Limits::default()
     }
+}
+
+pub fn pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap()
+}
+
+/// Runs `holder` in a box until it prints its first line (it is then "holding" something),
+/// calls `meanwhile`, then writes a line to the holder's stdin and waits for it. Returns the
+/// holder's outcome, everything it printed, and what `meanwhile` returned.
+pub fn while_holding<R>(
+    holder: &str,
+    limits: Limits,
+    meanwhile: impl FnOnce() -> R,
+) -> (Outcome, String, R) {
+    let b = TestBox::new();
+    b.compile(holder);
+    let (in_read, in_write) = pipe();
+    let (out_read, out_write) = pipe();
+    let mut spec = b.spec(&["./prog"]);
+    spec.limits = limits;
+    spec.stdin = Stdio::Fd(Arc::new(in_read));
+    spec.stdout = Stdio::Fd(Arc::new(out_write));
+    std::thread::scope(|s| {
+        let run = s.spawn(move || sandbox().run(&spec));
+        let mut out = BufReader::new(std::fs::File::from(out_read));
+        let mut text = String::new();
+        let _ = out.read_line(&mut text);
+        let r = meanwhile();
+        let mut to_holder = std::fs::File::from(in_write);
+        let _ = to_holder.write_all(b"go\n");
+        drop(to_holder);
+        let outcome = run.join().unwrap();
+        let _ = std::io::Read::read_to_string(&mut out, &mut text);
+        (outcome, text, r)
+    })
+}
+
+/// Compiles and runs `source` in a fresh box; returns the outcome and its stdout.
+pub fn run_program(source: &str, limits: Limits) -> (Outcome, String) {
+    let b = TestBox::new();
+    let o = b.run_cpp(source, limits);
+    (o, b.read("stdout"))
+}
+
+/// CPU-bound loops on the host, each a session of its own (as independent work is, so that
+/// each takes a full share where the kernel groups tasks by session), stopped by pid when
+/// dropped, even if the test fails.
+pub struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    pub fn start(n: usize) -> BusyLoops {
+        use std::os::unix::process::CommandExt;
+        let mut loops = BusyLoops(Vec::new());
+        for _ in 0..n {
+            let mut cmd = std::process::Command::new("sh");
+            cmd.args(["-c", "while :; do :; done"]);
+            // SAFETY: setsid is async-signal-safe and touches no memory.
+            unsafe {
+                cmd.pre_exec(|| {
+                    nix::unistd::setsid()
+                        .map(|_| ())
+                        .map_err(std::io::Error::from)
+                });
+            }
+            loops.0.push(cmd.spawn().expect("sh runs"));
+        }
+        loops
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The number of cores the tests may use.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
