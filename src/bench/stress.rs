@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::cli::output::outln;
+use crate::output::outln;
 
 /// What the stress benchmark judges, and how often.
 pub struct StressOptions {
