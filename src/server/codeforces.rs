@@ -167,7 +167,11 @@ impl GraderConfig {
                 ))),
             };
             match key.trim() {
-                "TIME_LIMIT" => config.time_limit = Some(positive("seconds")?),
+                "TIME_LIMIT" => {
+                    let seconds = positive("seconds")?;
+                    let field = format!("grader_config line {} TIME_LIMIT", row + 1);
+                    config.time_limit = Some(super::request::allowed_time_limit(seconds, &field)?)
+                }
                 "MEMORY_LIMIT" => {
                     config.memory_limit = Some((positive("megabytes")? * 1048576.0) as u64)
                 }
@@ -506,6 +510,27 @@ mod tests {
         };
         assert!(
             message.starts_with("grader_config MEMORY_LIMIT asks for 68719476736 bytes"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_time_limit_above_the_servers_maximum_is_refused() {
+        let Err(RequestError::BadRequest(message)) = parse_job(
+            CPP17,
+            files(&[
+                ("main.cpp", "x"),
+                ("input.txt", ""),
+                ("correct_output.txt", ""),
+                ("grader_config", "MEMORY_LIMIT=256\nTIME_LIMIT=1e9\n"),
+            ]),
+            None,
+            None,
+        ) else {
+            panic!("expected a bad request")
+        };
+        assert!(
+            message.starts_with("grader_config line 2 TIME_LIMIT is 1000000000 s"),
             "{message}"
         );
     }

@@ -25,6 +25,9 @@ const DEFAULT_PLAIN_RUN_TIMEOUT: Duration = Duration::from_secs(3);
 const PACKAGE_SCRIPTS: [&str; 2] = ["compile", "run"];
 /// Longest file name (a path inside the box), in bytes: a box takes a bounded amount of paths.
 const MAX_NAME_BYTES: usize = 255;
+/// The longest `run_timeout` or `compile_timeout` a request may ask for: every request is
+/// answered within its limits, and no caller holds a worker longer than this.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most files of a plain `c++` request: each is bound into the program's box on its own, and a
 /// box takes a bounded number of mounts.
 pub const MAX_PLAIN_FILES: usize = 64;
@@ -137,6 +140,9 @@ fn ioi_job(mut files: Vec<File>, limits: &RequestLimits) -> Result<IoiJob, Reque
         })
         .transpose()?;
     let config_time = config.as_ref().and_then(|c| c.time_limit);
+    if let Some(t) = config_time {
+        allowed_time_limit(t, &format!("{GRADER_CONFIG_PATH} time_limit"))?;
+    }
     let from_timeout = limits
         .run_timeout
         .map(|t| t.as_secs_f64() - CLIENT_EXTRA_SECONDS)
@@ -422,7 +428,24 @@ fn milliseconds(top: &Map<String, Value>, key: &str) -> Result<Option<Duration>,
     let Some(ms) = number(top, key, "a number of milliseconds")? else {
         return Ok(None);
     };
+    let max = MAX_TIMEOUT.as_millis();
+    if ms > max as f64 {
+        return Err(bad(format!(
+            "{key} is {ms} ms; the server allows at most {max} ms (a run holds a worker for that long)"
+        )));
+    }
     Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+}
+
+/// A time limit of a request, in seconds, refused beyond [`MAX_TIMEOUT`] with the field named.
+pub(super) fn allowed_time_limit(seconds: f64, field: &str) -> Result<f64, RequestError> {
+    let max = MAX_TIMEOUT.as_secs_f64();
+    if seconds > max {
+        return Err(bad(format!(
+            "{field} is {seconds} s; the server allows at most {max} s"
+        )));
+    }
+    Ok(seconds)
 }
 
 /// A size in bytes; absent, `null` or Piston's `-1` (no limit) give `None`.
@@ -762,5 +785,45 @@ mod tests {
             "{}",
             error(bad_config)
         );
+    }
+    #[test]
+    fn timeouts_beyond_the_servers_maximum_are_refused_naming_the_field() {
+        for key in ["run_timeout", "compile_timeout"] {
+            for ms in [120_001.0, 1e300] {
+                let mut top = Map::new();
+                top.insert(key.into(), serde_json::json!(ms));
+                let Err(RequestError::BadRequest(message)) = RequestLimits::parse(&top) else {
+                    panic!("{key} = {ms} accepted")
+                };
+                assert!(
+                    message.contains(key) && message.contains("120000"),
+                    "{message}"
+                );
+            }
+            let mut top = Map::new();
+            top.insert(key.into(), serde_json::json!(120_000));
+            assert!(
+                RequestLimits::parse(&top).is_ok(),
+                "{key} at the maximum refused"
+            );
+        }
+    }
+    #[test]
+    fn time_limits_beyond_the_servers_maximum_are_refused_naming_the_field() {
+        let config = r#"{"time_limit": 1e300, "memory_limit": 268435456, "task_type": "Batch"}"#;
+        let body = serde_json::json!({
+            "language": "cms_ioi", "version": "*",
+            "files": [
+                {"name": "graders/p.cpp", "content": "int main(){}"},
+                {"name": "input.txt", "content": "1"},
+                {"name": "correct_output.txt", "content": "1"},
+                {"name": "graders/grader_config.json", "content": config},
+            ],
+        });
+        let Err(RequestError::BadRequest(message)) = parse_execute(body.to_string().as_bytes())
+        else {
+            panic!("a time limit of 1e300 s accepted")
+        };
+        assert!(message.contains("time_limit"), "{message}");
     }
 }
