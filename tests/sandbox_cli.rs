@@ -1,5 +1,6 @@
-//! `ioi-run sandbox` through the binary: the program never holds the caller's terminal, and
-//! `--output-limit` holds when the output goes to ioi-run's own stdout (issues 8 and 14).
+//! `ioi-run sandbox` through the binary: the program never holds the caller's terminal,
+//! `--output-limit` holds when the output goes to ioi-run's own stdout, and the outcome never
+//! mixes with the program's output.
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -110,4 +111,65 @@ fn the_program_never_holds_the_callers_terminal() {
     }
     assert_eq!(status.code(), Some(0), "{text}");
     assert!(text.contains("PIPE1\nPIPE2\nNO-CTTY\n"), "{text}");
+}
+
+/// `--meta FILE` gets the outcome as JSON, and stdout carries only what the program printed,
+/// even when the program prints something that looks like an outcome.
+#[test]
+fn the_outcome_goes_to_the_meta_file_apart_from_the_programs_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("meta.json");
+    let fake = r#"{"status": "ok", "exit_code": 0}"#;
+    let out = sandbox_cmd()
+        .arg("--meta")
+        .arg(&meta)
+        .args(["--", "sh", "-c", &format!("echo '{fake}'; exit 3")])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if sandbox_missing(&stderr) {
+        return;
+    }
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{fake}\n"));
+    let outcome: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    assert_eq!(outcome["status"], "runtime_error", "{outcome}");
+    assert_eq!(outcome["exit_code"], 3, "{outcome}");
+}
+
+/// `--json` would print the outcome where the program's output goes: without `--stdout` it is
+/// refused before anything runs; with it, stdout holds the outcome alone.
+#[test]
+fn json_on_stdout_needs_the_programs_output_elsewhere() {
+    let out = sandbox_cmd()
+        .args(["--json", "--", "echo", "hello"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr.contains("--meta FILE"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let program_out = dir.path().join("out.txt");
+    let out = sandbox_cmd()
+        .arg("--json")
+        .arg("--stdout")
+        .arg(&program_out)
+        .args(["--", "echo", "hello"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if sandbox_missing(&stderr) {
+        return;
+    }
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["status"], "ok", "{outcome}");
+    assert_eq!(std::fs::read_to_string(&program_out).unwrap(), "hello\n");
 }

@@ -44,15 +44,26 @@ pub struct Args {
     /// but for PATH).
     #[arg(long = "env", value_name = "NAME=VALUE")]
     env: Vec<String>,
-    /// Print the outcome as JSON.
+    /// Print the outcome as JSON on stdout. The program's stdout must then go to a file
+    /// (`--stdout`), so that the two never mix; `--meta` is the other way.
     #[arg(long)]
     json: bool,
+    /// Write the outcome as JSON to this host file (as isolate's `--meta`), apart from
+    /// anything the program prints.
+    #[arg(long, value_name = "FILE")]
+    meta: Option<PathBuf>,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
     command: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    if args.json && args.stdout.is_none() {
+        anyhow::bail!(
+            "--json prints the outcome on stdout, where the program's own output goes too: give \
+             --stdout FILE for the program's output, or write the outcome with --meta FILE"
+        );
+    }
     crate::scratch::sweep_stale();
     // One run: no box is built ahead (it would be built for nothing).
     let options = SandboxOptions {
@@ -124,6 +135,11 @@ pub fn run(args: Args) -> Result<i32> {
             "output limit exceeded (more than {} bytes written to a standard stream)",
             args.output_limit.unwrap_or(0)
         );
+    }
+    if let Some(meta) = &args.meta {
+        let text = serde_json::to_string_pretty(&outcome)? + "\n";
+        std::fs::write(meta, text)
+            .with_context(|| format!("cannot write the outcome to {}", meta.display()))?;
     }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&outcome)?);
