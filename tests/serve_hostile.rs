@@ -174,8 +174,8 @@ int main() {
 fn last_progress(stdout: &str) -> u64 {
     stdout
         .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .last()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
         .unwrap_or(0)
 }
 
