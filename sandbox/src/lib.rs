@@ -55,8 +55,8 @@
 //! [`WaitGroup`] are credited while any of them waits. That credit can be earned by choice (a
 //! program that lowers its priority waits almost all the time), so the elapsed time is bounded
 //! too: [`WALL_STRETCH`] × the limit, whatever the credit. The priority calls are refused by
-//! seccomp; the autogroup's nice (`/proc/self/autogroup`) is not a system call and stays, bounded
-//! by that multiple.
+//! seccomp; the autogroup's nice (`/proc/self/autogroup`) is not a system call, so the keeper puts
+//! it back at 0 for every process of the box at each poll (see `waiting`).
 //!
 //! # Channels between boxes
 //!

@@ -214,7 +214,11 @@ mod tests {
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             for _ in 0..4 {
-                s.spawn(|| while !stop.load(std::sync::atomic::Ordering::Relaxed) {});
+                s.spawn(|| {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
             }
             for _ in 0..5 {
                 std::thread::sleep(Duration::from_millis(10));
