@@ -4,6 +4,7 @@ mod bench;
 mod convert;
 mod doctor;
 mod evaluate;
+mod fidelity;
 mod judge;
 mod merge;
 pub(crate) mod output;
@@ -37,6 +38,9 @@ enum Command {
     Merge(merge::Args),
     /// Regenerate the markdown reports from results JSONL files.
     Report(evaluate::ReportArgs),
+    /// Judge every official solution of official packages (TPS, CMS exports) and report how
+    /// each subtask's verdict compares with the package's expected verdict.
+    Fidelity(fidelity::Args),
     /// Convert CMS and TPS task folders to the open-r1/ioi parquet layout.
     Convert(convert::Args),
     /// Benchmarks that print figures.
@@ -62,6 +66,7 @@ pub fn main() -> i32 {
         Command::Bench(args) => bench::run(args),
         Command::Judge(args) => judge::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Fidelity(args) => fidelity::run(args),
         Command::Evaluate(args) => evaluate::run(args),
         Command::Report(args) => evaluate::report(args),
         Command::Merge(args) => merge::run(args),
