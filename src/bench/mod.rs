@@ -7,7 +7,8 @@
 //! on ~100 tests against a Piston-style compile-and-run per test. `evaluate`: dataset
 //! throughput on the scaled demo. `shards`: the cost of sharding. `serve`: the HTTP server's
 //! throughput with the real judge. `sandbox`: the sandbox's cost per run and of the `sandbox`
-//! command. `load`: busy loops beside a measurement or a test.
+//! command. `load`: busy loops beside a measurement or a test. `speed`: this host's
+//! speed against the reference workload (`doctor`'s suggested `--time-scale`).
 
 pub mod compile;
 pub mod evaluate;
@@ -17,3 +18,4 @@ pub mod sandbox;
 pub mod scheduler;
 pub mod serve;
 pub mod shards;
+pub mod speed;

@@ -63,6 +63,7 @@ pub fn run(_args: Args) -> Result<i32> {
     for (name, ok, detail) in self_tests(&sandbox) {
         report(name, ok, &detail)?;
     }
+    speed_report(&sandbox);
     timing_report();
     if failures == 0 {
         outln!("\nThis host can judge.");
@@ -70,6 +71,31 @@ pub fn run(_args: Args) -> Result<i32> {
     } else {
         outln!("\n{failures} check(s) failed: fix them before judging.");
         Ok(1)
+    }
+}
+
+/// This host's speed against the reference workload, and the time scale it suggests: a
+/// figure, not a check (a slow host judges correctly with scaled limits).
+fn speed_report(sandbox: &Sandbox) {
+    use crate::bench::speed;
+    match speed::measure(sandbox) {
+        Ok(s) => {
+            let runs: Vec<String> = s.runs.iter().map(|r| format!("{r:.2}")).collect();
+            println!(
+                "[ ok ] {:<18} reference workload {:.2} s CPU (runs {} s; the reference machine: \
+                 {:.2} s)",
+                "speed",
+                s.seconds,
+                runs.join(", "),
+                speed::REFERENCE_SECONDS
+            );
+            println!(
+                "       {:<18} suggested --time-scale {:.2}",
+                "",
+                s.suggested_time_scale()
+            );
+        }
+        Err(e) => println!("[warn] {:<18} not measured: {e:#}", "speed"),
     }
 }
 
