@@ -20,8 +20,12 @@ pub struct Args {
     #[arg(long, short = 'o', default_value = "fidelity")]
     out: PathBuf,
     /// Judge every solution again instead of resuming (judged.jsonl moves to .bak).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "report_only")]
     rejudge: bool,
+    /// Judge nothing: write the report from judged.jsonl as it is (for instance while another
+    /// run is still judging); solutions without a line count as not judged.
+    #[arg(long)]
+    report_only: bool,
     #[command(flatten)]
     run: super::RunArgs,
 }
@@ -34,6 +38,7 @@ pub fn run(args: Args) -> Result<i32> {
         jobs: args.run.jobs(),
         out_dir: args.out.clone(),
         rejudge: args.rejudge,
+        report_only: args.report_only,
     };
     let results = run::judge_all(&judge, packages, &options)?;
     let md_path = args.out.join("fidelity.md");

@@ -43,6 +43,8 @@ pub struct DecidingTest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_time: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<u64>,
 }
 
@@ -77,6 +79,7 @@ impl SubtaskOutcome {
                     .unwrap_or("")
                     .to_string(),
                 time: t.time,
+                wall_time: t.wall_time,
                 memory: t.memory,
             });
         SubtaskOutcome {

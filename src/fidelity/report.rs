@@ -34,7 +34,7 @@ impl Counts {
     }
 }
 
-/// The deviations of one solution; `None` when it could not be judged.
+/// The deviations of one solution; `None` when it have no result.
 pub fn deviations(solution: &OfficialSolution, judgement: &Judgement) -> Option<Vec<Deviation>> {
     match judgement {
         Judgement::Judged(j) => Some(compare(&solution.expectation, &judged_subtasks(j))),
@@ -146,6 +146,9 @@ fn evidence(s: &SubtaskOutcome, time_limit: f64) -> String {
             if let Some(time) = t.time {
                 parts.push(format!("{time:.2} s of {time_limit} s"));
             }
+            if let Some(wall) = t.wall_time {
+                parts.push(format!("wall {wall:.2} s"));
+            }
             if let Some(m) = t.memory {
                 parts.push(format!("{:.0} MiB", m as f64 / (1 << 20) as f64));
             }
@@ -170,8 +173,8 @@ pub fn markdown(all: &[PackageResults], profile: &str) -> String {
     let _ = writeln!(
         out,
         "{} of {} official solutions fit their package's expected verdicts (compile profile \
-         `{profile}`); {} deviate, {} could not be judged, {} were not judged (not C++ or \
-         missing).\n",
+         `{profile}`); {} deviate, {} have no result (a judge-side failure, or not judged yet), \
+         {} are not judged (not C++, or missing).\n",
         t.fit, t.solutions, t.deviate, t.failed, t.not_judged
     );
     out.push_str(&table(all));
@@ -203,7 +206,7 @@ pub fn markdown(all: &[PackageResults], profile: &str) -> String {
         let _ = writeln!(out, "\n## Deviations\n\n{deviating}");
     }
     if !failed.is_empty() {
-        let _ = writeln!(out, "\n## Not judged: judge-side failures\n\n{failed}");
+        let _ = writeln!(out, "\n## Without a result\n\n{failed}");
     }
     let skipped: Vec<String> = all
         .iter()
@@ -215,7 +218,11 @@ pub fn markdown(all: &[PackageResults], profile: &str) -> String {
         })
         .collect();
     if !skipped.is_empty() {
-        let _ = writeln!(out, "\n## Not judged\n\n{}", skipped.join("\n"));
+        let _ = writeln!(
+            out,
+            "\n## Not judged (not C++, or missing)\n\n{}",
+            skipped.join("\n")
+        );
     }
     out
 }
@@ -299,6 +306,7 @@ mod tests {
             status: Verdict::WrongAnswer,
             feedback: "Output isn't correct".into(),
             time: Some(0.25),
+            wall_time: Some(0.5),
             memory: Some(4 << 20),
         };
         vec![PackageResults {
@@ -351,7 +359,7 @@ mod tests {
         assert!(
             md.contains(
                 "- `message/solutions/runtime_error/r.cpp` (expected `runtime_error`)\n  - no \
-                 subtask is runtime_error: `01-full` WA (test 1-03, 0.25 s of 3 s, 4 MiB, \
+                 subtask is runtime_error: `01-full` WA (test 1-03, 0.25 s of 3 s, wall 0.50 s, 4 MiB, \
                  \"Output isn't correct\")"
             ),
             "{md}"

@@ -18,6 +18,9 @@ use crate::judge::Judge;
 /// The resume cache in the output folder.
 pub const JUDGED_FILE: &str = "judged.jsonl";
 
+/// Why a solution has no result in a `--report-only` report.
+pub const NOT_JUDGED_YET: &str = "not judged yet (no line in judged.jsonl)";
+
 /// What became of one official solution.
 #[derive(Debug, Clone)]
 pub enum Judgement {
@@ -38,6 +41,8 @@ pub struct RunOptions {
     pub out_dir: PathBuf,
     /// Judge everything again, ignoring `judged.jsonl`.
     pub rejudge: bool,
+    /// Judge nothing: report what `judged.jsonl` holds (while another run is still judging).
+    pub report_only: bool,
 }
 
 /// Judges every solution of `packages` not already in the output folder's `judged.jsonl`.
@@ -82,7 +87,11 @@ pub fn judge_all(
             .filter(|&i| sources[i].2.is_none())
             .collect();
         let mut judged: HashMap<usize, Judgement> = HashMap::new();
-        if !pending.is_empty() {
+        if options.report_only {
+            for &i in &pending {
+                judged.insert(i, Judgement::Failed(NOT_JUDGED_YET.into()));
+            }
+        } else if !pending.is_empty() {
             eprintln!(
                 "{}: judging {} of {} solutions",
                 package.name,
