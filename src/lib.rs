@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cli;
 pub mod dataset;
 pub mod evaluate;
+pub mod fidelity;
 pub mod judge;
 pub mod output;
 pub mod problem;

@@ -8,7 +8,8 @@
 //! throughput on the scaled demo. `shards`: the cost of sharding. `serve`: the HTTP server's
 //! throughput with the real judge. `sandbox`: the sandbox's cost per run and of the `sandbox`
 //! command. `stress`: verdicts of the fixture set beside busy loops against the same on the machine
-//! as it is. `load`: busy loops beside a measurement or a test.
+//! as it is. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
+//! reference workload (`doctor`'s suggested `--time-scale`).
 
 pub mod compile;
 pub mod evaluate;
@@ -19,3 +20,4 @@ pub mod scheduler;
 pub mod serve;
 pub mod shards;
 pub mod stress;
+pub mod speed;

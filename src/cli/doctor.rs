@@ -143,14 +143,44 @@ fn host_checks() -> Vec<Check> {
     }
     checks.push(statics);
     match Sandbox::new(SandboxOptions::default()) {
-        Ok(sandbox) => checks.extend(
-            self_tests(&sandbox)
-                .into_iter()
-                .map(|(name, ok, detail)| Check::new(name, ok, detail)),
-        ),
+        Ok(sandbox) => {
+            checks.extend(
+                self_tests(&sandbox)
+                    .into_iter()
+                    .map(|(name, ok, detail)| Check::new(name, ok, detail)),
+            );
+            checks.push(speed_check(&sandbox));
+        }
         Err(e) => checks.push(Check::new("sandbox", false, format!("{e:#}"))),
     }
     checks
+}
+
+/// This host's speed against the reference workload, and the time scale it suggests: a
+/// figure, not a failure (a slow host judges correctly with scaled limits).
+fn speed_check(sandbox: &Sandbox) -> Check {
+    use crate::bench::speed;
+    match speed::measure(sandbox) {
+        Ok(s) => {
+            let runs: Vec<String> = s.runs.iter().map(|r| format!("{r:.2}")).collect();
+            Check::new(
+                "speed",
+                true,
+                format!(
+                    "reference workload {:.2} s CPU (runs {} s; the reference machine: {:.2} s); \
+                     suggested --time-scale {:.2}",
+                    s.seconds,
+                    runs.join(", "),
+                    speed::REFERENCE_SECONDS,
+                    s.suggested_time_scale()
+                ),
+            )
+        }
+        Err(e) => Check {
+            status: Status::Warn,
+            ..Check::new("speed", true, format!("not measured: {e:#}"))
+        },
+    }
 }
 
 /// What keeps CPU times comparable between runs: warnings, not failures (a laptop can judge,

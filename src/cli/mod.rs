@@ -4,6 +4,7 @@ mod bench;
 mod convert;
 mod doctor;
 mod evaluate;
+mod fidelity;
 mod judge;
 mod merge;
 mod report;
@@ -54,6 +55,9 @@ enum Command {
     /// Write the markdown reports and the HTML report with plots from results JSONL files or
     /// results folders.
     Report(report::Args),
+    /// Judge every official solution of official packages (TPS, CMS exports) and report how
+    /// each subtask's verdict compares with the package's expected verdict.
+    Fidelity(fidelity::Args),
     /// Convert CMS and TPS task folders to the open-r1/ioi parquet layout.
     Convert(convert::Args),
     /// Benchmarks that print figures.
@@ -84,6 +88,7 @@ pub fn main() -> i32 {
         Command::Bench(args) => bench::run(args),
         Command::Judge(args) => judge::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Fidelity(args) => fidelity::run(args),
         Command::Evaluate(args) => evaluate::run(args),
         Command::Report(args) => report::run(args),
         Command::Merge(args) => merge::run(args),
