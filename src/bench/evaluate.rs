@@ -228,6 +228,10 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
         nanos.load(Ordering::Relaxed) as f64 * 1e-9 / (wall * jobs as f64) * 100.0
     };
     outln!(
+        "  of it, untimed work (loads, compiles) in the slot a Communication test's manager waits in: {:.1}% of worker time",
+        share(&progress.lent_nanos)
+    );
+    outln!(
         "  workers waiting for work, share of worker time: a wide test waiting for slots {:.1}%, a problem loading {:.1}%, admission cap {:.1}%, other results {:.1}%, tail {:.1}%",
         share(&idle.wide_test),
         share(&idle.loading),

@@ -1,8 +1,9 @@
 //! `ioi-run bench sandbox`: the per-run overhead of a sandboxed `/bin/true` against a plain
 //! fork+exec of it in-process, the CPU of a run (ioi-run and the box) and of the kernel's own
 //! threads (teardown, outside the latency), and the `ioi-run sandbox` command end to end
-//! against the program run directly.
+//! against the program run directly and, when given, against isolate (the IOI's sandbox).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -85,7 +86,13 @@ fn timed_runs(runs: usize, mut sample: impl FnMut() -> Result<Duration>) -> Resu
     })
 }
 
-pub fn run(runs: usize, caller_mib: usize, stdio_files: bool, command_runs: usize) -> Result<i32> {
+pub fn run(
+    runs: usize,
+    caller_mib: usize,
+    stdio_files: bool,
+    command_runs: usize,
+    isolate: Option<&Path>,
+) -> Result<i32> {
     let runs = runs.max(10);
     let held = std::hint::black_box(vec![1u8; caller_mib << 20]);
     let sandbox = Sandbox::new(SandboxOptions::default())?;
@@ -158,59 +165,167 @@ pub fn run(runs: usize, caller_mib: usize, stdio_files: bool, command_runs: usiz
         ms(sandboxed.kernel)
     );
     if command_runs > 0 {
-        command(command_runs, &run_plain)?;
+        command(command_runs, &run_plain, isolate)?;
     }
     Ok(0)
 }
 
-/// `ioi-run sandbox -- /bin/true` as a command against `/bin/true` run directly, interleaved
-/// in rounds so that a change of the machine's load weighs on both alike.
+/// isolate's box, initialised once for the side-by-side baseline and cleaned up when dropped.
+struct IsolateBox {
+    isolate: PathBuf,
+    id: String,
+}
+
+impl IsolateBox {
+    fn init(isolate: &Path) -> Result<IsolateBox> {
+        // A box id of its own per benchmark process, so that two benchmarks do not meet.
+        let id = format!("--box-id={}", 100 + std::process::id() % 900);
+        let made = IsolateBox {
+            isolate: isolate.to_path_buf(),
+            id,
+        };
+        made.isolate(&["--init"])?;
+        Ok(made)
+    }
+
+    fn isolate(&self, args: &[&str]) -> Result<()> {
+        let status = std::process::Command::new(&self.isolate)
+            .arg(&self.id)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .with_context(|| format!("cannot run {}", self.isolate.display()))?;
+        anyhow::ensure!(
+            status.success(),
+            "{} {} {}: {status} (built by tools/build-isolate.sh? its box root must exist)",
+            self.isolate.display(),
+            self.id,
+            args.join(" ")
+        );
+        Ok(())
+    }
+}
+
+impl Drop for IsolateBox {
+    fn drop(&mut self) {
+        let _ = self.isolate(&["--cleanup"]);
+    }
+}
+
+/// One way of running `/bin/true` as a command, timed in turn with the others.
+struct Contender<'a> {
+    name: &'static str,
+    run: Box<dyn FnMut() -> Result<Duration> + 'a>,
+    latencies: Vec<Duration>,
+    cpu: Duration,
+    kernel: Duration,
+}
+
+impl<'a> Contender<'a> {
+    fn new(name: &'static str, run: Box<dyn FnMut() -> Result<Duration> + 'a>) -> Contender<'a> {
+        Contender {
+            name,
+            run,
+            latencies: Vec::new(),
+            cpu: Duration::ZERO,
+            kernel: Duration::ZERO,
+        }
+    }
+}
+
+/// `ioi-run sandbox -- /bin/true` as a command against `/bin/true` run directly and, given
+/// `isolate`, against isolate's `--run` in a box initialised once (as CMS keeps its boxes) and
+/// its `--init`, `--run` and `--cleanup` in turn: interleaved in rounds of 10 runs each, so
+/// that a change of the machine's load weighs on all alike.
 fn command(
     runs: usize,
     run_plain: &dyn Fn(&mut std::process::Command) -> Result<Duration>,
+    isolate: Option<&Path>,
 ) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the ioi-run executable")?;
-    let (mut direct, mut command) = (Vec::new(), Vec::new());
-    let (mut direct_kernel, mut command_kernel) = (Duration::ZERO, Duration::ZERO);
-    let (mut direct_cpu, mut command_cpu) = (Duration::ZERO, Duration::ZERO);
+    let prepared = isolate.map(IsolateBox::init).transpose()?;
+    let contender = Contender::new;
+    let mut contenders = vec![
+        contender(
+            "/bin/true directly",
+            Box::new(|| run_plain(&mut std::process::Command::new("/bin/true"))),
+        ),
+        contender(
+            "ioi-run sandbox -- /bin/true",
+            Box::new(|| {
+                run_plain(
+                    std::process::Command::new(&exe)
+                        .args(["sandbox", "--", "/bin/true"])
+                        .stderr(std::process::Stdio::null()),
+                )
+            }),
+        ),
+    ];
+    if let Some(prepared) = &prepared {
+        contenders.push(contender(
+            "isolate --run -- /bin/true",
+            Box::new(|| {
+                let t = Instant::now();
+                prepared.isolate(&["--run", "--", "/bin/true"])?;
+                Ok(t.elapsed())
+            }),
+        ));
+        // A second box, so that the prepared one stays as it is.
+        let once = IsolateBox {
+            isolate: prepared.isolate.clone(),
+            id: format!("--box-id={}", 100 + (std::process::id() + 450) % 900),
+        };
+        contenders.push(contender(
+            "isolate --init, --run, --cleanup",
+            Box::new(move || {
+                let t = Instant::now();
+                once.isolate(&["--init"])?;
+                once.isolate(&["--run", "--", "/bin/true"])?;
+                once.isolate(&["--cleanup"])?;
+                Ok(t.elapsed())
+            }),
+        ));
+    }
     for _ in 0..runs.div_ceil(10) {
-        let d = timed_runs(10, || {
-            run_plain(&mut std::process::Command::new("/bin/true"))
-        })?;
-        direct.extend(d.latencies);
-        direct_kernel += d.kernel;
-        direct_cpu += d.cpu;
-        let c = timed_runs(10, || {
-            run_plain(
-                std::process::Command::new(&exe)
-                    .args(["sandbox", "--", "/bin/true"])
-                    .stderr(std::process::Stdio::null()),
-            )
-        })?;
-        command.extend(c.latencies);
-        command_kernel += c.kernel;
-        command_cpu += c.cpu;
+        for c in &mut contenders {
+            let timed = timed_runs(10, &mut c.run)?;
+            c.latencies.extend(timed.latencies);
+            c.cpu += timed.cpu;
+            c.kernel += timed.kernel;
+        }
     }
     let rounds = runs.div_ceil(10) as u32;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let (direct_med, direct_p90) = summary(direct);
-    let (command_med, command_p90) = summary(command);
-    outln!("commands, {} runs of each, interleaved:", rounds * 10);
-    outln!("/bin/true directly        median {direct_med:.3} ms   p90 {direct_p90:.3} ms");
-    outln!("ioi-run sandbox -- /bin/true  median {command_med:.3} ms   p90 {command_p90:.3} ms");
     outln!(
-        "command overhead          median {:.3} ms",
-        command_med - direct_med
+        "commands, {} runs of each, interleaved in rounds of 10:",
+        rounds * 10
     );
+    let medians: Vec<f64> = contenders
+        .iter()
+        .map(|c| summary(c.latencies.clone()).0)
+        .collect();
+    for (c, median) in contenders.iter().zip(&medians) {
+        let (_, p90) = summary(c.latencies.clone());
+        outln!(
+            "{:<34} median {median:.3} ms   p90 {p90:.3} ms   CPU per run {:.3} ms   kernel threads' CPU per run {:.3} ms",
+            c.name,
+            ms(c.cpu / rounds),
+            ms(c.kernel / rounds),
+        );
+    }
+    let ours = medians[1];
     outln!(
-        "CPU per run               direct {:.3} ms   command {:.3} ms",
-        ms(direct_cpu / rounds),
-        ms(command_cpu / rounds)
+        "command overhead          median {:.3} ms; ioi-run / /bin/true {:.2}×",
+        ours - medians[0],
+        ours / medians[0]
     );
-    outln!(
-        "kernel threads' CPU per run: direct {:.3} ms, command {:.3} ms",
-        ms(direct_kernel / rounds),
-        ms(command_kernel / rounds)
-    );
+    if medians.len() > 2 {
+        outln!(
+            "ioi-run / isolate --run {:.2}×   ioi-run / isolate --init+--run+--cleanup {:.2}×",
+            ours / medians[2],
+            ours / medians[3]
+        );
+    }
     Ok(())
 }

@@ -32,6 +32,10 @@ enum What {
         /// many runs of each (0: skip).
         #[arg(long, default_value_t = 60)]
         command_runs: usize,
+        /// Time isolate beside the command (built by tools/build-isolate.sh): its `--run` in a
+        /// box initialised once, and `--init`, `--run`, `--cleanup` in turn.
+        #[arg(long, value_name = "PATH")]
+        isolate: Option<std::path::PathBuf>,
     },
     /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
     Judge {
@@ -144,7 +148,14 @@ pub fn run(args: Args) -> Result<i32> {
             caller_mib,
             stdio_files,
             command_runs,
-        } => crate::bench::sandbox::run(runs, caller_mib, stdio_files, command_runs),
+            isolate,
+        } => crate::bench::sandbox::run(
+            runs,
+            caller_mib,
+            stdio_files,
+            command_runs,
+            isolate.as_deref(),
+        ),
         What::Judge {
             tests,
             work,

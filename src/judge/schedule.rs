@@ -21,7 +21,10 @@
 //!
 //! A test occupies as many of the `jobs` slots as the processes it runs at once (a
 //! Communication test: the manager and every user process), so that our own parallelism never
-//! overloads the machine; a test wider than the machine runs alone.
+//! overloads the machine with timed runs; a test wider than the machine runs alone. The slot a
+//! Communication test holds for its manager, which mostly waits for the user processes, is
+//! lent to one untimed work item (a problem's loading, a compile): timed runs never share a
+//! core beyond the `jobs` slots, and the core the manager leaves idle does useful work.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet, VecDeque};
@@ -69,6 +72,14 @@ pub trait SubmissionRunner: Sync {
         match &problem.problem.task {
             TaskType::Batch => 1,
             TaskType::Communication(c) => c.num_processes.max(1) + 1,
+        }
+    }
+    /// Of a test's slots, those held for a process that mostly waits (a Communication test's
+    /// manager, blocked on the user processes' pipes): each may be lent to one untimed item.
+    fn test_waiting_slots(&self, problem: &LoadedProblem) -> usize {
+        match &problem.problem.task {
+            TaskType::Batch => 0,
+            TaskType::Communication(_) => 1,
         }
     }
 }
@@ -153,6 +164,8 @@ pub struct Progress {
     pub lock_holds: HoldHistogram,
     /// Nanoseconds workers spent executing work items (loads, compiles, tests), summed.
     pub working_nanos: AtomicU64,
+    /// Of them, nanoseconds of untimed items run in a slot a Communication test lent.
+    pub lent_nanos: AtomicU64,
     /// Told of every test result as soon as it is known (`judge` prints tests as they finish).
     pub on_test: TestObserver,
 }
@@ -323,6 +336,41 @@ struct Active {
     ahead: Walk,
     /// Slots one test occupies.
     width: usize,
+    /// Of them, slots it lends to untimed work (see [`Claim`]).
+    lends: usize,
+}
+
+/// The slots a running work item holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Claim {
+    /// Slots of its own.
+    slots: usize,
+    /// Of them, slots held for a process that mostly waits, which one untimed item each may
+    /// share.
+    lends: usize,
+    /// An untimed item sharing a lent slot: it holds no slot of its own.
+    borrowed: bool,
+}
+
+impl Active {
+    /// What one of its tests holds.
+    fn claim(&self) -> Claim {
+        Claim {
+            slots: self.width,
+            lends: self.lends,
+            borrowed: false,
+        }
+    }
+}
+
+impl Claim {
+    fn own(slots: usize) -> Claim {
+        Claim {
+            slots,
+            lends: 0,
+            borrowed: false,
+        }
+    }
 }
 
 fn known_of(known: &[Option<TestResult>], test: TestId) -> Known {
@@ -341,7 +389,7 @@ enum Work {
 
 /// Whether a submission's frontier gave a test.
 enum Give {
-    Work(Work, usize),
+    Work(Work, Claim),
     /// It has no frontier test to give (any more): look further.
     Gone,
     /// Its next test needs more slots than are free.
@@ -392,6 +440,10 @@ struct State {
     /// Work items being executed, and the slots they occupy.
     busy: usize,
     slots_used: usize,
+    /// Slots lent by the running tests, and untimed items running in lent slots. A borrower
+    /// whose lender ended holds a slot of its own until a new lender takes it in.
+    lendable: usize,
+    lent: usize,
     /// Workers waiting for work: woken one at a time, and only when there is work, so that a
     /// result does not wake every idle worker of a large pool.
     waiting: usize,
@@ -402,6 +454,24 @@ struct State {
 }
 
 impl State {
+    /// Slots in use as seen by an item that would lend `lends` slots: the borrowers beyond
+    /// the lent slots each hold one.
+    fn used_with(&self, lends: usize) -> usize {
+        self.slots_used + self.lent.saturating_sub(self.lendable + lends)
+    }
+
+    fn take(&mut self, claim: Claim) {
+        self.slots_used += claim.slots;
+        self.lendable += claim.lends;
+        self.lent += usize::from(claim.borrowed);
+    }
+
+    fn release(&mut self, claim: Claim) {
+        self.slots_used -= claim.slots;
+        self.lendable -= claim.lends;
+        self.lent -= usize::from(claim.borrowed);
+    }
+
     fn drop_frontier(&mut self, job: usize) {
         self.with_frontier.remove(&job);
         self.narrow_frontier.remove(&job);
@@ -499,6 +569,8 @@ pub fn run(
             remaining,
             busy: 0,
             slots_used: 0,
+            lendable: 0,
+            lent: 0,
             waiting: 0,
             blocked: None,
             backfills: 0,
@@ -566,25 +638,25 @@ impl Shared<'_> {
     fn worker(&self, on_done: &(dyn Fn(Finished) + Sync)) {
         // The outcome of the previous item, recorded in the same visit to the lock that takes
         // the next one.
-        let mut outcome: Option<(Outcome, usize)> = None;
+        let mut outcome: Option<(Outcome, Claim)> = None;
         loop {
             let mut endings = Vec::new();
             let (work, wake) = {
                 let mut state = self.lock();
-                if let Some((outcome, width)) = outcome.take() {
+                if let Some((outcome, claim)) = outcome.take() {
                     state.busy -= 1;
-                    state.slots_used -= width;
+                    state.release(claim);
                     self.record(&mut state, outcome, &mut endings);
                 }
                 loop {
                     match self.choose(&mut state, &mut endings) {
-                        Some((work, width)) => {
+                        Some((work, claim)) => {
                             state.busy += 1;
-                            state.slots_used += width;
+                            state.take(claim);
                             // More work left: hand it to one waiting worker, which does
                             // the same in turn.
                             let wake = state.waiting > 0 && state.has_work(self.slots);
-                            break (Some((work, width)), wake);
+                            break (Some((work, claim)), wake);
                         }
                         None if state.pending.is_empty()
                             && state.active.is_empty()
@@ -617,12 +689,16 @@ impl Shared<'_> {
             for ending in endings {
                 on_done(self.conclude(ending));
             }
-            if let Some((work, width)) = work {
+            if let Some((work, claim)) = work {
                 let start = Instant::now();
-                outcome = Some((self.execute(work), width));
+                outcome = Some((self.execute(work), claim));
+                let nanos = start.elapsed().as_nanos() as u64;
                 self.progress
                     .working_nanos
-                    .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    .fetch_add(nanos, Ordering::Relaxed);
+                if claim.borrowed {
+                    self.progress.lent_nanos.fetch_add(nanos, Ordering::Relaxed);
+                }
             } else if stop {
                 self.wake.notify_all();
                 return;
@@ -644,11 +720,13 @@ impl Shared<'_> {
     /// started waiting may be filled once each with one-slot items (backfilling: on 2 cores a
     /// 2-slot test waiting for a compile to end would otherwise leave a core idle for the whole
     /// compile); a slot freed after that stays free for the wide test, so it cannot starve.
-    fn choose(&self, state: &mut State, endings: &mut Vec<Ending>) -> Option<(Work, usize)> {
+    /// Untimed work takes a lent slot before a free one, whether a wide test waits or not.
+    fn choose(&self, state: &mut State, endings: &mut Vec<Ending>) -> Option<(Work, Claim)> {
         self.expire(state, endings);
         let mut backfilling = false;
         let chosen = self.choose_item(state, endings, &mut backfilling);
-        if backfilling && chosen.is_some() {
+        // An item in a lent slot takes no slot from the waiting wide test.
+        if backfilling && chosen.as_ref().is_some_and(|(_, claim)| !claim.borrowed) {
             state.backfills -= 1;
         }
         chosen
@@ -659,24 +737,33 @@ impl Shared<'_> {
         state: &mut State,
         endings: &mut Vec<Ending>,
         backfilling: &mut bool,
-    ) -> Option<(Work, usize)> {
-        let free = self.slots.saturating_sub(state.slots_used);
-        let fits = |width: usize, used: usize| used == 0 || width <= free;
+    ) -> Option<(Work, Claim)> {
+        let slots = self.slots;
+        let fits = |width: usize, used: usize| used == 0 || used + width <= slots;
+        let borrowed = Claim {
+            slots: 0,
+            lends: 0,
+            borrowed: true,
+        };
         loop {
             // 1. Frontier tests: the head's, or while it waits for slots, a one-slot one.
             if let Some(&job) = state.with_frontier.first() {
-                match self.give_frontier(state, job, fits) {
-                    Give::Work(work, width) => {
+                match self.give_frontier(state, job) {
+                    Give::Work(work, claim) => {
                         state.blocked = None;
-                        return Some((work, width));
+                        return Some((work, claim));
                     }
                     Give::Gone => continue,
                     Give::Wait => {
                         if state.blocked != Some(job) {
                             state.blocked = Some(job);
-                            state.backfills = free;
+                            state.backfills = slots.saturating_sub(state.used_with(0));
                         }
-                        if state.backfills == 0 || !fits(1, state.slots_used) {
+                        if state.backfills == 0 || !fits(1, state.used_with(0)) {
+                            if state.lent < state.lendable {
+                                let work = self.give_untimed(state, endings)?;
+                                return Some((work, borrowed));
+                            }
                             return None;
                         }
                         *backfilling = true;
@@ -685,67 +772,47 @@ impl Shared<'_> {
             }
             if *backfilling {
                 if let Some(&job) = state.narrow_frontier.first() {
-                    match self.give_frontier(state, job, fits) {
-                        Give::Work(work, width) => return Some((work, width)),
+                    match self.give_frontier(state, job) {
+                        Give::Work(work, claim) => return Some((work, claim)),
                         Give::Gone => continue,
                         Give::Wait => return None,
                     }
                 }
             }
-            if !fits(1, state.slots_used) {
-                return None;
-            }
-            // 2. Compiles.
-            if let Some(job) = state.to_compile.pop_first() {
-                if let Some(a) = state.active.get_mut(&job) {
-                    a.build = BuildState::Building;
-                    let code = self.jobs[job].code.clone().unwrap_or_default();
-                    return Some((Work::Compile(job, a.planned.clone(), code), 1));
-                }
-                continue;
-            }
-            // 3. Admission.
-            if state.active.len() < self.slots * 2 {
-                if let Some(&next) = state.pending.front() {
-                    let key = &self.jobs[next].problem;
-                    match state.problems.get(key) {
-                        None => {
-                            state.problems.insert(key.clone(), Slot::Loading);
-                            return Some((Work::Load(key.clone()), 1));
-                        }
-                        Some(Slot::Ready(planned)) => {
-                            let planned = planned.clone();
-                            state.pending.pop_front();
-                            self.admit(state, next, planned, endings);
-                            continue;
-                        }
-                        Some(Slot::Failed(message)) => {
-                            let how = Ended::Failed(anyhow!("{message}"));
-                            state.pending.pop_front();
-                            self.complete(state, next, None, how, endings);
-                            continue;
-                        }
-                        Some(Slot::Loading) => {}
-                    }
+            // 2. Compiles and admission, untimed: in a lent slot first, so that the free slots
+            // stay for timed runs.
+            let claim = if state.lent < state.lendable {
+                Some(borrowed)
+            } else if fits(1, state.used_with(0)) {
+                Some(Claim::own(1))
+            } else {
+                None
+            };
+            if let Some(claim) = claim {
+                if let Some(work) = self.give_untimed(state, endings) {
+                    return Some((work, claim));
                 }
             }
-            // 4. Speculation ahead of the frontiers (never ahead of a waiting wide test).
+            // 3. Speculation ahead of the frontiers (never ahead of a waiting wide test).
             if *backfilling {
                 return None;
             }
             let job = *state.may_speculate.first()?;
-            let used = state.slots_used;
-            let Some(a) = state.active.get_mut(&job) else {
+            let Some(a) = state.active.get(&job) else {
                 state.may_speculate.remove(&job);
+                continue;
+            };
+            let claim = a.claim();
+            if !fits(claim.slots, state.used_with(claim.lends)) {
+                return None;
+            }
+            let Some(a) = state.active.get_mut(&job) else {
                 continue;
             };
             let BuildState::Ready(program) = &a.build else {
                 state.may_speculate.remove(&job);
                 continue;
             };
-            if !fits(a.width, used) {
-                return None;
-            }
             let (known, in_flight) = (&a.known, &a.in_flight);
             let next = a.ahead.next_speculative(
                 &a.planned.indexed,
@@ -760,26 +827,62 @@ impl Shared<'_> {
             a.in_flight[test as usize] = true;
             return Some((
                 Work::Test(job, a.planned.clone(), program.clone(), test),
-                a.width,
+                claim,
             ));
         }
     }
 
+    /// A compile, or the admission of the next submission (loading its problem first if
+    /// needed): the work that is not timed.
+    fn give_untimed(&self, state: &mut State, endings: &mut Vec<Ending>) -> Option<Work> {
+        loop {
+            if let Some(job) = state.to_compile.pop_first() {
+                if let Some(a) = state.active.get_mut(&job) {
+                    a.build = BuildState::Building;
+                    let code = self.jobs[job].code.clone().unwrap_or_default();
+                    return Some(Work::Compile(job, a.planned.clone(), code));
+                }
+                continue;
+            }
+            if state.active.len() >= self.slots * 2 {
+                return None;
+            }
+            let &next = state.pending.front()?;
+            let key = &self.jobs[next].problem;
+            match state.problems.get(key) {
+                None => {
+                    state.problems.insert(key.clone(), Slot::Loading);
+                    return Some(Work::Load(key.clone()));
+                }
+                Some(Slot::Ready(planned)) => {
+                    let planned = planned.clone();
+                    state.pending.pop_front();
+                    self.admit(state, next, planned, endings);
+                }
+                Some(Slot::Failed(message)) => {
+                    let how = Ended::Failed(anyhow!("{message}"));
+                    state.pending.pop_front();
+                    self.complete(state, next, None, how, endings);
+                }
+                Some(Slot::Loading) => return None,
+            }
+        }
+    }
+
     /// The next frontier test of submission `job`, if it fits.
-    fn give_frontier(
-        &self,
-        state: &mut State,
-        job: usize,
-        fits: impl Fn(usize, usize) -> bool,
-    ) -> Give {
-        let used = state.slots_used;
-        let Some(a) = state.active.get_mut(&job) else {
+    fn give_frontier(&self, state: &mut State, job: usize) -> Give {
+        let Some(a) = state.active.get(&job) else {
             state.drop_frontier(job);
             return Give::Gone;
         };
-        if !fits(a.width, used) {
+        let claim = a.claim();
+        let used = state.used_with(claim.lends);
+        if used != 0 && used + claim.slots > self.slots {
             return Give::Wait;
         }
+        let Some(a) = state.active.get_mut(&job) else {
+            return Give::Gone;
+        };
         let BuildState::Ready(program) = &a.build else {
             state.drop_frontier(job);
             return Give::Gone;
@@ -790,11 +893,10 @@ impl Shared<'_> {
         };
         a.in_flight[test as usize] = true;
         let work = Work::Test(job, a.planned.clone(), program.clone(), test);
-        let width = a.width;
         if a.frontier.is_empty() {
             state.drop_frontier(job);
         }
-        Give::Work(work, width)
+        Give::Work(work, claim)
     }
 
     /// Fails the submissions whose `--timeout` has passed.
@@ -828,6 +930,14 @@ impl Shared<'_> {
             return;
         }
         let width = self.runner.test_width(&planned.problem).max(1);
+        // A test wider than the machine runs alone: nothing shares its slots.
+        let lends = match width <= self.slots {
+            true => self
+                .runner
+                .test_waiting_slots(&planned.problem)
+                .min(width - 1),
+            false => 0,
+        };
         let tests = planned.indexed.len();
         let walk = Walk::new(&planned.indexed);
         state.active.insert(
@@ -841,6 +951,7 @@ impl Shared<'_> {
                 planned,
                 build: BuildState::NotStarted,
                 width,
+                lends,
             },
         );
         state.to_compile.insert(job);

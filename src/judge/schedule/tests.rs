@@ -1,5 +1,6 @@
 //! The scheduler with a scripted runner: verdicts identical at every parallelism and completion
-//! order, time-outs, compilation failures, discarded speculation, slots of wide tests.
+//! order, time-outs, compilation failures, discarded speculation, slots of wide tests and the
+//! slots they lend to untimed work.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -595,4 +596,140 @@ fn a_wide_test_waiting_for_slots_lets_one_slot_work_fill_them_and_still_runs() {
             job.problem
         );
     }
+}
+
+#[test]
+fn an_untimed_job_runs_in_the_slot_a_manager_waits_in_and_a_timed_one_never_does() {
+    // 2 slots. Job 0 is a Communication task: each test holds both slots (the manager and the
+    // user process). The batch submissions behind it compile while its first test runs, in
+    // the slot its manager waits in; their tests (timed) never run beside a Communication test.
+    let comm = TaskType::Communication(Communication {
+        num_processes: 1,
+        user_io: UserIo::StdIo,
+        manager_args: vec![],
+    });
+    let mut problems = HashMap::new();
+    problems.insert(
+        "comm".to_string(),
+        fake::problem("comm", comm, &[("01", names("c", 4))]),
+    );
+    problems.insert(
+        "batch".to_string(),
+        fake::problem("batch", TaskType::Batch, &[("01", names("b", 4))]),
+    );
+    // Processes of timed runs (a Communication test counts 2), and compiles, running now.
+    let timed = Arc::new(AtomicUsize::new(0));
+    let timed_peak = Arc::new(AtomicUsize::new(0));
+    let compiles = Arc::new((Mutex::new(0usize), Condvar::new()));
+    let beside = Arc::new(AtomicBool::new(false));
+    let first = Arc::new(AtomicBool::new(true));
+    let (t, p, c, b, f) = (
+        timed.clone(),
+        timed_peak.clone(),
+        compiles.clone(),
+        beside.clone(),
+        first.clone(),
+    );
+    let runner = FakeRunner::new(move |code, _| {
+        let width = if code.starts_with("comm") { 2 } else { 1 };
+        let now = t.fetch_add(width, Ordering::SeqCst) + width;
+        p.fetch_max(now, Ordering::SeqCst);
+        if width == 2 && f.swap(false, Ordering::SeqCst) {
+            // The first Communication test waits for a compile to start beside it.
+            let (lock, cv) = &*c;
+            let started = *lock.lock().unwrap();
+            let guard = lock.lock().unwrap();
+            let (count, _) = cv
+                .wait_timeout_while(guard, Duration::from_secs(30), |n| *n == started)
+                .unwrap();
+            b.store(*count > started, Ordering::SeqCst);
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        t.fetch_sub(width, Ordering::SeqCst);
+        FakeRun {
+            score: 1.0,
+            duration: Duration::ZERO,
+        }
+    })
+    .with_compile_hook({
+        let c = compiles.clone();
+        move |_| {
+            let (lock, cv) = &*c;
+            *lock.lock().unwrap() += 1;
+            cv.notify_all();
+            // Outlasts a Communication test, so that one starts beside a borrower too.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let jobs: Vec<SubmissionJob> = (0..5)
+        .map(|i| match i {
+            0 => job("comm", "comm 0"),
+            _ => job("batch", &format!("batch {i}")),
+        })
+        .collect();
+    let progress = Progress::default();
+    let got = schedule(&runner, problems, &jobs, &options(2, 1), &progress);
+    assert!(
+        beside.load(Ordering::SeqCst),
+        "a compile started while a Communication test held both slots"
+    );
+    assert!(progress.lent_nanos.load(Ordering::SeqCst) > 0);
+    assert_eq!(
+        timed_peak.load(Ordering::SeqCst),
+        2,
+        "timed runs never held more than the 2 slots"
+    );
+    assert_eq!(timed.load(Ordering::SeqCst), 0);
+    for (job, result) in jobs.iter().zip(got) {
+        let results = result.unwrap();
+        assert!(
+            results.iter().all(|s| s.score() == 1.0),
+            "{}: every test ran and passed",
+            job.problem
+        );
+    }
+}
+
+#[test]
+fn with_one_slot_a_communication_test_lends_nothing() {
+    // A test wider than the machine runs alone: no compile starts beside it.
+    let comm = TaskType::Communication(Communication {
+        num_processes: 1,
+        user_io: UserIo::StdIo,
+        manager_args: vec![],
+    });
+    let mut problems = HashMap::new();
+    problems.insert(
+        "comm".to_string(),
+        fake::problem("comm", comm, &[("01", names("c", 3))]),
+    );
+    let running = Arc::new(AtomicUsize::new(0));
+    let overlapped = Arc::new(AtomicBool::new(false));
+    let (r, o) = (running.clone(), overlapped.clone());
+    let (r2, o2) = (running.clone(), overlapped.clone());
+    let runner = FakeRunner::new(move |_, _| {
+        if r.fetch_add(1, Ordering::SeqCst) > 0 {
+            o.store(true, Ordering::SeqCst);
+        }
+        std::thread::sleep(Duration::from_millis(3));
+        r.fetch_sub(1, Ordering::SeqCst);
+        FakeRun {
+            score: 1.0,
+            duration: Duration::ZERO,
+        }
+    })
+    .with_compile_hook(move |_| {
+        if r2.fetch_add(1, Ordering::SeqCst) > 0 {
+            o2.store(true, Ordering::SeqCst);
+        }
+        std::thread::sleep(Duration::from_millis(3));
+        r2.fetch_sub(1, Ordering::SeqCst);
+    });
+    let jobs: Vec<SubmissionJob> = (0..4).map(|i| job("comm", &format!("c {i}"))).collect();
+    let progress = Progress::default();
+    let got = schedule(&runner, problems, &jobs, &options(1, 1), &progress);
+    assert!(got.iter().all(|r| r.is_ok()));
+    assert!(!overlapped.load(Ordering::SeqCst), "one item at a time");
+    assert_eq!(progress.lent_nanos.load(Ordering::SeqCst), 0);
 }
