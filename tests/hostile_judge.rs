@@ -35,10 +35,12 @@ fn statuses(report: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The feedback of the first test of a report.
+/// The feedback of the first test of a report; for a submission that did not compile, the
+/// compiler's messages, which `--json` gives once as `compile_error`.
 fn first_feedback(report: &Value) -> String {
-    tests_of(report)[0]["feedback"]
+    report["compile_error"]
         .as_str()
+        .or_else(|| tests_of(report)[0]["feedback"].as_str())
         .unwrap()
         .to_string()
 }

@@ -19,5 +19,5 @@ pub mod sandbox;
 pub mod scheduler;
 pub mod serve;
 pub mod shards;
-pub mod stress;
 pub mod speed;
+pub mod stress;
