@@ -38,11 +38,13 @@ fn statuses(report: &Value) -> Vec<String> {
 /// The feedback of the first test of a report; for a submission that did not compile, the
 /// compiler's messages, which `--json` gives once as `compile_error`.
 fn first_feedback(report: &Value) -> String {
-    report["compile_error"]
-        .as_str()
-        .or_else(|| tests_of(report)[0]["feedback"].as_str())
-        .unwrap()
-        .to_string()
+    match report["compile_error"].as_str() {
+        Some(message) => message.to_string(),
+        None => tests_of(report)[0]["feedback"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    }
 }
 
 fn tests_of(report: &Value) -> Vec<Value> {
