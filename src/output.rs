@@ -23,10 +23,10 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
 }
 
 /// The `--color` choice, set once at start.
-static COLOR: std::sync::OnceLock<super::ColorChoice> = std::sync::OnceLock::new();
+static COLOR: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
 
 /// Records `--color` and applies it to indicatif's progress bars (through `console`).
-pub fn set_color(choice: super::ColorChoice) {
+pub fn set_color(choice: ColorChoice) {
     use std::io::IsTerminal;
     let _ = COLOR.set(choice);
     console::set_colors_enabled(choice.enabled(std::io::stdout().is_terminal()));
@@ -39,7 +39,7 @@ pub fn color_stdout() -> bool {
     COLOR
         .get()
         .copied()
-        .unwrap_or(super::ColorChoice::Auto)
+        .unwrap_or(ColorChoice::Auto)
         .enabled(std::io::stdout().is_terminal())
 }
 
@@ -62,6 +62,27 @@ pub fn clear_progress() {
         for bar in bars.iter() {
             bar.finish_and_clear();
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+    }
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour a stream that is (`terminal`) or is not a terminal.
+    pub fn enabled(self, terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ mod slurm;
 use clap::{Parser, Subcommand};
 
 use crate::judge::compile::CompileProfile;
-use crate::output;
+use crate::output::{self, ColorChoice};
 
 /// Judge C++ solutions to IOI problems natively, in a real sandbox, on every core.
 #[derive(Debug, Parser)]
@@ -30,27 +30,6 @@ pub struct Cli {
     /// writes one per request.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
-}
-
-/// `--color`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
-    Auto,
-    Always,
-    Never,
-}
-
-impl ColorChoice {
-    /// Whether to colour a stream that is (`terminal`) or is not a terminal.
-    pub fn enabled(self, terminal: bool) -> bool {
-        match self {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
-        }
-    }
 }
 
 /// `--log-format`.
