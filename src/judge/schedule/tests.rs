@@ -71,6 +71,7 @@ fn jobs() -> Vec<SubmissionJob> {
                 7 => None,
                 _ => Some(format!("solution {i}").into_bytes()),
             },
+            language: crate::judge::Language::Cpp,
         })
         .collect()
 }
@@ -147,6 +148,7 @@ fn job(problem: &str, code: &str) -> SubmissionJob {
     SubmissionJob {
         problem: problem.into(),
         code: Some(code.into()),
+        language: crate::judge::Language::Cpp,
     }
 }
 
