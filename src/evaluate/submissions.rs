@@ -436,6 +436,45 @@ mod tests {
     }
 
     #[test]
+    fn the_language_column_or_a_c_block_makes_the_code_c() {
+        let c = Submission::from_row(
+            &row(json!({"uuid": "a", "problem_id": "x", "language": "c",
+                        "generation": "```cpp\nint a;\n```\n```c\nint b;\n```"})),
+            &options(),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.language, c.code.as_deref()),
+            (Language::C, Some("int b;\n"))
+        );
+        let marked = Submission::from_row(
+            &row(json!({"uuid": "b", "problem_id": "x", "generation": "```c\nint c;\n```"})),
+            &options(),
+        )
+        .unwrap();
+        assert_eq!(
+            (marked.language, marked.code.as_deref()),
+            (Language::C, Some("int c;\n"))
+        );
+        let default = Submission::from_row(
+            &row(json!({"uuid": "c", "problem_id": "x", "language": null, "code": "int d;"})),
+            &options(),
+        )
+        .unwrap();
+        assert_eq!(default.language, Language::Cpp);
+        let err = Submission::from_row(
+            &row(json!({"uuid": "d", "problem_id": "x", "language": "rust", "code": "x"})),
+            &options(),
+        )
+        .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("field `language`") && err.contains("\"rust\""),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn add_includes_follows_the_three_rules() {
         assert_eq!(
             add_includes("int f() { return 1; }", "nile"),
