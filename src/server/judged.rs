@@ -117,12 +117,7 @@ impl JudgeExecutor {
         let compiled = self
             .judge
             .cache()
-            .program(
-                self.judge.sandbox(),
-                &files,
-                &job.file_name,
-                crate::judge::Language::Cpp,
-            )
+            .program(self.judge.sandbox(), &files, &job.file_name, job.language)
             .map_err(|e| internal("cannot compile the program", e))?;
         let binary = match compiled {
             Compiled::Binary(path) => path,
