@@ -44,7 +44,13 @@ vector<long long> split_orchard(vector<int> A) {
 /// `code` compiled by `cache` with the reference profile.
 fn compile(cache: &CompileCache, sandbox: &Sandbox, problem: &Problem, code: &str) -> Compiled {
     cache
-        .submission(sandbox, problem, code.as_bytes(), CompileProfile::Reference)
+        .submission(
+            sandbox,
+            problem,
+            code.as_bytes(),
+            CompileProfile::Reference,
+            ioi_run::judge::Language::Cpp,
+        )
         .unwrap()
 }
 

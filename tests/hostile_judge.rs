@@ -284,7 +284,8 @@ fn a_compile_killed_from_outside_is_not_cached() {
     let files: Vec<(&str, &[u8])> = vec![(name.as_str(), source.as_bytes())];
     for victim in ["cc1plus", "g++"] {
         let compiled = std::thread::scope(|s| {
-            let compile = s.spawn(|| cache.program(&sandbox, &files, &name));
+            let compile =
+                s.spawn(|| cache.program(&sandbox, &files, &name, ioi_run::judge::Language::Cpp));
             let me = std::process::id();
             let mut target = None;
             wait_until(
@@ -317,7 +318,9 @@ fn a_compile_killed_from_outside_is_not_cached() {
         );
     }
     let builds = cache.builds();
-    let compiled = cache.program(&sandbox, &files, &name).unwrap();
+    let compiled = cache
+        .program(&sandbox, &files, &name, ioi_run::judge::Language::Cpp)
+        .unwrap();
     assert!(matches!(compiled, Compiled::Binary(_)), "{compiled:?}");
     assert_eq!(cache.builds(), builds + 1, "the compiler must run again");
 }
@@ -581,14 +584,18 @@ fn runs_stopped_by_ioi_run_are_aborted_never_verdicts() {
     let sleeper = format!(
         "#include <unistd.h>\nint main() {{ execl(\"/bin/sleep\", \"/bin/sleep\", \"{marker}\", (char *)0); return 0; }}\n"
     );
-    let Build::Program(program) = judge.compile(&loaded, sleeper.as_bytes()).unwrap() else {
+    let Build::Program(program) = judge
+        .compile(&loaded, sleeper.as_bytes(), ioi_run::judge::Language::Cpp)
+        .unwrap()
+    else {
         panic!("the sleeper should compile");
     };
     let test = loaded.tests.get("01").expect("wdiff has test 01");
     let slow = wdiff_solution(SLOW_COMPILE);
     let me = std::process::id();
     let (compiled, verdict) = std::thread::scope(|s| {
-        let compile = s.spawn(|| judge.compile(&loaded, slow.as_bytes()));
+        let compile =
+            s.spawn(|| judge.compile(&loaded, slow.as_bytes(), ioi_run::judge::Language::Cpp));
         let run = s.spawn(|| judge.run_test(&loaded, &program, test));
         wait_until(
             "the slow compile and the sleeper to run together",
@@ -613,6 +620,9 @@ fn runs_stopped_by_ioi_run_are_aborted_never_verdicts() {
     assert_eq!(cached_errors(work.path()), Vec::<String>::new());
     // Nothing new starts once stopping.
     assert!(stop::is_aborted(
-        &judge.compile(&loaded, b"int main(){}").err().unwrap()
+        &judge
+            .compile(&loaded, b"int main(){}", ioi_run::judge::Language::Cpp)
+            .err()
+            .unwrap()
     ));
 }

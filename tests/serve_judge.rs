@@ -320,6 +320,31 @@ fn plain_request(source: &str, stdin: &str, run_timeout_ms: u64) -> Value {
 }
 
 #[test]
+fn plain_c_compiles_with_gcc_and_runs() {
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
+    // `class` is no keyword and a character constant is an int in C only: gcc compiled it.
+    let source = "#include <stdio.h>\n#include <math.h>\nint main(void) { int class = 0; \
+                  if (scanf(\"%d\", &class) != 1) return 1; \
+                  printf(\"%d %d\\n\", (int)sizeof('a'), (int)sqrt((double)class)); return 0; }\n";
+    let mut request = plain_request(source, "49\n", 3000);
+    request["language"] = json!("c");
+    request["files"][0]["name"] = json!("main.c");
+    let (code, answer) = execute(&server, &request);
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["language"], "c", "{answer}");
+    assert_eq!(answer["compile"]["code"], 0, "{answer}");
+    assert_eq!(answer["run"]["stdout"], "4 7\n", "{answer}");
+    // The same text as C++ does not compile.
+    let mut as_cpp = plain_request(source, "49\n", 3000);
+    as_cpp["files"][0]["name"] = json!("main.cpp");
+    let (_, answer) = execute(&server, &as_cpp);
+    assert_ne!(answer["compile"]["code"], 0, "{answer}");
+}
+
+#[test]
 fn plain_cpp_compiles_and_runs_with_stdin() {
     if !is_root_or_skip("judging through the server") {
         return;

@@ -143,6 +143,12 @@ fn runtimes_list_cms_ioi_cpp_and_the_codeforces_languages() {
             json!({"language": "c++", "version": "10.2.0", "aliases": ["cpp", "g++"], "runtime": "gcc"}),
         ]
     );
+    assert!(
+        list.contains(
+            &json!({"language": "c", "version": "10.2.0", "aliases": ["gcc"], "runtime": "gcc"})
+        ),
+        "plain C in {body}"
+    );
     for (language, alias) in [
         ("c++17", "cf_c++17"),
         ("python3", "cf_python3"),

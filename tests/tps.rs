@@ -97,6 +97,8 @@ fn communication_package_with_checker_official_solutions_get_their_expected_verd
             ("linear.cpp", 15.0),
             ("crash.cpp", 0.0),
             ("off_by_one.cpp", 0.0),
+            // Linked with grader/c/stub.c.
+            ("binary.c", 100.0),
         ],
     );
 }

@@ -94,6 +94,7 @@ pub fn run(rounds: usize) -> Result<()> {
                     problem,
                     code.as_bytes(),
                     CompileProfile::Reference,
+                    crate::judge::Language::Cpp,
                 )
             })?;
             let b = quick.add(|| {
@@ -102,6 +103,7 @@ pub fn run(rounds: usize) -> Result<()> {
                     problem,
                     code.as_bytes(),
                     CompileProfile::Reference,
+                    crate::judge::Language::Cpp,
                 )
             })?;
             let same = match (&a, &b) {

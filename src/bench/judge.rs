@@ -70,6 +70,7 @@ fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(
     let job = SubmissionJob {
         problem: "bench".into(),
         code: Some(SOLUTION.as_bytes().to_vec()),
+        language: crate::judge::Language::Cpp,
     };
     schedule::run(judge, &source, &[job], &options, &progress, &|f| {
         if let Ok(judged) = f.outcome {

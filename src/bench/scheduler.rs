@@ -105,6 +105,7 @@ pub fn run(options: &BenchSchedulerOptions) -> Result<()> {
             .map(|i| SubmissionJob {
                 problem: format!("p{}", i % 4),
                 code: Some(format!("submission {i}").into_bytes()),
+                language: crate::judge::Language::Cpp,
             })
             .collect();
         let source = FakeProblems(problems(options.communication));

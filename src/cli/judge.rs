@@ -10,7 +10,7 @@ use super::output::outln;
 use crate::judge::schedule::{
     self, Preloaded, Progress, ScheduleOptions, SubmissionJob, TestObserver,
 };
-use crate::judge::Judge;
+use crate::judge::{Judge, Language};
 use crate::problem::{Problem, TestSet};
 use crate::score::{SubtaskResult, TestResult, Verdict};
 
@@ -21,7 +21,7 @@ pub struct Args {
     /// rows).
     #[arg(value_name = "PROBLEM")]
     problem: Option<PathBuf>,
-    /// The solution to judge.
+    /// The solution to judge: C++, or C when its name ends in `.c`.
     #[arg(value_name = "SOLUTION.cpp")]
     solution: PathBuf,
     /// open-r1/ioi problem rows, as in `evaluate`: parquet or jsonl, a file, a folder or a
@@ -105,6 +105,7 @@ pub fn run(args: Args) -> Result<i32> {
         &[SubmissionJob {
             problem: key,
             code: Some(code),
+            language: Language::of_path(solution),
         }],
         &options,
         &progress,
@@ -302,9 +303,10 @@ fn show_finished_test(t: &TestResult, name_width: usize) {
 }
 
 /// The compiler speaks of the submission by the name it has in the judge's folder
-/// (`graders/<id>.cpp`); the person reading its messages knows it by the path they gave.
+/// (`graders/<id>.cpp` or `.c`); the person reading its messages knows it by the path they gave.
 fn name_the_users_file(results: &mut [SubtaskResult], problem_id: &str, solution: &Path) {
-    let judged_as = format!("graders/{problem_id}.cpp");
+    let extension = Language::of_path(solution).extension();
+    let judged_as = format!("graders/{problem_id}{extension}");
     let given = solution.display().to_string();
     for test in results.iter_mut().flat_map(|s| s.test_results.iter_mut()) {
         if test.status == Verdict::CompilationError {

@@ -566,6 +566,7 @@ pub fn evaluate(
         .map(|p| SubmissionJob {
             problem: p.problem_key.to_string(),
             code: p.submission.code.clone().map(String::into_bytes),
+            language: p.submission.language,
         })
         .collect();
     let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();

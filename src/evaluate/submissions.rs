@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 use crate::dataset::{files_under, kind, read_rows, Format, Row};
+use crate::judge::Language;
 
 /// Year assumed for submissions without a `year` field (the reference pipeline's default).
 pub const DEFAULT_YEAR: i64 = 2024;
@@ -84,9 +85,12 @@ pub struct Submission {
     pub year: i64,
     /// The subtask the model targeted (the row's `subtask` field).
     pub target_subtask: Option<String>,
-    /// The C++ code to judge, after extraction and `--add-includes`; `None` when there is none
+    /// The code to judge, after extraction and `--add-includes`; `None` when there is none
     /// (such a submission is scored all SKIPPED).
     pub code: Option<String>,
+    /// The code's language: the row's `language` field (`cpp` when missing or null), or C for
+    /// a generation whose only code block is a ```` ```c ```` one.
+    pub language: Language,
     /// Length of the model's reasoning, used to rank submissions in the round-robin selection.
     pub reasoning_length: i64,
     /// Every field of the original row, with `year` defaulted, `code` replaced by the code above
@@ -122,14 +126,34 @@ impl Submission {
         }
         let generation = optional_str(row, "generation")?;
         let given = optional_str(row, "code")?.filter(|c| !c.is_empty());
-        let code = match (given, options.always_extract_code) {
-            (Some(code), false) => Some(code),
-            _ => generation.as_deref().and_then(extract_code),
-        }
-        .filter(|c| !c.is_empty())
-        .map(|c| match options.add_includes {
-            true => add_includes(&c, &problem_id),
-            false => c,
+        let stated = match row.get("language") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(
+                Language::parse(row.str("language")?)
+                    .with_context(|| format!("{}: field `language`", row.location()))?,
+            ),
+        };
+        let (code, language) = match (given, options.always_extract_code) {
+            (Some(code), false) => (Some(code), stated.unwrap_or_default()),
+            _ => {
+                let generation = generation.as_deref().unwrap_or_default();
+                match stated {
+                    Some(language) => (extract_code_in(generation, language), language),
+                    None => match extract_code(generation) {
+                        Some(code) => (Some(code), Language::Cpp),
+                        None => match extract_code_in(generation, Language::C) {
+                            Some(code) => (Some(code), Language::C),
+                            None => (None, Language::Cpp),
+                        },
+                    },
+                }
+            }
+        };
+        let code = code.filter(|c| !c.is_empty()).map(|c| {
+            match options.add_includes && language == Language::Cpp {
+                true => add_includes(&c, &problem_id),
+                false => c,
+            }
         });
 
         let mut fields = row.fields.clone();
@@ -152,6 +176,7 @@ impl Submission {
             year,
             target_subtask,
             code,
+            language,
             reasoning_length: reasoning_length(&row.fields),
             fields,
             origin: row.location(),
@@ -186,8 +211,14 @@ fn optional_str(row: &Row, field: &str) -> Result<Option<String>> {
 /// the text after the last "```cpp\n" up to the next "```" (or the end, when the model was cut
 /// off mid-block). `None` when there is no such block.
 pub fn extract_code(generation: &str) -> Option<String> {
-    const OPENING: &str = "```cpp\n";
-    let start = generation.rfind(OPENING)? + OPENING.len();
+    extract_code_in(generation, Language::Cpp)
+}
+
+/// The code of the last block of `language` (```` ```cpp ```` or ```` ```c ````), as
+/// [`extract_code`] does.
+pub fn extract_code_in(generation: &str, language: Language) -> Option<String> {
+    let opening = format!("```{}\n", language.as_str());
+    let start = generation.rfind(&opening)? + opening.len();
     let block = &generation[start..];
     let end = block.find("```").unwrap_or(block.len());
     Some(block[..end].to_string())
@@ -402,6 +433,45 @@ mod tests {
         let s = Submission::from_row(&row(none), &options()).unwrap();
         assert_eq!(s.code, None);
         assert_eq!(s.fields["code"], Value::Null);
+    }
+
+    #[test]
+    fn the_language_column_or_a_c_block_makes_the_code_c() {
+        let c = Submission::from_row(
+            &row(json!({"uuid": "a", "problem_id": "x", "language": "c",
+                        "generation": "```cpp\nint a;\n```\n```c\nint b;\n```"})),
+            &options(),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.language, c.code.as_deref()),
+            (Language::C, Some("int b;\n"))
+        );
+        let marked = Submission::from_row(
+            &row(json!({"uuid": "b", "problem_id": "x", "generation": "```c\nint c;\n```"})),
+            &options(),
+        )
+        .unwrap();
+        assert_eq!(
+            (marked.language, marked.code.as_deref()),
+            (Language::C, Some("int c;\n"))
+        );
+        let default = Submission::from_row(
+            &row(json!({"uuid": "c", "problem_id": "x", "language": null, "code": "int d;"})),
+            &options(),
+        )
+        .unwrap();
+        assert_eq!(default.language, Language::Cpp);
+        let err = Submission::from_row(
+            &row(json!({"uuid": "d", "problem_id": "x", "language": "rust", "code": "x"})),
+            &options(),
+        )
+        .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("field `language`") && err.contains("\"rust\""),
+            "{err}"
+        );
     }
 
     #[test]

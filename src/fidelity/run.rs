@@ -154,6 +154,8 @@ fn judge_package(
         .map(|(_, code, _)| SubmissionJob {
             problem: key.clone(),
             code: Some(code.clone()),
+            // The packages' solutions judged here are their C++ ones.
+            language: crate::judge::Language::Cpp,
         })
         .collect();
     let options = ScheduleOptions {

@@ -15,6 +15,8 @@ use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::cache::CacheStore;
 pub use super::compiled::{CompileError, Compiled};
+pub use super::language::Language;
+use super::language::{C_PROGRAM_FLAGS, C_SUBMISSION_FLAGS, IOI_C_SUBMISSION_FLAGS};
 use super::stop;
 use crate::problem::{GraderFile, Problem};
 
@@ -44,11 +46,18 @@ pub enum CompileProfile {
 }
 
 impl CompileProfile {
-    /// The g++ flags of a submission compile.
+    /// The g++ flags of a C++ submission compile.
     pub fn submission_flags(self) -> &'static [&'static str] {
-        match self {
-            CompileProfile::Reference => SUBMISSION_FLAGS,
-            CompileProfile::Ioi => IOI_SUBMISSION_FLAGS,
+        self.flags_for(Language::Cpp)
+    }
+
+    /// The flags of a submission compile in `language`, before the output and the sources.
+    pub fn flags_for(self, language: Language) -> &'static [&'static str] {
+        match (self, language) {
+            (CompileProfile::Reference, Language::Cpp) => SUBMISSION_FLAGS,
+            (CompileProfile::Ioi, Language::Cpp) => IOI_SUBMISSION_FLAGS,
+            (CompileProfile::Reference, Language::C) => C_SUBMISSION_FLAGS,
+            (CompileProfile::Ioi, Language::C) => IOI_C_SUBMISSION_FLAGS,
         }
     }
 
@@ -73,9 +82,11 @@ pub const MAX_COMPILER_STDERR: usize = 64 * 1024;
 struct CompileJob<'a> {
     /// Every file placed in the box (grader files and the submission).
     files: Vec<(&'a str, &'a [u8])>,
-    /// Sources on the g++ command line, in order.
+    /// Sources on the compiler's command line, in order.
     sources: Vec<&'a str>,
     flags: &'a [&'a str],
+    /// Decides the compiler and what follows the sources.
+    language: Language,
     /// Output path inside the box.
     output: &'a str,
     /// A submission compile, which a precompiled header may speed up (see [`super::pch`]).
@@ -91,12 +102,20 @@ impl CompileJob<'_> {
         // no longer shows, are never served.
         h.update(b"ioi-run compile v2\0");
         h.update(compiler_identity().as_bytes());
+        // The same text as C and as C++ is two programs (or one program and one error).
+        if self.language != Language::Cpp {
+            h.update(b"language\0");
+            h.update(self.language.as_str().as_bytes());
+            h.update(b"\0");
+            h.update(identity_of(self.language.compiler()).as_bytes());
+        }
         h.update(&max_program_bytes.to_le_bytes());
         for part in self
             .flags
             .iter()
             .chain(&self.sources)
             .chain(std::iter::once(&self.output))
+            .chain(self.language.libs())
         {
             h.update(part.as_bytes());
             h.update(b"\0");
@@ -139,13 +158,20 @@ pub fn missing_static_archives() -> Vec<&'static str> {
 
 /// `g++ --version`, part of every cache key so that a compiler upgrade recompiles.
 pub fn compiler_identity() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        std::process::Command::new("g++")
+    identity_of("g++")
+}
+
+/// `<driver> --version` of `g++` or `gcc`, asked once per process.
+fn identity_of(driver: &'static str) -> &'static str {
+    static GXX: OnceLock<String> = OnceLock::new();
+    static GCC: OnceLock<String> = OnceLock::new();
+    let cell = if driver == "gcc" { &GCC } else { &GXX };
+    cell.get_or_init(|| {
+        std::process::Command::new(driver)
             .arg("--version")
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_else(|_| "g++ unknown".into())
+            .unwrap_or_else(|_| format!("{driver} unknown"))
     })
 }
 
@@ -228,16 +254,36 @@ impl CompileCache {
         self.hits.load(Ordering::Relaxed)
     }
 
-    /// Compiles a submission for `problem`: `graders/<id>.cpp` with the grader/stub. The code
-    /// is bytes: g++ accepts sources that are not UTF-8 (Latin-1 comments, CRLF), and so must we.
+    /// Compiles a submission for `problem`: `graders/<id>.cpp` (or `.c`) with the grader/stub
+    /// of its language. The code is bytes: g++ accepts sources that are not UTF-8 (Latin-1
+    /// comments, CRLF), and so must we. A C submission to a problem whose graders are C++ only
+    /// is a compilation error saying so (CMS does not offer C for such a task).
     pub fn submission(
         &self,
         sandbox: &Sandbox,
         problem: &Problem,
         code: &[u8],
         profile: CompileProfile,
+        language: Language,
     ) -> Result<Compiled> {
-        let source = format!("graders/{}.cpp", problem.id);
+        let graders = problem.graders_for(language);
+        if graders.is_empty() && !problem.compiled_graders().is_empty() {
+            let cpp: Vec<&str> = problem
+                .compiled_graders()
+                .iter()
+                .map(|g| g.path.as_str())
+                .collect();
+            return Ok(Compiled::Error(CompileError::exited(
+                1,
+                format!(
+                    "problem {} has no C grader (graders/grader.c): its graders ({}) are C++ \
+                     only, so it cannot be solved in C; submit C++",
+                    problem.id,
+                    cpp.join(", ")
+                ),
+            )));
+        }
+        let source = format!("graders/{}{}", problem.id, language.extension());
         let output = format!("graders/{}", problem.id);
         let mut files = grader_files(problem);
         // The submission must not see the checker or the manager: it could embed their
@@ -245,15 +291,17 @@ impl CompileCache {
         files.retain(|(name, _)| *name != source && !is_judge_only(name));
         files.push((&source, code));
         let mut sources = vec![source.as_str()];
-        sources.extend(problem.compiled_graders().iter().map(|g| g.path.as_str()));
+        sources.extend(graders.iter().map(|g| g.path.as_str()));
         self.compile(
             sandbox,
             CompileJob {
                 files,
                 sources,
-                flags: profile.submission_flags(),
+                flags: profile.flags_for(language),
+                language,
                 output: &output,
-                submission: true,
+                // Precompiled headers are C++'s (`<bits/stdc++.h>`).
+                submission: language == Language::Cpp,
             },
         )
     }
@@ -270,6 +318,7 @@ impl CompileCache {
             files: grader_files(problem),
             sources: vec![source.path.as_str()],
             flags: TOOL_FLAGS,
+            language: Language::Cpp,
             output: &output,
             submission: false,
         };
@@ -277,17 +326,22 @@ impl CompileCache {
     }
 
     /// Compiles a plain program: `source` (one of `files`, all placed side by side) into
-    /// `program`, with [`PROGRAM_FLAGS`].
+    /// `program`, with [`PROGRAM_FLAGS`] (C++) or the C equivalent.
     pub fn program(
         &self,
         sandbox: &Sandbox,
         files: &[(&str, &[u8])],
         source: &str,
+        language: Language,
     ) -> Result<Compiled> {
         let job = CompileJob {
             files: files.to_vec(),
             sources: vec![source],
-            flags: PROGRAM_FLAGS,
+            flags: match language {
+                Language::Cpp => PROGRAM_FLAGS,
+                Language::C => C_PROGRAM_FLAGS,
+            },
+            language,
             output: "program",
             submission: false,
         };
@@ -307,6 +361,7 @@ impl CompileCache {
             files: files.to_vec(),
             sources: vec![source],
             flags,
+            language: Language::Cpp,
             output: "program",
             submission: false,
         };
@@ -444,10 +499,11 @@ fn build(
     for (name, content) in &job.files {
         workdir.write(name, content)?;
     }
-    let mut argv = vec!["g++".to_string()];
+    let mut argv = vec![job.language.compiler().to_string()];
     argv.extend(job.flags.iter().map(|s| s.to_string()));
     argv.extend(["-o".to_string(), job.output.to_string()]);
     argv.extend(job.sources.iter().map(|s| s.to_string()));
+    argv.extend(job.language.libs().iter().map(|s| s.to_string()));
     // Checkers and managers find testlib.h beside them or in graders/.
     if job.flags == TOOL_FLAGS {
         argv.push("-Igraders".into());
@@ -543,6 +599,37 @@ mod tests {
         );
         let cut = read_diagnostics(&path, 5).unwrap();
         assert_eq!(cut, "x.cpp\n[compiler output truncated]");
+    }
+
+    #[test]
+    fn the_language_is_in_the_cache_key() {
+        let files: Vec<(&str, &[u8])> = vec![("program.c", b"int main(void) { return 0; }")];
+        let job = |language| CompileJob {
+            files: files.clone(),
+            sources: vec!["program.c"],
+            flags: &["-O2"],
+            language,
+            output: "program",
+            submission: false,
+        };
+        let (cpp, c) = (
+            job(Language::Cpp).key(1 << 20),
+            job(Language::C).key(1 << 20),
+        );
+        assert_ne!(cpp, c);
+        assert_eq!(c, job(Language::C).key(1 << 20));
+    }
+
+    #[test]
+    fn c_flags_are_cms_c11_with_the_profile_s_static_linking() {
+        assert_eq!(
+            CompileProfile::Reference.flags_for(Language::C),
+            ["-DEVAL", "-std=gnu11", "-O2", "-pipe", "-s"]
+        );
+        assert!(CompileProfile::Ioi
+            .flags_for(Language::C)
+            .contains(&"-static"));
+        assert_eq!(Language::C.libs(), ["-lm"]);
     }
 
     #[test]

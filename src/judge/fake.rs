@@ -100,7 +100,12 @@ impl FakeRunner {
 }
 
 impl SubmissionRunner for FakeRunner {
-    fn compile(&self, _problem: &LoadedProblem, code: &[u8]) -> Result<Build> {
+    fn compile(
+        &self,
+        _problem: &LoadedProblem,
+        code: &[u8],
+        _language: super::Language,
+    ) -> Result<Build> {
         // Scripted programs are text: their code says what they do.
         let code = std::str::from_utf8(code).context("fake program code is text")?;
         self.compiles.fetch_add(1, Ordering::Relaxed);

@@ -10,6 +10,7 @@ pub mod check;
 pub mod compile;
 pub mod compiled;
 pub mod fake;
+pub mod language;
 pub mod native;
 pub mod pch;
 pub mod plan;
@@ -31,6 +32,7 @@ use crate::problem::{Problem, TaskType, TestCase, TestSet};
 use crate::score::{TestResult, Verdict};
 pub use compile::CompileError;
 use compile::{CompileCache, CompileProfile, Compiled};
+pub use language::Language;
 pub use workdir::BoxDir;
 
 /// How tests are run.
@@ -264,20 +266,33 @@ impl Judge {
         }
     }
 
-    /// Compiles a submission (once per distinct code and problem). The code is bytes, compiled
-    /// as they are (g++ accepts sources that are not UTF-8). A compile that ioi-run stopped is
-    /// the error [`stop::Aborted`], never a [`Build::Error`].
-    pub fn compile(&self, loaded: &LoadedProblem, code: &[u8]) -> Result<Build> {
+    /// Compiles a submission (once per distinct code, language and problem). The code is
+    /// bytes, compiled as they are (g++ accepts sources that are not UTF-8). A compile that
+    /// ioi-run stopped is the error [`stop::Aborted`], never a [`Build::Error`].
+    pub fn compile(
+        &self,
+        loaded: &LoadedProblem,
+        code: &[u8],
+        language: Language,
+    ) -> Result<Build> {
         stop::check()?;
         match &self.runner {
             Runner::Native => Ok(
-                match self
-                    .cache
-                    .submission(&self.sandbox, &loaded.problem, code, self.profile)?
-                {
+                match self.cache.submission(
+                    &self.sandbox,
+                    &loaded.problem,
+                    code,
+                    self.profile,
+                    language,
+                )? {
                     Compiled::Binary(path) => Build::Program(Program::Binary(path)),
                     Compiled::Error(error) => Build::Error(error),
                 },
+            ),
+            Runner::Scripts(_) if language != Language::Cpp => bail!(
+                "a {language} submission needs the native runner: the compile script of \
+                 --runner scripts builds C++ (graders/{}.cpp)",
+                loaded.problem.id
             ),
             Runner::Scripts(scripts) => Ok(
                 match scripts::compile(&self.sandbox, scripts, &loaded.problem, code)? {

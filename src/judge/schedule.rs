@@ -48,6 +48,8 @@ pub struct SubmissionJob {
     /// The code, as bytes (a source need not be UTF-8); `None` when the submission has none
     /// (every test SKIPPED).
     pub code: Option<Vec<u8>>,
+    /// The code's language.
+    pub language: super::Language,
 }
 
 /// Loads problems on demand (tests materialised, tools compiled).
@@ -58,7 +60,12 @@ pub trait ProblemSource: Sync {
 /// What the scheduler needs done: compile one submission, run one of its tests. The
 /// [`Judge`] does it in the sandbox; tests and benchmarks use a scripted runner.
 pub trait SubmissionRunner: Sync {
-    fn compile(&self, problem: &LoadedProblem, code: &[u8]) -> Result<Build>;
+    fn compile(
+        &self,
+        problem: &LoadedProblem,
+        code: &[u8],
+        language: super::Language,
+    ) -> Result<Build>;
     fn run_test(
         &self,
         problem: &LoadedProblem,
@@ -85,8 +92,13 @@ pub trait SubmissionRunner: Sync {
 }
 
 impl SubmissionRunner for Judge {
-    fn compile(&self, problem: &LoadedProblem, code: &[u8]) -> Result<Build> {
-        Judge::compile(self, problem, code)
+    fn compile(
+        &self,
+        problem: &LoadedProblem,
+        code: &[u8],
+        language: super::Language,
+    ) -> Result<Build> {
+        Judge::compile(self, problem, code, language)
     }
 
     fn run_test(
@@ -383,7 +395,7 @@ fn known_of(known: &[Option<TestResult>], test: TestId) -> Known {
 
 enum Work {
     Load(String),
-    Compile(usize, Arc<Planned>, Vec<u8>),
+    Compile(usize, Arc<Planned>, Vec<u8>, super::Language),
     Test(usize, Arc<Planned>, Arc<Program>, TestId),
 }
 
@@ -840,7 +852,8 @@ impl Shared<'_> {
                 if let Some(a) = state.active.get_mut(&job) {
                     a.build = BuildState::Building;
                     let code = self.jobs[job].code.clone().unwrap_or_default();
-                    return Some(Work::Compile(job, a.planned.clone(), code));
+                    let language = self.jobs[job].language;
+                    return Some(Work::Compile(job, a.planned.clone(), code, language));
                 }
                 continue;
             }
@@ -1176,8 +1189,8 @@ impl Shared<'_> {
                     .map_err(|e| format!("{e:#}"));
                 Outcome::Loaded(key, loaded)
             }
-            Work::Compile(job, planned, code) => {
-                let build = self.runner.compile(&planned.problem, &code);
+            Work::Compile(job, planned, code, language) => {
+                let build = self.runner.compile(&planned.problem, &code, language);
                 self.progress.compiles.fetch_add(1, Ordering::Relaxed);
                 Outcome::Compiled(job, build)
             }

@@ -144,10 +144,13 @@ fn compile_tools(
     let code = fs::read(&model_path)
         .with_context(|| format!("cannot read the model solution {}", model_path.display()))?;
     // The expected outputs come from the model solution built as submissions are.
-    let model = match judge
-        .cache()
-        .submission(sandbox, problem, &code, judge.compile_profile())?
-    {
+    let model = match judge.cache().submission(
+        sandbox,
+        problem,
+        &code,
+        judge.compile_profile(),
+        super::Language::of_path(&model_path),
+    )? {
         Compiled::Binary(path) => path,
         Compiled::Error(error) => bail!("{}: the model solution {error}", model_path.display()),
     };
@@ -331,7 +334,11 @@ fn compile_makers(
         .collect();
     let mut programs = Vec::new();
     for (name, source) in makers {
-        match judge.cache().program(judge.sandbox(), &files, &source)? {
+        let language = super::Language::Cpp;
+        match judge
+            .cache()
+            .program(judge.sandbox(), &files, &source, language)?
+        {
             Compiled::Binary(path) => programs.push((name, path)),
             Compiled::Error(error) => {
                 bail!("{}: the {what} {error}", folder.join(&source).display())

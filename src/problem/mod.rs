@@ -135,6 +135,16 @@ impl Problem {
             .collect()
     }
 
+    /// Grader sources a submission in `language` is linked with (`graders/grader.c` and/or
+    /// `graders/stub.c` for C), in that order.
+    pub fn graders_for(&self, language: crate::judge::compile::Language) -> Vec<&GraderFile> {
+        language
+            .grader_paths()
+            .iter()
+            .filter_map(|p| self.grader_file(p))
+            .collect()
+    }
+
     /// Every distinct test name, in the order subtasks first use them.
     pub fn test_names(&self) -> Vec<&str> {
         let mut seen = std::collections::HashSet::new();

@@ -8,6 +8,7 @@
 //! gen/             generators (<program>.cpp, testlib.h), manual/<file>, input.header|footer,
 //!                  and `data` (or `data.py`, which prints it) saying how to make every test
 //! grader/cpp/      <grader_name>.cpp and <name>.h;  grader/manager.cpp (Communication)
+//! grader/c/        <grader_name>.c (optional: `.c` solutions are linked with it)
 //! checker/         checker.cpp (+ testlib.h)
 //! solution/        solutions;  solutions.json: expected verdict of each, per subtask
 //! ```
@@ -348,11 +349,16 @@ impl TpsPackage {
                     at("grader_name")
                 );
             }
-            // What TPS's CMS exporter copies: the grader and the task header only.
+            // What TPS's CMS exporter copies: the grader and the task header only (the C grader
+            // too, which `.c` solutions are linked with; the header is the C++ one).
             for (from, to) in [
                 (
                     format!("grader/cpp/{grader_name}.cpp"),
                     format!("graders/{grader_name}.cpp"),
+                ),
+                (
+                    format!("grader/c/{grader_name}.c"),
+                    format!("graders/{grader_name}.c"),
                 ),
                 (format!("grader/cpp/{name}.h"), format!("graders/{name}.h")),
             ] {

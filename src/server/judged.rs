@@ -87,7 +87,7 @@ impl JudgeExecutor {
             .ok_or_else(|| RequestError::Internal("the request's test went missing".into()))?;
         let build = self
             .judge
-            .compile(&loaded, &submission)
+            .compile(&loaded, &submission, crate::judge::Language::Cpp)
             .map_err(|e| internal("cannot compile the submission", e))?;
         let program = match build {
             Build::Program(program) => program,
@@ -117,7 +117,7 @@ impl JudgeExecutor {
         let compiled = self
             .judge
             .cache()
-            .program(self.judge.sandbox(), &files, &job.file_name)
+            .program(self.judge.sandbox(), &files, &job.file_name, job.language)
             .map_err(|e| internal("cannot compile the program", e))?;
         let binary = match compiled {
             Compiled::Binary(path) => path,

@@ -80,7 +80,7 @@ impl RequestOutcome {
         {
             return RequestOutcome::Timeout;
         }
-        if runtime == Runtime::Cpp {
+        if matches!(runtime, Runtime::Cpp | Runtime::C) {
             return if run.code == Some(0) {
                 RequestOutcome::Exited
             } else {

@@ -105,6 +105,8 @@ pub struct PlainJob {
     /// Bytes: `run_memory_limit`, or [`DEFAULT_PLAIN_MEMORY`] when the request sets none.
     pub memory_limit: u64,
     pub compile_timeout: Option<Duration>,
+    /// C++ (`c++`) or C (`c`).
+    pub language: crate::judge::Language,
 }
 
 /// Memory of a plain `c++` run whose request sets no `run_memory_limit` (or Piston's `-1`, which

@@ -61,6 +61,10 @@ pub fn parse_execute(body: &[u8]) -> Result<ExecuteRequest, RequestError> {
     let job = match runtime {
         Runtime::CmsIoi => Job::Ioi(ioi_job(files, &limits)?),
         Runtime::Cpp => Job::Plain(plain_job(files, &mut top, &limits)?),
+        Runtime::C => Job::Plain(PlainJob {
+            language: crate::judge::Language::C,
+            ..plain_job(files, &mut top, &limits)?
+        }),
         Runtime::Codeforces(language) => Job::Codeforces(codeforces::parse_job(
             language,
             files.into_iter().map(|f| (f.name, f.content)).collect(),
@@ -276,6 +280,7 @@ fn plain_job(
         Some(_) => return Err(bad("args must be an array of strings")),
     };
     Ok(PlainJob {
+        language: crate::judge::Language::Cpp,
         source,
         file_name,
         other_files: files.into_iter().map(|f| (f.name, f.content)).collect(),

@@ -17,6 +17,8 @@ pub enum Runtime {
     CmsIoi,
     /// Plain C++ (public Piston's gcc package): compile a program and run it.
     Cpp,
+    /// Plain C (public Piston's gcc package): compile a program with gcc and run it.
+    C,
     /// The Codeforces package: judge a C++ or Python program on one test
     /// (docs/piston-api.md#the-codeforces-contract).
     Codeforces(CfLanguage),
@@ -60,9 +62,10 @@ impl CppStandard {
 pub const CONTRACT_FILES: [&str; 3] = ["correct_output.txt", "grader_config", "checker.py"];
 
 impl Runtime {
-    pub const ALL: [Runtime; 9] = [
+    pub const ALL: [Runtime; 10] = [
         Runtime::CmsIoi,
         Runtime::Cpp,
+        Runtime::C,
         Runtime::Codeforces(CfLanguage::Cpp(CppStandard::Default)),
         Runtime::Codeforces(CfLanguage::Cpp(CppStandard::Cpp0x)),
         Runtime::Codeforces(CfLanguage::Cpp(CppStandard::Cpp11)),
@@ -77,6 +80,7 @@ impl Runtime {
         match self {
             Runtime::CmsIoi => "cms_ioi",
             Runtime::Cpp => "c++",
+            Runtime::C => "c",
             Runtime::Codeforces(CfLanguage::Python3) => "python3",
             Runtime::Codeforces(CfLanguage::Cpp(standard)) => match standard {
                 Default => "c++",
@@ -100,6 +104,7 @@ impl Runtime {
         match self {
             Runtime::CmsIoi | Runtime::Codeforces(_) => &["1.0.0"],
             Runtime::Cpp => &["10.2.0", "17"],
+            Runtime::C => &["10.2.0"],
         }
     }
 
@@ -107,7 +112,7 @@ impl Runtime {
     fn package(self) -> &'static str {
         match self {
             Runtime::CmsIoi => "cms_ioi",
-            Runtime::Cpp => "gcc",
+            Runtime::Cpp | Runtime::C => "gcc",
             Runtime::Codeforces(_) => "codeforces",
         }
     }
@@ -117,6 +122,7 @@ impl Runtime {
         match self {
             Runtime::CmsIoi => &["ioi"],
             Runtime::Cpp => &["cpp", "g++"],
+            Runtime::C => &["gcc"],
             Runtime::Codeforces(CfLanguage::Python3) => &["Python 3", "cf_python3"],
             Runtime::Codeforces(CfLanguage::Cpp(standard)) => match standard {
                 Default => &["GNU C++", "cf_c++"],

@@ -72,6 +72,7 @@ fn jobs() -> Vec<SubmissionJob> {
                 7 => None,
                 _ => Some(format!("solution {i}").into_bytes()),
             },
+            language: crate::judge::Language::Cpp,
         })
         .collect()
 }
@@ -148,6 +149,7 @@ fn job(problem: &str, code: &str) -> SubmissionJob {
     SubmissionJob {
         problem: problem.into(),
         code: Some(code.into()),
+        language: crate::judge::Language::Cpp,
     }
 }
 
