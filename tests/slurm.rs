@@ -169,11 +169,14 @@ fn parquet_rows(path: &Path) -> Vec<Map<String, Value>> {
 
 /// The reports of a results folder, each as its sorted lines: tied submissions may be listed
 /// in another order (the table keeps the results file's order among equal totals).
+/// The markdown reports of an evaluation, lines sorted. The HTML report is left out: its plots
+/// show each run's measured times, which differ between any two evaluations.
 fn reports(dir: &Path) -> BTreeMap<String, Vec<String>> {
     let folder = dir.join("reports/model");
     std::fs::read_dir(&folder)
         .unwrap()
         .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
         .map(|e| {
             let mut lines: Vec<String> = std::fs::read_to_string(e.path())
                 .unwrap()
