@@ -116,23 +116,7 @@ fn log_colours_at_a_terminal_follow_color_and_no_color() {
 fn warnings_into_a_pipe_carry_no_colour_codes() {
     // A task folder whose memory limit looks like MiB gets a warning when loaded.
     let work = tempfile::tempdir().unwrap();
-    let task = work.path().join("sumpairs");
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/problems/sumpairs");
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(&source)
-        .arg(&task)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let json = std::fs::read_to_string(task.join("problem.json")).unwrap();
-    std::fs::write(task.join("problem.json"), json.replace("268435456", "256")).unwrap();
-    let subs = work.path().join("subs.jsonl");
-    std::fs::write(
-        &subs,
-        "{\"uuid\": \"a\", \"problem_id\": \"sumpairs\", \"code\": \"\"}\n",
-    )
-    .unwrap();
+    let (task, subs) = task_with_a_warning(work.path());
     let out = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
         .arg("evaluate")
         .arg(&subs)
