@@ -8,8 +8,11 @@
 //! are read on the hot path: the CPU counter many times per run (one `pread` of an open file),
 //! the peak memory and the OOM-kill count once per run.
 //!
-//! Run cgroups are named `<keeper pid>-<n>` under an `ioi-run` directory, so stale ones left by
-//! a killed keeper are recognised and removed by the next one.
+//! Run cgroups are named `<pid namespace>-<keeper pid>-<n>` under an `ioi-run` directory, so
+//! stale ones left by a killed keeper are recognised and removed by the next one. A keeper
+//! judges only the names of its own pid namespace: a pid means nothing in another one, and an
+//! ioi-run in a container that shares the host's cgroups must not take the host keeper's
+//! cgroups for stale (nor the other way round).
 
 use std::fs::{self, File, OpenOptions};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -47,6 +50,28 @@ pub(crate) enum CgroupRoot {
 
 const GROUP_DIR: &str = "ioi-run";
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// The inode of this process's pid namespace: the part of a run cgroup's name that says whose
+/// pids its keeper pid is counted in.
+fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *NS.get_or_init(|| fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino()))
+}
+
+/// The name of this process's run cgroup number `n`.
+fn run_name(n: u64) -> String {
+    format!("{}-{}-{n}", pid_namespace(), std::process::id())
+}
+
+/// The keeper pid of a run cgroup's name, when that keeper lives in this pid namespace.
+fn keeper_of(name: &str) -> Option<i32> {
+    let mut parts = name.split('-');
+    let ns = parts.next()?.parse::<u64>().ok()?;
+    let pid = parts.next()?.parse::<i32>().ok()?;
+    parts.next()?.parse::<u64>().ok()?;
+    (ns == pid_namespace() && parts.next().is_none()).then_some(pid)
+}
 
 impl CgroupRoot {
     pub(crate) fn version(&self) -> CgroupVersion {
@@ -138,7 +163,7 @@ impl CgroupRoot {
             };
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                let Some(pid) = name.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+                let Some(pid) = keeper_of(&name) else {
                     continue;
                 };
                 let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
@@ -192,11 +217,7 @@ impl CgroupRoot {
     /// them when a run takes it). A new cgroup holds no charge, counter or peak of anything:
     /// made ahead of need, it is still used by one run only.
     pub(crate) fn create_spare(&self) -> Result<RunCgroup> {
-        let name = format!(
-            "{}-{}",
-            std::process::id(),
-            NEXT_ID.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = run_name(NEXT_ID.fetch_add(1, Ordering::Relaxed));
         let dirs: Vec<PathBuf> = self.parents().iter().map(|p| p.join(&name)).collect();
         for dir in &dirs {
             create_dir_retrying(dir)?;
@@ -747,7 +768,7 @@ mod tests {
         let cg_root = CgroupRoot::V2 { base: base.clone() };
         // A fake cgroupfs does not populate new directories: pre-create the run's files by
         // predicting its name.
-        let name = format!("{}-{}", std::process::id(), NEXT_ID.load(Ordering::Relaxed));
+        let name = run_name(NEXT_ID.load(Ordering::Relaxed));
         let dir = base.join(&name);
         fs::create_dir_all(&dir).unwrap();
         for (file, content) in [
@@ -780,6 +801,41 @@ mod tests {
         assert_eq!(run.open_procs().unwrap().len(), 1);
     }
 
+    /// Stale run cgroups are those of dead keepers of this pid namespace; a name from another
+    /// namespace (an ioi-run in a container sharing the cgroups) is never touched, whatever
+    /// its pid, nor is a live keeper's.
+    #[test]
+    fn only_dead_keepers_of_this_pid_namespace_are_stale() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().join(GROUP_DIR);
+        let ns = pid_namespace();
+        assert_ne!(ns, 0, "/proc/self/ns/pid has an inode");
+        // A pid that cannot be alive (beyond the kernel's pid_max limit of 2^22).
+        let dead = 1 << 23;
+        let names = [
+            format!("{ns}-{dead}-0"),
+            format!("{ns}-{}-7", std::process::id()),
+            format!("{}-{dead}-0", ns + 1),
+            format!("{}-1-0", ns + 1),
+            "not-a-run".to_string(),
+        ];
+        for name in &names {
+            fs::create_dir_all(base.join(name)).unwrap();
+        }
+        CgroupRoot::V2 { base: base.clone() }.remove_stale();
+        let mut left: Vec<String> = fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut expected = names[1..].to_vec();
+        expected.sort();
+        assert_eq!(left, expected);
+        assert_eq!(keeper_of(&run_name(3)), Some(std::process::id() as i32));
+        assert_eq!(keeper_of(&format!("{}-5-3", ns + 1)), None);
+        assert_eq!(keeper_of(&format!("{ns}-5")), None);
+    }
+
     #[test]
     fn v1_counter_parsing() {
         assert_eq!(
@@ -799,11 +855,7 @@ mod tests {
     fn fake_v2_run(files: &[(&str, &str)]) -> (tempfile::TempDir, CgroupRoot, PathBuf) {
         let root = tempfile::tempdir().unwrap();
         let base = root.path().join(GROUP_DIR);
-        let dir = base.join(format!(
-            "{}-{}",
-            std::process::id(),
-            NEXT_ID.load(Ordering::Relaxed)
-        ));
+        let dir = base.join(run_name(NEXT_ID.load(Ordering::Relaxed)));
         fs::create_dir_all(&dir).unwrap();
         for (file, content) in files {
             fs::write(dir.join(file), content).unwrap();
