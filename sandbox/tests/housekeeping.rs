@@ -9,9 +9,12 @@ use std::time::Duration;
 use common::*;
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
 
-/// Cgroup directories of runs of this process (named `<pid>-<n>`), in every hierarchy.
+/// Cgroup directories of runs of this process (named `<pid namespace>-<pid>-<n>`), in every
+/// hierarchy.
 fn own_run_cgroups() -> Vec<PathBuf> {
-    let prefix = format!("{}-", std::process::id());
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let prefix = format!("{ns}-{}-", std::process::id());
     walkdir::WalkDir::new("/sys/fs/cgroup")
         .max_depth(6)
         .into_iter()
@@ -64,7 +67,7 @@ fn a_dropped_sandbox_leaves_no_cgroup_and_no_process() {
         return;
     }
     // Only this sandbox in this test process (the shared one of `common` is never created
-    // here), so every `<pid>-<n>` cgroup is its own.
+    // here), so every run cgroup named with its pid is its own.
     let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
     for _ in 0..5 {
         let o = shell(&sandbox, "exit 0", 5.0);
