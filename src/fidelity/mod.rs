@@ -48,6 +48,10 @@ pub struct DecidingTest {
     pub memory: Option<u64>,
 }
 
+fn unscaled() -> f64 {
+    1.0
+}
+
 /// One judged solution: a line of `judged.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgedSolution {
@@ -58,6 +62,9 @@ pub struct JudgedSolution {
     /// blake3 of the source: a changed file is judged again.
     pub source_hash: String,
     pub compile_profile: String,
+    /// The `--time-scale` the solution was judged with (rows written without one: 1).
+    #[serde(default = "unscaled")]
+    pub time_scale: f64,
     pub time_limit: f64,
     pub subtasks: Vec<SubtaskOutcome>,
 }

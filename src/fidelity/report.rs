@@ -291,6 +291,7 @@ mod tests {
                 solution: file.into(),
                 source_hash: "h".into(),
                 compile_profile: "ioi".into(),
+                time_scale: 1.0,
                 time_limit: 3.0,
                 subtasks: vec![SubtaskOutcome {
                     subtask: "01-full".into(),

@@ -75,11 +75,7 @@ pub fn judge_all(
             let code =
                 std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
             let hash = blake3::hash(&code).to_hex().to_string();
-            let key = (
-                package.name.clone(),
-                solution.file.clone(),
-                profile.to_string(),
-            );
+            let key = key_of(&package.name, &solution.file, profile, judge.time_scale());
             let cached = cache.remove(&key).filter(|j| j.source_hash == hash);
             sources.push((code, hash, cached));
         }
@@ -182,6 +178,7 @@ fn judge_package(
                         solution: solution.file.clone(),
                         source_hash: hash.clone(),
                         compile_profile: profile.to_string(),
+                        time_scale: judge.time_scale(),
                         time_limit,
                         subtasks: judged.results.iter().map(SubtaskOutcome::of).collect(),
                     };
@@ -250,9 +247,20 @@ fn append(sink: &Mutex<std::fs::File>, row: &JudgedSolution) -> Result<()> {
         .context("cannot append to judged.jsonl")
 }
 
-type Key = (String, String, String);
+/// What a row of `judged.jsonl` answers for: a solution of a task under one compile profile and
+/// one time scale (a verdict judged under other settings is judged again).
+type Key = (String, String, String, String);
 
-/// The rows of an earlier run, by (task, solution, compile profile); the last line wins. A
+fn key_of(task: &str, solution: &str, profile: &str, time_scale: f64) -> Key {
+    (
+        task.to_string(),
+        solution.to_string(),
+        profile.to_string(),
+        time_scale.to_string(),
+    )
+}
+
+/// The rows of an earlier run, by [`Key`]; the last line wins. A
 /// line that does not parse (a run killed mid-write) is skipped with a warning naming it.
 fn read_judged(path: &Path) -> Result<HashMap<Key, JudgedSolution>> {
     let mut rows = HashMap::new();
@@ -268,10 +276,11 @@ fn read_judged(path: &Path) -> Result<HashMap<Key, JudgedSolution>> {
         }
         match serde_json::from_str::<JudgedSolution>(&line) {
             Ok(row) => {
-                let key = (
-                    row.task.clone(),
-                    row.solution.clone(),
-                    row.compile_profile.clone(),
+                let key = key_of(
+                    &row.task,
+                    &row.solution,
+                    &row.compile_profile,
+                    row.time_scale,
                 );
                 rows.insert(key, row);
             }
@@ -296,6 +305,7 @@ mod tests {
             solution: solution.into(),
             source_hash: "h".into(),
             compile_profile: "ioi".into(),
+            time_scale: 1.0,
             time_limit: 1.0,
             subtasks: vec![SubtaskOutcome {
                 subtask: "01-a".into(),
@@ -321,7 +331,27 @@ mod tests {
             .unwrap();
         let rows = read_judged(&path).unwrap();
         assert_eq!(rows.len(), 2);
-        let a = &rows[&("t".to_string(), "a.cpp".to_string(), "ioi".to_string())];
+        let a = &rows[&key_of("t", "a.cpp", "ioi", 1.0)];
         assert_eq!(a.subtasks[0].status, Verdict::Accepted);
+    }
+
+    /// A row judged under another time scale or profile is not the answer for this run; a row
+    /// written without a time scale was judged unscaled.
+    #[test]
+    fn a_row_answers_only_for_its_profile_and_time_scale() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(JUDGED_FILE);
+        let sink = Mutex::new(std::fs::File::create(&path).unwrap());
+        let mut scaled = row("a.cpp", Verdict::Accepted);
+        scaled.time_scale = 1.5;
+        append(&sink, &scaled).unwrap();
+        let mut line = serde_json::to_value(row("b.cpp", Verdict::TimeLimit)).unwrap();
+        line.as_object_mut().unwrap().remove("time_scale");
+        writeln!(sink.lock().unwrap(), "{line}").unwrap();
+        let rows = read_judged(&path).unwrap();
+        assert!(rows.contains_key(&key_of("t", "a.cpp", "ioi", 1.5)));
+        assert!(!rows.contains_key(&key_of("t", "a.cpp", "ioi", 1.0)));
+        assert!(!rows.contains_key(&key_of("t", "a.cpp", "reference", 1.5)));
+        assert!(rows.contains_key(&key_of("t", "b.cpp", "ioi", 1.0)));
     }
 }
