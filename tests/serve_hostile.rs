@@ -8,7 +8,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use ioi_run::judge::JudgeOptions;
 use ioi_run::server::JudgeExecutor;
 use serde_json::{json, Value};
 
@@ -20,13 +19,8 @@ fn executor() -> Arc<JudgeExecutor> {
     static EXECUTOR: OnceLock<Arc<JudgeExecutor>> = OnceLock::new();
     EXECUTOR
         .get_or_init(|| {
-            let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-hostile-cache");
-            Arc::new(
-                JudgeExecutor::new(JudgeOptions {
-                    cache_dir,
-                    ..JudgeOptions::default()
-                })
-                .expect("the judge starts (root, cgroups)"),
+            common::judge_executor(
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-hostile-cache"),
             )
         })
         .clone()

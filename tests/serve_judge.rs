@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use ioi_run::judge::JudgeOptions;
 use ioi_run::problem::cms::load_cms;
 use ioi_run::problem::config::ensure_grader_config;
 use ioi_run::problem::Problem;
@@ -41,14 +40,7 @@ fn shared_executor() -> Arc<JudgeExecutor> {
     static EXECUTOR: OnceLock<Arc<JudgeExecutor>> = OnceLock::new();
     EXECUTOR
         .get_or_init(|| {
-            let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-judge-cache");
-            Arc::new(
-                JudgeExecutor::new(JudgeOptions {
-                    cache_dir,
-                    ..JudgeOptions::default()
-                })
-                .expect("the judge starts (root, cgroups)"),
-            )
+            common::judge_executor(Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-judge-cache"))
         })
         .clone()
 }
@@ -241,13 +233,7 @@ fn a_submission_sent_once_per_test_compiles_once() {
         return;
     }
     let cache = tempfile::tempdir().unwrap();
-    let executor = Arc::new(
-        JudgeExecutor::new(JudgeOptions {
-            cache_dir: cache.path().to_path_buf(),
-            ..JudgeOptions::default()
-        })
-        .unwrap(),
-    );
+    let executor = common::judge_executor(cache.path().to_path_buf());
     let server = start(executor.clone());
     let fixture = fixture("sumpairs");
     let submission = solution("sumpairs", "ac");

@@ -4,7 +4,7 @@
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ioi_run::judge::CompileError;
@@ -13,7 +13,7 @@ use ioi_run::server::{Executor, IoiJob, Job, RequestError, Response, Stage, Task
 use serde_json::{json, Value};
 
 mod common;
-use common::{agent, answer, get, post, TestServer};
+use common::{agent, answer, get, post, Gate, TestServer};
 
 /// How a fake executor answers a job.
 type Answer = Box<dyn Fn(&Job) -> Result<Response, RequestError> + Send + Sync>;
@@ -43,27 +43,6 @@ impl Executor for Fake {
     fn execute(&self, job: Job) -> Result<Response, RequestError> {
         self.jobs.lock().unwrap().push(job.clone());
         (self.answer)(&job)
-    }
-}
-
-/// A door that executions wait at until the test opens it.
-#[derive(Default)]
-struct Gate {
-    open: Mutex<bool>,
-    changed: Condvar,
-}
-
-impl Gate {
-    fn wait(&self) {
-        let mut open = self.open.lock().unwrap();
-        while !*open {
-            open = self.changed.wait(open).unwrap();
-        }
-    }
-
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.changed.notify_all();
     }
 }
 

@@ -5,17 +5,17 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use ioi_run::judge::{CompileError, JudgeOptions};
+use ioi_run::judge::CompileError;
 use ioi_run::server::metrics::CacheCounts;
 use ioi_run::server::piston::{ioi_response, IoiOutcome};
-use ioi_run::server::{Executor, Job, JudgeExecutor, RequestError, Response, Stage};
+use ioi_run::server::{Executor, Job, RequestError, Response, Stage};
 use serde_json::{json, Value};
 
 mod common;
-use common::{agent, is_root_or_skip, post, project, Stopping, TestServer};
+use common::{agent, is_root_or_skip, post, project, Gate, Stopping, TestServer};
 
 /// Answers by the submission's text (`AC`, `HALF`, `WA`, `CE`; `WAIT` waits at the gate) and
 /// counts a compile-cache hit for a submission it has seen before.
@@ -83,27 +83,6 @@ fn judged(score: f64) -> IoiOutcome {
     IoiOutcome::Judged {
         score,
         feedback: "feedback".to_string(),
-    }
-}
-
-/// A door that executions wait at until the test opens it.
-#[derive(Default)]
-struct Gate {
-    open: Mutex<bool>,
-    changed: Condvar,
-}
-
-impl Gate {
-    fn wait(&self) {
-        let mut open = self.open.lock().unwrap();
-        while !*open {
-            open = self.changed.wait(open).unwrap();
-        }
-    }
-
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.changed.notify_all();
     }
 }
 
@@ -287,13 +266,7 @@ fn with_the_real_judge_a_repeated_submission_is_a_cache_hit() {
         return;
     }
     let cache = tempfile::tempdir().unwrap();
-    let executor = Arc::new(
-        JudgeExecutor::new(JudgeOptions {
-            cache_dir: cache.path().to_path_buf(),
-            ..JudgeOptions::default()
-        })
-        .unwrap(),
-    );
+    let executor = common::judge_executor(cache.path().to_path_buf());
     let server = TestServer::start(executor, |_| {});
     let dir = common::problem_dir("sumpairs");
     let ac = std::fs::read_to_string(dir.join("solutions/ac.cpp")).unwrap();

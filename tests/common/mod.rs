@@ -10,10 +10,11 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use ioi_run::server::{Executor, ServeOptions, Server};
+use ioi_run::judge::JudgeOptions;
+use ioi_run::server::{Executor, JudgeExecutor, ServeOptions, Server};
 use serde_json::Value;
 
 /// The project folder (the workspace root).
@@ -250,4 +251,36 @@ pub fn post(url: &str, body: &str) -> (u16, Value) {
             .set("Content-Type", "application/json")
             .send_string(body),
     )
+}
+
+/// An executor with the real judge and its compile cache in `cache_dir`.
+pub fn judge_executor(cache_dir: PathBuf) -> Arc<JudgeExecutor> {
+    Arc::new(
+        JudgeExecutor::new(JudgeOptions {
+            cache_dir,
+            ..JudgeOptions::default()
+        })
+        .expect("the judge starts (root, cgroups)"),
+    )
+}
+
+/// A door that executions wait at until the test opens it.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Gate {
+    pub fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.changed.wait(open).unwrap();
+        }
+    }
+
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
 }
