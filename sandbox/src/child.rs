@@ -32,6 +32,9 @@ pub(crate) struct InitPlan<'a> {
     /// Clear supplementary groups (only possible when the keeper is root).
     pub clear_groups: bool,
     pub seccomp: &'a Filters,
+    /// The program sends the listener of its `sysinfo` filter to the keeper here (see
+    /// `crate::sysinfo`); the init closes it once the program is spawned.
+    pub sysinfo_socket: libc::c_int,
     /// The program's stack until it executes, in the init's copy of the keeper's memory.
     pub program_stack: *mut u8,
     pub program_stack_len: usize,
@@ -517,6 +520,7 @@ fn start_program(
         for fd in fds.iter().chain(plan.cgroup_procs.iter()) {
             libc::close(*fd);
         }
+        libc::close(plan.sysinfo_socket);
     }
     (program, err_pipe[0])
 }
@@ -624,7 +628,7 @@ fn program_main(plan: &InitPlan, run: &RunSteps, fds: &[libc::c_int; 3], err: li
             libc::CLOSE_RANGE_CLOEXEC,
         );
     }
-    if let Err(e) = crate::seccomp::install(plan.seccomp) {
+    if let Err(e) = crate::seccomp::install(plan.seccomp, plan.sysinfo_socket) {
         fail(Step::Seccomp, e);
     }
     let mut last = libc::ENOENT;

@@ -97,6 +97,7 @@ mod mounts;
 mod namespaces;
 mod rlimits;
 mod seccomp;
+mod sysinfo;
 pub mod uids;
 mod waiting;
 
@@ -105,6 +106,7 @@ use std::time::Duration;
 
 pub use cgroup::{CgroupVersion, SAMPLE_MEMORY_ENV};
 pub use keeper::{abort_all, Sandbox, SandboxOptions};
+pub use sysinfo::UNLIMITED_MEMORY;
 pub use uids::UidRange;
 pub use waiting::available as run_delay_available;
 
