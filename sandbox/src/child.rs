@@ -32,6 +32,8 @@ pub(crate) struct InitPlan<'a> {
     /// Clear supplementary groups (only possible when the keeper is root).
     pub clear_groups: bool,
     pub seccomp: &'a Filters,
+    /// The filter that hands `sysinfo` to the keeper (see `crate::sysinfo`).
+    pub sysinfo_filter: &'a [seccompiler::sock_filter],
     /// The program sends the listener of its `sysinfo` filter to the keeper here (see
     /// `crate::sysinfo`); the init closes it once the program is spawned.
     pub sysinfo_socket: libc::c_int,
@@ -628,7 +630,10 @@ fn program_main(plan: &InitPlan, run: &RunSteps, fds: &[libc::c_int; 3], err: li
             libc::CLOSE_RANGE_CLOEXEC,
         );
     }
-    if let Err(e) = crate::seccomp::install(plan.seccomp, plan.sysinfo_socket) {
+    // The `sysinfo` filter first (no_new_privs), its listener to the keeper, then the policy.
+    if let Err(e) = crate::sysinfo::install(plan.sysinfo_filter, plan.sysinfo_socket)
+        .and_then(|()| crate::seccomp::install(plan.seccomp))
+    {
         fail(Step::Seccomp, e);
     }
     let mut last = libc::ENOENT;

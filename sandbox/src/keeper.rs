@@ -64,6 +64,8 @@ pub(crate) struct Builder {
     /// The mounts every box starts with (the same for every box: made once).
     base: Vec<MountOp>,
     filters: seccomp::Filters,
+    /// Hands `sysinfo` to the keeper (see `sysinfo`).
+    sysinfo_filter: Vec<seccompiler::sock_filter>,
     root_mountpoint: PathBuf,
     options: SandboxOptions,
     keeper_is_root: bool,
@@ -193,6 +195,7 @@ impl Sandbox {
             cgroups,
             base,
             filters,
+            sysinfo_filter: sysinfo::filter(),
             root_mountpoint,
             options,
             keeper_is_root,
@@ -387,6 +390,7 @@ impl Builder {
                 gid: INSIDE_ID,
                 clear_groups: self.keeper_is_root,
                 seccomp: &self.filters,
+                sysinfo_filter: &self.sysinfo_filter,
                 sysinfo_socket: program_socket.as_raw_fd(),
                 program_stack: program_stack.as_mut_ptr(),
                 program_stack_len: program_stack.capacity(),

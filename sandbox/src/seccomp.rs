@@ -16,8 +16,8 @@
 //! box at installation (measured with `ioi-run bench sandbox`). A tree needs ~7 comparisons per
 //! call. The unit tests run the compiled program in a small interpreter against the table.
 //!
-//! A second filter, installed first, hands `sysinfo` to the keeper, which answers it the same
-//! for every box (see `crate::sysinfo`).
+//! A second filter, installed before this one, hands `sysinfo` to the keeper, which answers it
+//! the same for every box (see `crate::sysinfo`, which builds it with the helpers here).
 
 use std::collections::BTreeMap;
 
@@ -478,26 +478,20 @@ fn argument_tests(tests: &[Test], code: &mut Vec<sock_filter>) {
     code.push(ret(Action::Allow));
 }
 
-/// The compiled filters, ready to install in the program.
+/// The compiled filter, ready to install in the program.
 pub(crate) struct Filters {
     program: Vec<sock_filter>,
-    /// Hands `sysinfo` to the keeper (see `crate::sysinfo`).
-    sysinfo: Vec<sock_filter>,
 }
 
-/// Compiles the policy once; the programs are shared by every run.
+/// Compiles the policy once; the program is shared by every run.
 pub(crate) fn build() -> Result<Filters> {
     Ok(Filters {
         program: compile(&policy())?,
-        sysinfo: crate::sysinfo::filter(),
     })
 }
 
-/// Installs the filters (and no_new_privs): first the one whose listener answers `sysinfo`,
-/// sent to the keeper on `sysinfo_socket` (see `crate::sysinfo`), then the policy's.
-/// Async-signal-safe, no allocation.
-pub(crate) fn install(filters: &Filters, sysinfo_socket: libc::c_int) -> Result<(), i32> {
-    crate::sysinfo::install(&filters.sysinfo, sysinfo_socket)?;
+/// Installs the filter (and no_new_privs): async-signal-safe, no allocation.
+pub(crate) fn install(filters: &Filters) -> Result<(), i32> {
     if seccompiler::apply_filter(&filters.program).is_err() {
         return Err(nix::errno::Errno::last_raw().max(1));
     }

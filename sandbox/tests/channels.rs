@@ -326,3 +326,42 @@ fn sysinfo_from_many_threads_and_children_at_once_is_answered() {
     assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert_eq!(out, "program:2400 child:2400\n");
 }
+
+#[test]
+fn callers_killed_while_they_wait_for_sysinfo_leave_the_sandbox_answering() {
+    if sandbox_missing() {
+        return;
+    }
+    // Children call sysinfo in a loop and are killed mid-call, again and again; the program
+    // holds no descriptor but its streams (not the listener: it cannot answer its own calls),
+    // and its own next call is answered. A second run in a fresh box is answered too.
+    let source = format!(
+        r#"{PRINT_SYSINFO}
+        #include <dirent.h>
+        #include <signal.h>
+        #include <sys/wait.h>
+        #include <unistd.h>
+        int main(){{
+            for (int round = 0; round < 20; round++) {{
+                pid_t child = fork();
+                if (child == 0) {{ struct sysinfo s; for (;;) sysinfo(&s); }}
+                usleep(2000);
+                kill(child, SIGKILL);
+                waitpid(child, nullptr, 0);
+            }}
+            DIR *fds = opendir("/proc/self/fd");
+            int open = 0;
+            while (dirent *e = readdir(fds)) if (e->d_name[0] != '.') open++;
+            printf("descriptors:%d\n", open - 1); // without the directory's own
+            print_sysinfo("after");
+        }}"#
+    );
+    for _ in 0..2 {
+        let (o, out) = run_program(&source, limits(2.0, 64));
+        assert_eq!(o.status, Termination::Ok, "{o:?}");
+        assert_eq!(
+            out,
+            "descriptors:3\n".to_string() + &documented_sysinfo("after", 64)
+        );
+    }
+}
