@@ -811,11 +811,16 @@ fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) ->
 /// whether the pipe is readable (or closed). An interrupted poll counts as the deadline.
 fn poll_until(report: &OwnedFd, sysinfo: &mut Emulator, deadline: Instant) -> nix::Result<bool> {
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let now = Instant::now();
+        let wake = match sysinfo.paused_until(now) {
+            Some(resume) => resume.min(deadline),
+            None => deadline,
+        };
+        let left = wake.saturating_duration_since(now);
         let timeout =
             PollTimeout::try_from(left.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
         let mut fds = vec![PollFd::new(report.as_fd(), PollFlags::POLLIN)];
-        fds.extend(sysinfo.fd().map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
+        fds.extend(sysinfo.fd(now).map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
         match poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(nix::errno::Errno::EINTR) => return Ok(false),
@@ -827,10 +832,9 @@ fn poll_until(report: &OwnedFd, sysinfo: &mut Emulator, deadline: Instant) -> ni
         }
         let call = fds.get(1).map(events).unwrap_or(PollFlags::empty());
         drop(fds);
-        if call.is_empty() {
-            return Ok(false);
+        if !call.is_empty() {
+            sysinfo.ready(call);
         }
-        sysinfo.ready(call);
         if Instant::now() >= deadline {
             return Ok(false);
         }

@@ -4,7 +4,9 @@
 
 mod common;
 use common::*;
-use ioi_sandbox::Termination;
+use std::time::Duration;
+
+use ioi_sandbox::{Limits, Termination};
 
 #[test]
 fn the_aio_relay_carries_nothing_between_boxes() {
@@ -305,7 +307,7 @@ fn sysinfo_from_many_threads_and_children_at_once_is_answered() {
             std::vector<std::thread> threads;
             for (int t = 0; t < 8; t++)
                 threads.emplace_back([&] {
-                    for (int i = 0; i < 300; i++) {
+                    for (int i = 0; i < 100; i++) {
                         struct sysinfo s;
                         if (sysinfo(&s) == 0 && s.totalram == (64ul << 20) && s.procs == 1) good++;
                     }
@@ -316,15 +318,21 @@ fn sysinfo_from_many_threads_and_children_at_once_is_answered() {
         int main(){
             pid_t child = fork();
             int good = calls();
-            if (child == 0) _exit(good == 2400 ? 0 : 1);
+            if (child == 0) _exit(good == 800 ? 0 : 1);
             int status = 0;
             waitpid(child, &status, 0);
             printf("program:%d child:%s\n", good,
-                   WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "2400" : "short");
+                   WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "800" : "short");
         }"#;
-    let (o, out) = run_program(source, limits(5.0, 64));
+    // More calls than the keeper answers at once (`BURST` in sandbox/src/sysinfo.rs):
+    // the rest are answered at its pace, within a wall limit that a loaded host cannot reach.
+    let limits = Limits {
+        wall_time: Some(Duration::from_secs(60)),
+        ..limits(5.0, 64)
+    };
+    let (o, out) = run_program(source, limits);
     assert_eq!(o.status, Termination::Ok, "{o:?}");
-    assert_eq!(out, "program:2400 child:2400\n");
+    assert_eq!(out, "program:800 child:800\n");
 }
 
 #[test]
