@@ -1,6 +1,7 @@
 //! The keeper: the caller's side of a run. It prepares the cgroup and the child plan, clones
 //! the init into new namespaces, writes the id maps, watches the wall clock and the cgroup's
-//! CPU time, kills the init on a limit, collects the statistics and classifies the outcome.
+//! CPU time, answers the program's `sysinfo` calls (see `sysinfo`), kills the init on a limit,
+//! collects the statistics and classifies the outcome.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -806,7 +807,6 @@ fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) ->
     Ok(pid)
 }
 
-/// Writes all of `bytes` (a pipe takes a long message in parts, as the reader empties it).
 /// Polls the report pipe until `deadline`, answering the program's `sysinfo` calls meanwhile;
 /// whether the pipe is readable (or closed). An interrupted poll counts as the deadline.
 fn poll_until(report: &OwnedFd, sysinfo: &mut Emulator, deadline: Instant) -> nix::Result<bool> {
@@ -841,6 +841,7 @@ fn poll_until(report: &OwnedFd, sysinfo: &mut Emulator, deadline: Instant) -> ni
     }
 }
 
+/// Writes all of `bytes` (a pipe takes a long message in parts, as the reader empties it).
 fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> nix::Result<()> {
     while !bytes.is_empty() {
         match nix::unistd::write(fd, bytes) {

@@ -57,15 +57,15 @@ const SIZE: usize = 112;
 /// `struct sysinfo` (64-bit layout), with total and free memory the limit, everything else 0
 /// but the process count (1) and the memory unit (1 byte).
 fn answer(memory: Option<u64>) -> [u8; SIZE] {
-    let memory = memory.unwrap_or(UNLIMITED_MEMORY);
+    let memory = memory.unwrap_or(UNLIMITED_MEMORY).to_ne_bytes();
+    // Offsets: uptime 0, loads 8..32, totalram 32, freeram 40, sharedram 48, bufferram 56,
+    // totalswap 64, freeswap 72, procs 80 (16 bits), totalhigh 88, freehigh 96, mem_unit 104
+    // (32 bits); the rest is padding.
     let mut bytes = [0u8; SIZE];
-    // uptime 0, loads[3] 0 (offsets 0..32)
-    bytes[32..40].copy_from_slice(&memory.to_ne_bytes()); // totalram
-    bytes[40..48].copy_from_slice(&memory.to_ne_bytes()); // freeram
-                                                          // sharedram, bufferram, totalswap, freeswap 0 (48..80)
-    bytes[80..82].copy_from_slice(&1u16.to_ne_bytes()); // procs
-                                                        // pad, totalhigh, freehigh 0 (82..104)
-    bytes[104..108].copy_from_slice(&1u32.to_ne_bytes()); // mem_unit
+    bytes[32..40].copy_from_slice(&memory);
+    bytes[40..48].copy_from_slice(&memory);
+    bytes[80..82].copy_from_slice(&1u16.to_ne_bytes());
+    bytes[104..108].copy_from_slice(&1u32.to_ne_bytes());
     bytes
 }
 
