@@ -32,6 +32,11 @@ pub(crate) struct InitPlan<'a> {
     /// Clear supplementary groups (only possible when the keeper is root).
     pub clear_groups: bool,
     pub seccomp: &'a Filters,
+    /// The filter that hands `sysinfo` to the keeper (see `crate::sysinfo`).
+    pub sysinfo_filter: &'a [seccompiler::sock_filter],
+    /// The program sends the listener of its `sysinfo` filter to the keeper here (see
+    /// `crate::sysinfo`); the init closes it once the program is spawned.
+    pub sysinfo_socket: libc::c_int,
     /// The program's stack until it executes, in the init's copy of the keeper's memory.
     pub program_stack: *mut u8,
     pub program_stack_len: usize,
@@ -517,6 +522,7 @@ fn start_program(
         for fd in fds.iter().chain(plan.cgroup_procs.iter()) {
             libc::close(*fd);
         }
+        libc::close(plan.sysinfo_socket);
     }
     (program, err_pipe[0])
 }
@@ -624,7 +630,10 @@ fn program_main(plan: &InitPlan, run: &RunSteps, fds: &[libc::c_int; 3], err: li
             libc::CLOSE_RANGE_CLOEXEC,
         );
     }
-    if let Err(e) = crate::seccomp::install(plan.seccomp) {
+    // The `sysinfo` filter first (no_new_privs), its listener to the keeper, then the policy.
+    if let Err(e) = crate::sysinfo::install(plan.sysinfo_filter, plan.sysinfo_socket)
+        .and_then(|()| crate::seccomp::install(plan.seccomp))
+    {
         fail(Step::Seccomp, e);
     }
     let mut last = libc::ENOENT;

@@ -1,10 +1,11 @@
 //! The keeper: the caller's side of a run. It prepares the cgroup and the child plan, clones
 //! the init into new namespaces, writes the id maps, watches the wall clock and the cgroup's
-//! CPU time, kills the init on a limit, collects the statistics and classifies the outcome.
+//! CPU time, answers the program's `sysinfo` calls (see `sysinfo`), kills the init on a limit,
+//! collects the statistics and classifies the outcome.
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -19,6 +20,7 @@ use crate::handover::{Inbox, RunParts, StdioPlan};
 use crate::housekeeper::{Housekeeper, Leftover};
 use crate::mounts::{self, MountOp, SystemLayout};
 use crate::namespaces;
+use crate::sysinfo::{self, Emulator};
 use crate::uids::{UidLease, UidPool, UidRange};
 use crate::waiting::{Init, Membership, WaitClock};
 use crate::{rlimits, seccomp, Outcome, RunSpec, Stdio, Termination, WALL_STRETCH};
@@ -63,6 +65,8 @@ pub(crate) struct Builder {
     /// The mounts every box starts with (the same for every box: made once).
     base: Vec<MountOp>,
     filters: seccomp::Filters,
+    /// Hands `sysinfo` to the keeper (see `sysinfo`).
+    sysinfo_filter: Vec<seccompiler::sock_filter>,
     root_mountpoint: PathBuf,
     options: SandboxOptions,
     keeper_is_root: bool,
@@ -78,6 +82,8 @@ pub(crate) struct Prepared {
     pid: i32,
     run_write: OwnedFd,
     report_read: OwnedFd,
+    /// The keeper's end of the socket on which the program sends its `sysinfo` listener.
+    sysinfo_socket: OwnedFd,
     cgroup: Arc<RunCgroup>,
     /// Held until no process of the box is left: no other box on the host runs as this uid
     /// meanwhile.
@@ -190,6 +196,7 @@ impl Sandbox {
             cgroups,
             base,
             filters,
+            sysinfo_filter: sysinfo::filter(),
             root_mountpoint,
             options,
             keeper_is_root,
@@ -292,6 +299,7 @@ impl Sandbox {
             pid,
             run_write,
             report_read,
+            sysinfo_socket,
             cgroup,
             lease,
             network,
@@ -315,7 +323,7 @@ impl Sandbox {
             self.builder.watch(
                 pid,
                 (run_write, bytes),
-                report_read,
+                (report_read, sysinfo_socket),
                 &cgroup,
                 spec,
                 &described,
@@ -356,6 +364,7 @@ impl Builder {
             let (go_read, go_write) = pipe()?;
             let (run_read, run_write) = pipe()?;
             let (report_read, report_write) = pipe()?;
+            let (sysinfo_socket, program_socket) = sysinfo::socket_pair()?;
             // The program's stack between its clone and its execve (see
             // child::spawn_program), in the init's copy of this memory. Not zeroed: only the
             // child writes it, before it reads it, and zeroing would fault in 64 pages here
@@ -365,6 +374,7 @@ impl Builder {
                 go_read.as_raw_fd(),
                 run_read.as_raw_fd(),
                 report_write.as_raw_fd(),
+                program_socket.as_raw_fd(),
             ];
             keep_fds.extend(cgroup::raw(&procs));
             keep_fds.extend(fds);
@@ -381,13 +391,15 @@ impl Builder {
                 gid: INSIDE_ID,
                 clear_groups: self.keeper_is_root,
                 seccomp: &self.filters,
+                sysinfo_filter: &self.sysinfo_filter,
+                sysinfo_socket: program_socket.as_raw_fd(),
                 program_stack: program_stack.as_mut_ptr(),
                 program_stack_len: program_stack.capacity(),
                 inbox: Inbox::new(),
             };
             let pid = clone_init(&mut plan, network.as_ref())?;
             // The init has its copies; the keeper's would keep the pipes open.
-            drop((go_read, run_read, report_write, procs, plan));
+            drop((go_read, run_read, report_write, program_socket, procs, plan));
             if let Ok(mut map) = active().lock() {
                 map.insert(pid, cgroup.clone());
             }
@@ -398,6 +410,7 @@ impl Builder {
                 pid,
                 run_write,
                 report_read,
+                sysinfo_socket,
                 cgroup: cgroup.clone(),
                 lease,
                 network,
@@ -464,12 +477,15 @@ impl Builder {
         &self,
         pid: i32,
         (run_write, message): (OwnedFd, Vec<u8>),
-        report_read: OwnedFd,
+        (report_read, sysinfo_socket): (OwnedFd, OwnedFd),
         cgroup: &RunCgroup,
         spec: &RunSpec,
         mounts: &[&mounts::MountOp],
     ) -> Result<Outcome> {
         let init = nix::unistd::Pid::from_raw(pid);
+        // Dropped after the init is reaped, on every path: no process of the box is left to
+        // call `sysinfo` without its listener.
+        let mut sysinfo = Emulator::new(sysinfo_socket, spec.limits.memory);
         let kill_init = || {
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
         };
@@ -529,14 +545,8 @@ impl Builder {
             if let Some(period) = cgroup.memory_sample_period() {
                 wait = wait.min(period);
             }
-            let timeout =
-                PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
-            let mut fds = [PollFd::new(
-                std::os::fd::AsFd::as_fd(&report_read),
-                PollFlags::POLLIN,
-            )];
-            match poll(&mut fds, timeout) {
-                Ok(n) if n > 0 => match nix::unistd::read(&report_read, &mut report_bytes[got..]) {
+            match poll_until(&report_read, &mut sysinfo, Instant::now() + wait) {
+                Ok(true) => match nix::unistd::read(&report_read, &mut report_bytes[got..]) {
                     Ok(0) => break,
                     Ok(n) => {
                         got += n;
@@ -547,7 +557,7 @@ impl Builder {
                     Err(nix::errno::Errno::EINTR) => {}
                     Err(_) => break,
                 },
-                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Ok(false) => {}
                 Err(e) => {
                     kill_init();
                     let _ = nix::sys::wait::waitpid(init, None);
@@ -795,6 +805,40 @@ fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) ->
         );
     }
     Ok(pid)
+}
+
+/// Polls the report pipe until `deadline`, answering the program's `sysinfo` calls meanwhile;
+/// whether the pipe is readable (or closed). An interrupted poll counts as the deadline.
+fn poll_until(report: &OwnedFd, sysinfo: &mut Emulator, deadline: Instant) -> nix::Result<bool> {
+    loop {
+        let now = Instant::now();
+        let wake = match sysinfo.paused_until(now) {
+            Some(resume) => resume.min(deadline),
+            None => deadline,
+        };
+        let left = wake.saturating_duration_since(now);
+        let timeout =
+            PollTimeout::try_from(left.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
+        let mut fds = vec![PollFd::new(report.as_fd(), PollFlags::POLLIN)];
+        fds.extend(sysinfo.fd(now).map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
+        match poll(&mut fds, timeout) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        let events = |fd: &PollFd| fd.revents().unwrap_or(PollFlags::empty());
+        if !events(&fds[0]).is_empty() {
+            return Ok(true);
+        }
+        let call = fds.get(1).map(events).unwrap_or(PollFlags::empty());
+        drop(fds);
+        if !call.is_empty() {
+            sysinfo.ready(call);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+    }
 }
 
 /// Writes all of `bytes` (a pipe takes a long message in parts, as the reader empties it).

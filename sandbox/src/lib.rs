@@ -22,14 +22,16 @@
 //!                                         made read-only
 //!                                         spawn ─▶ program (pid 2): joins the cgroup, sets
 //!                                                  rlimits, drops to an unprivileged uid and
-//!                                                  every capability, no_new_privs, seccomp,
-//!                                                  execve
+//!                                                  every capability, no_new_privs, seccomp
+//!                                                  (its `sysinfo` listener sent to the
+//!                                                  keeper), execve
 //! poll: report pipe, wall clock,          init reaps orphans until the program exits, writes
-//!       cgroup CPU time                   its status on the report pipe and exits: the
-//! kill init on a limit                    kernel then kills every process left in the pid
-//! waitpid(init), read the cgroup (CPU,    namespace (its mounts stay: the keeper holds the
-//! peak memory, OOM kills), classify →     mount namespace, torn down later with the
-//! Outcome; the mounts' teardown and the   cgroup's removal)
+//!       cgroup CPU time; answer the       its status on the report pipe and exits: the
+//!       program's `sysinfo` calls         kernel then kills every process left in the pid
+//! kill init on a limit                    namespace (its mounts stay: the keeper holds the
+//! waitpid(init), read the cgroup (CPU,    mount namespace, torn down later with the
+//! peak memory, OOM kills), classify →     cgroup's removal)
+//! Outcome; the mounts' teardown and the
 //! cgroup's removal: housekeeper thread
 //! ```
 //!
@@ -71,15 +73,16 @@
 //!   killed), the host's entries of `/proc` masked in the box's own (`/proc/sys` with file-nr,
 //!   inode-nr, aio-nr; meminfo, stat, loadavg, uptime, vmstat, pressure, locks, fs, keys, ...:
 //!   see `mounts`), page-cache probes by `preadv2(RWF_NOWAIT)` refused (`mincore` and
-//!   `cachestat` report a file's pages only to who may write it, on kernels since 5.2 and 6.10).
+//!   `cachestat` report a file's pages only to who may write it, on kernels since 5.2 and 6.10);
+//! - `sysinfo` (host-wide free memory, task count, loads): refusing it would make programs
+//!   behave at random (glibc uses its answer unchecked, `qsort` among others), so the keeper
+//!   answers it instead, through a seccomp user notification, with values that depend on the
+//!   run's limits only (see `sysinfo`).
 //!
 //! Open, and why:
 //! - contention: a box that burns CPU, memory bandwidth or caches slows another, which can time
 //!   it (the same goes for page faults on shared system files: a page another box read is found
 //!   in the page cache sooner). Only separate machines or cores close these;
-//! - `sysinfo`: free memory, the host's task count and load. glibc uses its answer unchecked
-//!   (`qsort` among others sizes its buffer from it), so refusing it would make programs behave
-//!   at random;
 //! - counters the kernel shares by design: inode numbers of pipes and sockets come from one
 //!   host-wide counter, and a box's own `/proc/<pid>/smaps` counts the other processes mapping
 //!   the same shared library pages. Both move with everything else on the host; closing them
@@ -97,6 +100,7 @@ mod mounts;
 mod namespaces;
 mod rlimits;
 mod seccomp;
+mod sysinfo;
 pub mod uids;
 mod waiting;
 
@@ -105,6 +109,7 @@ use std::time::Duration;
 
 pub use cgroup::{CgroupVersion, SAMPLE_MEMORY_ENV};
 pub use keeper::{abort_all, Sandbox, SandboxOptions};
+pub use sysinfo::UNLIMITED_MEMORY;
 pub use uids::UidRange;
 pub use waiting::available as run_delay_available;
 

@@ -15,6 +15,9 @@
 //! build its cache of always-allowed calls, so four linear filters of ~60 calls cost ~0.3 ms per
 //! box at installation (measured with `ioi-run bench sandbox`). A tree needs ~7 comparisons per
 //! call. The unit tests run the compiled program in a small interpreter against the table.
+//!
+//! A second filter, installed before this one, hands `sysinfo` to the keeper, which answers it
+//! the same for every box (see `crate::sysinfo`, which builds it with the helpers here).
 
 use std::collections::BTreeMap;
 
@@ -296,8 +299,8 @@ fn policy() -> Policy {
     // change and read (the box's `/proc/sys` is masked too, see `mounts`): a channel between
     // the user processes of a Communication test. Refused softly (no kernel aio: libaio users
     // fall back); io_uring, the other asynchronous interface, is killed above. (`sysinfo`,
-    // which reports host-wide memory and task counts, stays: glibc uses its answer unchecked,
-    // in `qsort` among others, and a refusal would make programs behave at random.)
+    // which would report host-wide memory and task counts, is answered by the keeper with
+    // the same values for every box: see `crate::sysinfo`.)
     add(libc::SYS_io_setup, always(Action::Errno(libc::ENOSYS)));
     // `preadv2(RWF_NOWAIT)` fails with EAGAIN where the data is not in the page cache: one box
     // would learn which pages of a shared system file another box has read. EOPNOTSUPP is what
@@ -324,11 +327,11 @@ fn policy() -> Policy {
 
 /// The architecture the filter accepts (any other is killed: its numbers mean other calls).
 #[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xC000_003E;
+pub(crate) const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xC000_00B7;
+pub(crate) const AUDIT_ARCH: u32 = 0xC000_00B7;
 #[cfg(target_arch = "riscv64")]
-const AUDIT_ARCH: u32 = 0xC000_00F3;
+pub(crate) const AUDIT_ARCH: u32 = 0xC000_00F3;
 
 /// x32 system calls are numbers with this bit set: killed, since the table would not
 /// recognise them on a kernel built with x32 support (nor negative numbers).
@@ -348,14 +351,14 @@ fn arg_low(arg: u8) -> u32 {
     }
 }
 
-const LD_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+pub(crate) const LD_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
-const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+pub(crate) const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
 const JSET: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
-const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+pub(crate) const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 
-fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
+pub(crate) fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
     sock_filter { code, jt, jf, k }
 }
 
