@@ -40,8 +40,9 @@ pub struct Args {
     /// folder of them).
     #[arg(long, default_value = "open-r1/ioi", help_heading = "Input")]
     problems: Vec<String>,
-    /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders.
-    #[arg(long, default_value = "open-r1/ioi-test-cases", help_heading = "Input")]
+    /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders
+    /// [default: open-r1/ioi-test-cases].
+    #[arg(long, help_heading = "Input")]
     tests: Vec<String>,
     /// Where the results JSONL (the resume cache) are kept [default: RESULTS_NAME].
     #[arg(long, alias = "local_results_path", help_heading = "Output")]
@@ -167,23 +168,52 @@ impl Inputs {
         if args.demo {
             return Inputs::demo(args.datasets.clone());
         }
+        let results_name = args
+            .results_name
+            .clone()
+            .context("RESULTS_NAME is required")
+            .map_err(crate::error::usage)?;
+        results_folder("RESULTS_NAME", std::path::Path::new(&results_name))?;
+        if let Some(path) = &args.local_results_path {
+            results_folder("--local-results-path", path)?;
+        }
+        let datasets = args
+            .datasets
+            .as_deref()
+            .context("DATASETS is required")
+            .map_err(crate::error::usage)?;
+        let datasets = resolve_datasets(datasets)?;
         let problems = run::resolve_sources(&args.problems)?;
         let tests = if problems.iter().all(|p| run::is_cms_source(p)) {
             vec![]
         } else {
-            run::resolve_sources(&args.tests)?
+            let near: Vec<PathBuf> = problems
+                .iter()
+                .cloned()
+                .chain(datasets.iter().flat_map(|d| d.files.iter().cloned()))
+                .collect();
+            run::resolve_tests(&args.tests, &near)?
         };
-        let datasets = args.datasets.as_deref().context("DATASETS is required")?;
         Ok(Inputs {
-            datasets: resolve_datasets(datasets)?,
-            results_name: args
-                .results_name
-                .clone()
-                .context("RESULTS_NAME is required")?,
+            datasets,
+            results_name,
             problems,
             tests,
         })
     }
+}
+
+/// Results go in a folder: an existing file of that name is a usage error saying so (rather
+/// than the "File exists" of creating the folder).
+fn results_folder(what: &str, path: &std::path::Path) -> Result<()> {
+    if path.exists() && !path.is_dir() {
+        return Err(crate::error::usage(anyhow::anyhow!(
+            "{what} {}: an existing file, not a folder; results are written into a folder \
+             (<folder>/<dataset>.jsonl, parquet and reports): give a folder's name",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The library's options for this command line.
@@ -216,7 +246,8 @@ fn evaluate_options(args: &Args, inputs: &Inputs, catalog: &Catalog) -> Result<E
 
 pub fn run(args: Args) -> Result<i32> {
     let inputs = Inputs::of(&args)?;
-    let catalog = Catalog::load(&inputs.problems, &inputs.tests)?;
+    let catalog =
+        Catalog::load(&inputs.problems, &inputs.tests).map_err(crate::error::bad_input)?;
     let options = evaluate_options(&args, &inputs, &catalog)?;
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;

@@ -68,16 +68,8 @@ impl Catalog {
         let mut cms = Vec::new();
         let mut rows = Vec::new();
         for source in problem_sources {
-            if source.join("problem.json").is_file() {
-                cms.push(source.clone());
-            } else if source.is_dir() && has_cms_children(source) {
-                let mut dirs: Vec<PathBuf> = std::fs::read_dir(source)?
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.join("problem.json").is_file())
-                    .collect();
-                dirs.sort();
-                cms.extend(dirs);
+            if is_cms_source(source) {
+                cms.extend(task_folders(source)?);
             } else {
                 rows.push(source.clone());
             }
@@ -104,7 +96,9 @@ impl Catalog {
             }
             (true, false) => {
                 if tests.is_empty() {
-                    bail!("--tests is required with open-r1/ioi problem rows");
+                    return Err(crate::error::usage(anyhow::anyhow!(
+                        "--tests is required with open-r1/ioi problem rows"
+                    )));
                 }
                 let loaded = crate::problem::openr1::load_problems(&rows)?;
                 if loaded.problems.is_empty() {
@@ -120,10 +114,12 @@ impl Catalog {
                     tests: tests.to_vec(),
                 })
             }
-            (true, true) => bail!("no problems given (--problems)"),
-            (false, false) => {
-                bail!("--problems mixes CMS task folders and open-r1/ioi files: use one kind")
-            }
+            (true, true) => Err(crate::error::usage(anyhow::anyhow!(
+                "no problems given (--problems)"
+            ))),
+            (false, false) => Err(crate::error::usage(anyhow::anyhow!(
+                "--problems mixes CMS task folders and open-r1/ioi files: use one kind"
+            ))),
         }
     }
 
@@ -197,12 +193,28 @@ impl Catalog {
 /// What a task folder says about its problem before anything runs: a CMS folder is read
 /// whole; a TPS package gives its id, name and limits (its subtasks and tests are only known
 /// once `gen/data` is made, when the problem is first judged).
-fn folder_header(dir: &Path) -> Result<Problem> {
+pub fn folder_header(dir: &Path) -> Result<Problem> {
     if crate::problem::tps::is_tps(dir) {
         Ok(crate::problem::tps::TpsPackage::read(dir)?.header())
     } else {
         Ok(crate::problem::cms::load_cms(dir)?.0)
     }
+}
+
+/// The task folders of a `--problems` source: itself, or its children holding `problem.json`,
+/// sorted.
+pub fn task_folders(source: &Path) -> Result<Vec<PathBuf>> {
+    if source.join("problem.json").is_file() {
+        return Ok(vec![source.to_path_buf()]);
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(source)
+        .with_context(|| format!("cannot list {}", source.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("problem.json").is_file())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
 }
 
 /// Whether a `--problems` source is a CMS task folder or a folder of them (no tests needed).
@@ -718,10 +730,69 @@ pub fn resolve_sources(items: &[String]) -> Result<Vec<PathBuf>> {
                 out.extend(source.files);
             }
         } else {
-            bail!("{item}: no such file or folder, and not a Hugging Face dataset id");
+            return Err(crate::error::usage(anyhow::anyhow!(
+                "{item}: no such file or folder, and not a Hugging Face dataset id"
+            )));
         }
     }
     Ok(out)
+}
+
+/// The test cases `--tests` defaults to.
+pub const DEFAULT_TESTS: &str = "open-r1/ioi-test-cases";
+
+/// Resolves `--tests`: the sources given, or [`DEFAULT_TESTS`] when none was. When the default
+/// cannot be had (offline, not in the hub cache), the error says it was the default and how to
+/// give local test cases, naming any file or folder beside `near` (the problems, the datasets)
+/// that looks like test cases.
+pub fn resolve_tests(given: &[String], near: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    if !given.is_empty() {
+        return resolve_sources(given);
+    }
+    resolve_sources(&[DEFAULT_TESTS.to_string()]).map_err(|e| {
+        let hint = match local_test_candidates(near).as_slice() {
+            [] => String::new(),
+            found => format!(
+                " (here: {})",
+                found
+                    .iter()
+                    .map(|p| format!("--tests {}", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        };
+        crate::error::usage(e.context(format!(
+            "--tests was not given, so its default, the Hugging Face dataset {DEFAULT_TESTS}, \
+             was tried; give local test cases with --tests FILE or FOLDER{hint}"
+        )))
+    })
+}
+
+/// Files and folders beside `near` whose name says they hold tests (`*test*.parquet`,
+/// `*test*.jsonl`, a `*test*` folder), at most three.
+fn local_test_candidates(near: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    for path in near {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let Ok(entries) = std::fs::read_dir(parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let candidate = entry.path();
+            let name = entry.file_name().to_string_lossy().to_lowercase();
+            let kind_fits = candidate.is_dir() || crate::dataset::Format::of(&candidate).is_some();
+            let taken = near.iter().any(|n| n == &candidate) || found.contains(&candidate);
+            if name.contains("test") && kind_fits && !taken && !is_cms_source(&candidate) {
+                found.push(candidate);
+            }
+        }
+    }
+    found.sort();
+    found.truncate(3);
+    found
 }
 
 /// What a plan will judge, per dataset and per problem, for messages.

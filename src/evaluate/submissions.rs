@@ -328,7 +328,7 @@ pub fn resolve_datasets(list: &str) -> Result<Vec<DatasetSource>> {
 fn resolve_one(item: &str) -> Result<Vec<DatasetSource>> {
     let path = Path::new(item);
     if path.exists() {
-        return Ok(vec![local_source(path)?]);
+        return Ok(vec![local_source(path).map_err(crate::error::usage)?]);
     }
     if item.contains(['*', '?', '[']) {
         let pattern = glob::glob(item).with_context(|| format!("`{item}`: invalid glob"))?;
@@ -341,16 +341,34 @@ fn resolve_one(item: &str) -> Result<Vec<DatasetSource>> {
         }
         if !matches.is_empty() {
             matches.sort();
-            return matches.iter().map(|m| local_source(m)).collect();
+            return matches
+                .iter()
+                .map(|m| local_source(m).map_err(crate::error::usage))
+                .collect();
         }
     }
     if super::hub::is_hub_id(item) {
         return super::hub::resolve(item, None);
     }
-    bail!("`{item}`: no such file or folder, no local match, and not a Hugging Face dataset id (org/name)")
+    Err(crate::error::usage(anyhow::anyhow!(
+        "`{item}`: no such file or folder, no local match, and not a Hugging Face dataset id \
+         (org/name)"
+    )))
 }
 
 fn local_source(path: &Path) -> Result<DatasetSource> {
+    if super::run::is_cms_source(path) {
+        let what = match path.join("problem.json").is_file() {
+            true => "a task folder (CMS or TPS)",
+            false => "a folder of task folders (CMS or TPS)",
+        };
+        return Err(crate::error::usage(anyhow::anyhow!(
+            "{}: {what}, not a dataset of submissions: give it with --problems \
+             (ioi-run evaluate SUBMISSIONS RESULTS --problems {0}), or judge one solution on a \
+             task with ioi-run judge TASK SOLUTION.cpp",
+            path.display()
+        )));
+    }
     let files = files_under(path)?;
     if path.is_file() && Format::of(path).is_none() {
         bail!(

@@ -152,29 +152,30 @@ impl Judge {
         if options.compile_profile != CompileProfile::Reference
             && matches!(options.runner, Runner::Scripts(_))
         {
-            bail!(
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "--compile-profile {} needs the native runner: with --runner scripts the compile \
                  script chooses the flags",
                 options.compile_profile.as_str()
-            );
+            )));
         }
         if !(TIME_SCALES.contains(&options.time_scale)) {
-            bail!(
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "time scale {} is out of range: give a factor from {} to {}",
                 options.time_scale,
                 TIME_SCALES.start(),
                 TIME_SCALES.end()
-            );
+            )));
         }
         if options.time_scale != 1.0 && matches!(options.runner, Runner::Scripts(_)) {
-            bail!(
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "--time-scale needs the native runner: with --runner scripts the run script reads \
                  the time limit from graders/grader_config.json itself"
-            );
+            )));
         }
         crate::scratch::sweep_stale();
-        let sandbox = Sandbox::new(SandboxOptions::default())?;
-        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?
+        let sandbox = Sandbox::new(SandboxOptions::default()).map_err(crate::error::host)?;
+        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)
+            .map_err(crate::error::host)?
             .with_max_program_bytes(options.max_program_bytes);
         Ok(Judge {
             sandbox,
