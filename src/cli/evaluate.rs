@@ -73,6 +73,10 @@ pub struct Args {
     /// Add a `messages` column (prompt, generation) for SFT.
     #[arg(long, alias = "add_messages_column", help_heading = "Output")]
     add_messages_column: bool,
+    /// Refuse a dataset with a bad row (malformed, a field missing or of the wrong type, a
+    /// duplicate id), naming its file, row and field, instead of skipping the row.
+    #[arg(long, help_heading = "Input")]
+    strict: bool,
     /// Take the code from the last ```cpp block of `generation` even when `code` is filled.
     #[arg(long, alias = "always_extract_code", help_heading = "Input")]
     always_extract_code: bool,
@@ -241,6 +245,7 @@ fn evaluate_options(args: &Args, inputs: &Inputs, catalog: &Catalog) -> Result<E
         override_existing: args.override_existing,
         shard: args.shard,
         settings: run_settings(args, catalog)?,
+        strict: args.strict,
     })
 }
 
@@ -330,6 +335,18 @@ fn print_summary(
         outln!(
             "to upload to the Hugging Face hub: {}",
             upload_command(&inputs.results_name, &options.results_dir)
+        );
+    }
+    if summary.skipped_rows > 0 {
+        eprintln!(
+            "{} row(s) skipped: they cannot be read as submissions (listed above; recorded in {})",
+            summary.skipped_rows,
+            summary
+                .skipped_files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     if summary.broken_problems > 0 {

@@ -52,6 +52,10 @@ pub fn merge(
             &settings::sidecar_path(local_results_path, &dataset.config_name),
             &one.settings,
         )?;
+        super::run::write_skipped(
+            &super::run::skipped_path(local_results_path, &dataset.config_name),
+            &one.skipped,
+        )?;
         out.rows += one.rows.len();
         out.results_files.push(path);
     }
@@ -154,7 +158,9 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
         id_column: id_column.clone(),
         ..SubmissionOptions::default()
     };
-    let submissions = dataset.load(&options)?;
+    // The same rows are skipped as in every shard (they are read before any shard is chosen).
+    let rows_read = crate::dataset::RowPolicy::new(false);
+    let submissions = dataset.load(&options, &rows_read)?;
     let position: HashMap<SubmissionKey, usize> = submissions
         .iter()
         .enumerate()
@@ -210,6 +216,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
         rows: rows.into_iter().flatten().map(|(row, _)| row).collect(),
         id_column,
         settings: reference.settings,
+        skipped: rows_read.skipped(),
     })
 }
 
@@ -219,6 +226,8 @@ struct MergedDataset {
     rows: Vec<Map<String, Value>>,
     id_column: String,
     settings: settings::Settings,
+    /// The dataset's rows skipped as unreadable, as one-box `evaluate` records them.
+    skipped: Vec<Value>,
 }
 
 /// Writes the merged results atomically. A different file already there (a one-box run's

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::settings::{self, JudgedProblems, Settings};
 use super::shard::{self, Shard};
 use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
+use crate::dataset::RowPolicy;
 use crate::judge::schedule::{
     self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
@@ -36,6 +37,8 @@ pub struct EvaluateOptions {
     /// The settings that can change a verdict, recorded with the results and compared on
     /// resume (see [`super::settings`]).
     pub settings: Settings,
+    /// Refuse a dataset with a bad row (`--strict`) instead of skipping the row.
+    pub strict: bool,
 }
 
 impl EvaluateOptions {
@@ -344,12 +347,26 @@ pub struct Plan {
     /// The submissions of `bad_rows`, by dataset index (a shard records them, so that `merge`
     /// does not wait for them).
     pub left_out: Vec<(usize, SubmissionKey)>,
+    /// Rows that could not be read as submissions (malformed, a field missing or wrong, a
+    /// duplicate id), skipped: `{file, row, field, error}` records, by dataset index.
+    pub skipped: Vec<Vec<serde_json::Value>>,
+}
+
+impl Plan {
+    /// How many rows were skipped as unreadable, over every dataset.
+    pub fn skipped_rows(&self) -> usize {
+        self.skipped.iter().map(Vec::len).sum()
+    }
 }
 
 /// The end-of-run summary.
 #[derive(Debug, Default)]
 pub struct Summary {
     pub judged: usize,
+    /// Rows skipped as unreadable (malformed, a field missing or wrong, a duplicate id).
+    pub skipped_rows: usize,
+    /// Where the skipped rows are recorded (`<dataset>.skipped.jsonl`).
+    pub skipped_files: Vec<PathBuf>,
     /// Rows left out as bad input (named in the plan).
     pub bad_rows: usize,
     /// Problems that could not be loaded, and how many submissions named them (among
@@ -376,7 +393,9 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
     let mut files = Vec::new();
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
-        let mut submissions = dataset.load(&options.submissions)?;
+        let rows = RowPolicy::new(options.strict);
+        let mut submissions = dataset.load(&options.submissions, &rows)?;
+        plan.skipped.push(rows.skipped());
         if let Some(shard) = &options.shard {
             submissions.retain(|s| shard.contains(&dataset.config_name, &s.key()));
         }
@@ -572,6 +591,7 @@ pub fn evaluate(
         pending,
         judged,
     } = prepare(options, catalog, false)?;
+    let skipped_files = record_skipped(options, &plan)?;
     on_plan(&plan);
     let jobs: Vec<SubmissionJob> = pending
         .iter()
@@ -649,6 +669,8 @@ pub fn evaluate(
         mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
         // A shard writes neither parquet nor reports: `merge` does, from all the shards.
         return Ok(Summary {
+            skipped_rows: plan.skipped_rows(),
+            skipped_files,
             bad_rows: plan.bad_rows.len(),
             broken_problems: plan.broken_problems.len(),
             naming_broken: plan.naming_broken,
@@ -671,6 +693,8 @@ pub fn evaluate(
         &options.submissions.id_column,
     )?;
     Ok(Summary {
+        skipped_rows: plan.skipped_rows(),
+        skipped_files,
         bad_rows: plan.bad_rows.len(),
         broken_problems: plan.broken_problems.len(),
         naming_broken: plan.naming_broken,
@@ -681,6 +705,46 @@ pub fn evaluate(
         parquet_files,
         reports,
     })
+}
+
+/// Where the rows of a dataset's input that were skipped as unreadable are recorded, beside
+/// its results: `<results stem>.skipped.jsonl`, one `{file, row, field, error}` a line.
+pub fn skipped_path(dir: &Path, results_stem: &str) -> PathBuf {
+    dir.join(format!("{results_stem}.skipped.jsonl"))
+}
+
+/// Writes each dataset's skipped rows beside its results, replacing the record of an earlier
+/// run (the input may have been fixed since); a dataset with none has no record. Returns the
+/// records written.
+fn record_skipped(options: &EvaluateOptions, plan: &Plan) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for (dataset, skipped) in options.datasets.iter().zip(&plan.skipped) {
+        let stem = options.results_stem(&dataset.config_name);
+        let path = skipped_path(&options.local_results_path, &stem);
+        if write_skipped(&path, skipped)? {
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+/// Writes skipped-row records to `path` (atomically), or removes `path` when there are none.
+/// Returns whether a record was written.
+pub fn write_skipped(path: &Path, skipped: &[serde_json::Value]) -> Result<bool> {
+    if skipped.is_empty() {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove {}", path.display()))
+            }
+            _ => Ok(false),
+        };
+    }
+    let text: String = skipped.iter().map(|r| format!("{r}\n")).collect();
+    let staging = path.with_extension("jsonl.partial");
+    std::fs::write(&staging, text)
+        .and_then(|_| std::fs::rename(&staging, path))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(true)
 }
 
 /// Records, for every dataset whose shard now holds a row for each of its submissions, that
@@ -820,6 +884,13 @@ pub fn describe(plan: &Plan) -> String {
         for broken in &plan.broken_problems {
             out.push_str(&format!("  {broken}\n"));
         }
+    }
+    if plan.skipped_rows() > 0 {
+        out.push_str(&format!(
+            "warning: {} row(s) skipped: they cannot be read as submissions (named above; \
+             recorded in <dataset>.skipped.jsonl beside the results; --strict refuses them)\n",
+            plan.skipped_rows()
+        ));
     }
     if !plan.bad_rows.is_empty() {
         out.push_str(&format!(

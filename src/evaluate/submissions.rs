@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
-use crate::dataset::{files_under, kind, read_rows, Format, Row};
+use crate::dataset::{files_under, kind, read_rows, Format, Row, RowPolicy};
 use crate::judge::Language;
 
 /// Year assumed for submissions without a `year` field (the reference pipeline's default).
@@ -119,10 +119,10 @@ impl Submission {
         } = SubmissionKey::of_row(row, &options.id_column)?;
         let target_subtask = optional_str(row, "subtask")?;
         if !row.fields.contains_key("code") && !row.fields.contains_key("generation") {
-            bail!(
-                "{}: a submission needs a `code` or a `generation` field",
-                row.location()
-            );
+            return Err(row.error(
+                Some("code"),
+                "a submission needs a `code` or a `generation` field",
+            ));
         }
         let generation = optional_str(row, "generation")?;
         let given = optional_str(row, "code")?.filter(|c| !c.is_empty());
@@ -130,7 +130,7 @@ impl Submission {
             None | Some(Value::Null) => None,
             Some(_) => Some(
                 Language::parse(row.str("language")?)
-                    .with_context(|| format!("{}: field `language`", row.location()))?,
+                    .map_err(|e| row.error(Some("language"), format!("field `language`: {e:#}")))?,
             ),
         };
         let (code, language) = match (given, options.always_extract_code) {
@@ -188,15 +188,17 @@ fn id_value(row: &Row, column: &str) -> Result<String> {
     match row.get(column) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
-        Some(other) => bail!(
-            "{}: id field `{column}` must be a string or an integer, found {}",
-            row.location(),
-            kind(other)
-        ),
-        None => bail!(
-            "{}: required field `{column}` is missing (choose the id column with --id-column)",
-            row.location()
-        ),
+        Some(other) => Err(row.error(
+            Some(column),
+            format!(
+                "id field `{column}` must be a string or an integer, found {}",
+                kind(other)
+            ),
+        )),
+        None => Err(row.error(
+            Some(column),
+            format!("required field `{column}` is missing (choose the id column with --id-column)"),
+        )),
     }
 }
 
@@ -272,30 +274,48 @@ pub struct DatasetSource {
 }
 
 impl DatasetSource {
-    /// Reads every submission of the dataset. Ids must be unique per year and problem.
-    pub fn load(&self, options: &SubmissionOptions) -> Result<Vec<Submission>> {
-        load_submissions(&self.files, options)
+    /// Reads every submission of the dataset. Ids must be unique per year and problem. A bad
+    /// row (malformed, a field missing or of the wrong type, a duplicate id) goes to `rows`:
+    /// skipped and recorded there, or refusing the dataset.
+    pub fn load(&self, options: &SubmissionOptions, rows: &RowPolicy) -> Result<Vec<Submission>> {
+        load_submissions(&self.files, options, rows)
             .with_context(|| format!("cannot load the submissions of `{}`", self.origin))
     }
 }
 
-/// Reads the submissions of some dataset files, rejecting duplicate ids (per year and problem).
-pub fn load_submissions(files: &[PathBuf], options: &SubmissionOptions) -> Result<Vec<Submission>> {
+/// Reads the submissions of some dataset files; a bad row, including a second row with the same
+/// id (per year and problem), is skipped or refuses the files, as `rows` says.
+pub fn load_submissions(
+    files: &[PathBuf],
+    options: &SubmissionOptions,
+    rows: &RowPolicy,
+) -> Result<Vec<Submission>> {
     let mut submissions = Vec::new();
     let mut seen: HashMap<SubmissionKey, String> = HashMap::new();
     for file in files {
-        for row in read_rows(file, None)? {
-            let submission = Submission::from_row(&row?, options)?;
-            if let Some(first) = seen.get(&submission.key()) {
-                bail!(
-                    "{}: duplicate submission {} (first at {first}); ids in `{}` must be unique per problem",
-                    submission.origin,
-                    submission.key(),
-                    options.id_column
-                );
+        for row in read_rows(file, None).map_err(crate::error::bad_input)? {
+            let read = row.and_then(|row| {
+                let submission = Submission::from_row(&row, options)?;
+                if let Some(first) = seen.get(&submission.key()) {
+                    return Err(row.error(
+                        Some(&options.id_column),
+                        format!(
+                            "duplicate submission {} (first at {first}); ids in `{}` must be \
+                             unique per problem",
+                            submission.key(),
+                            options.id_column
+                        ),
+                    ));
+                }
+                Ok(submission)
+            });
+            match read {
+                Ok(submission) => {
+                    seen.insert(submission.key(), submission.origin.clone());
+                    submissions.push(submission);
+                }
+                Err(e) => rows.skip_or_refuse(e)?,
             }
-            seen.insert(submission.key(), submission.origin.clone());
-            submissions.push(submission);
         }
     }
     Ok(submissions)
