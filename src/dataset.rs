@@ -129,7 +129,9 @@ impl RowError {
 #[derive(Debug, Default)]
 pub struct RowPolicy {
     strict: bool,
-    skipped: std::sync::Mutex<Vec<Value>>,
+    /// The records, and the (file, row) pairs among them: a file read once per problem (test
+    /// cases) skips the same row each time, but it is one row.
+    skipped: std::sync::Mutex<(Vec<Value>, std::collections::HashSet<(PathBuf, usize)>)>,
 }
 
 /// How many skipped rows are named in warnings; the record holds them all.
@@ -148,7 +150,11 @@ impl RowPolicy {
         match RowError::of(&error) {
             Some(row) if !self.strict => {
                 let record = row.record(&error);
-                if let Ok(mut skipped) = self.skipped.lock() {
+                if let Ok(mut guard) = self.skipped.lock() {
+                    let (skipped, seen) = &mut *guard;
+                    if !seen.insert((row.file.clone(), row.row)) {
+                        return Ok(());
+                    }
                     // Named one by one up to a point; all of them are in the record.
                     match skipped.len() {
                         n if n < SHOWN_SKIPS => tracing::warn!("skipped a bad row: {error:#}"),
@@ -168,7 +174,7 @@ impl RowPolicy {
 
     /// The rows skipped so far, as `{file, row, field, error}` records.
     pub fn skipped(&self) -> Vec<Value> {
-        self.skipped.lock().map(|s| s.clone()).unwrap_or_default()
+        self.skipped.lock().map(|s| s.0.clone()).unwrap_or_default()
     }
 }
 

@@ -253,6 +253,13 @@ pub fn run(args: Args) -> Result<i32> {
     let inputs = Inputs::of(&args)?;
     let catalog =
         Catalog::load(&inputs.problems, &inputs.tests).map_err(crate::error::bad_input)?;
+    if args.strict && !catalog.broken().is_empty() {
+        return Err(crate::error::bad_input(anyhow::anyhow!(
+            "--strict: {} problem(s) could not be loaded:\n  {}",
+            catalog.broken().len(),
+            catalog.broken().join("\n  ")
+        )));
+    }
     let options = evaluate_options(&args, &inputs, &catalog)?;
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
@@ -339,7 +346,7 @@ fn print_summary(
     }
     if summary.skipped_rows > 0 {
         eprintln!(
-            "{} row(s) skipped: they cannot be read as submissions (listed above; recorded in {})",
+            "{} row(s) skipped: they cannot be read (listed above; recorded in {})",
             summary.skipped_rows,
             summary
                 .skipped_files

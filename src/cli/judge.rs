@@ -46,6 +46,10 @@ pub struct Args {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// Refuse --problems or --tests with a bad row (even one of another problem), naming its
+    /// file, row and field, instead of skipping the row with a warning.
+    #[arg(long)]
+    strict: bool,
     /// Exit with status 1 when the total score (out of the problem's points, as printed) is
     /// below this, after printing the results as usual.
     #[arg(long, value_name = "SCORE", value_parser = parse_min_score)]
@@ -213,7 +217,8 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
             .chain(std::iter::once(args.solution.clone()))
             .collect::<Vec<_>>();
         let tests = crate::evaluate::run::resolve_tests(&args.tests, &near)?;
-        let tests = crate::problem::openr1::load_tests(&tests, &problem)?;
+        let rows = crate::dataset::RowPolicy::new(args.strict);
+        let tests = crate::problem::openr1::load_tests(&tests, &problem, &rows)?;
         return Ok((problem, tests));
     }
     match &args.problem {
@@ -316,6 +321,13 @@ fn pick_problem(args: &Args, sources: &[PathBuf]) -> Result<Problem> {
         if named {
             bail!(
                 "problem {} cannot be judged: {}",
+                broken.label(),
+                broken.why
+            );
+        }
+        if args.strict {
+            bail!(
+                "--strict: problem {} has a bad row in --problems: {}",
                 broken.label(),
                 broken.why
             );

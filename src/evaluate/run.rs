@@ -19,6 +19,7 @@ use crate::judge::{stop, Judge, LoadedProblem};
 use crate::problem::openr1::ProblemRows;
 use crate::problem::{Problem, ProblemKey};
 use anyhow::{bail, Context, Result};
+use serde_json::Value;
 
 /// Everything `ioi-run evaluate` needs.
 #[derive(Debug, Clone)]
@@ -245,6 +246,8 @@ struct CatalogSource<'a> {
     judged: JudgedProblems,
     /// The content hash of each problem loaded, by label, for the rows judged on it.
     hashes: Mutex<HashMap<String, String>>,
+    /// What becomes of a bad row in the `--tests` files.
+    test_rows: RowPolicy,
 }
 
 impl CatalogSource<'_> {
@@ -300,7 +303,7 @@ impl ProblemSource for CatalogSource<'_> {
                     .iter()
                     .find(|p| key.is(p))
                     .context("unknown problem")?;
-                let test_set = crate::problem::openr1::load_tests(tests, problem)?;
+                let test_set = crate::problem::openr1::load_tests(tests, problem, &self.test_rows)?;
                 (problem.clone(), test_set)
             }
         };
@@ -349,7 +352,7 @@ pub struct Plan {
     pub left_out: Vec<(usize, SubmissionKey)>,
     /// Rows that could not be read as submissions (malformed, a field missing or wrong, a
     /// duplicate id), skipped: `{file, row, field, error}` records, by dataset index.
-    pub skipped: Vec<Vec<serde_json::Value>>,
+    pub skipped: Vec<Vec<Value>>,
 }
 
 impl Plan {
@@ -591,7 +594,7 @@ pub fn evaluate(
         pending,
         judged,
     } = prepare(options, catalog, false)?;
-    let skipped_files = record_skipped(options, &plan)?;
+    let skipped_files = record_skipped(options, &plan.skipped)?;
     on_plan(&plan);
     let jobs: Vec<SubmissionJob> = pending
         .iter()
@@ -613,6 +616,7 @@ pub fn evaluate(
             .collect(),
         judged,
         hashes: Mutex::default(),
+        test_rows: RowPolicy::new(options.strict),
     };
     schedule::run(
         judge,
@@ -665,11 +669,27 @@ pub fn evaluate(
         .collect();
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
+    // Bad rows of the test cases are known only once the problems are loaded: every dataset's
+    // record lists them too (the test cases are every dataset's input).
+    let test_rows = source.test_rows.skipped();
+    let (skipped_rows, skipped_files) = match test_rows.is_empty() {
+        true => (plan.skipped_rows(), skipped_files),
+        false => {
+            let mut with_tests = plan.skipped.clone();
+            for skipped in &mut with_tests {
+                skipped.extend(test_rows.iter().cloned());
+            }
+            (
+                plan.skipped_rows() + test_rows.len(),
+                record_skipped(options, &with_tests)?,
+            )
+        }
+    };
     if let Some(shard) = options.shard {
         mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
         // A shard writes neither parquet nor reports: `merge` does, from all the shards.
         return Ok(Summary {
-            skipped_rows: plan.skipped_rows(),
+            skipped_rows,
             skipped_files,
             bad_rows: plan.bad_rows.len(),
             broken_problems: plan.broken_problems.len(),
@@ -693,7 +713,7 @@ pub fn evaluate(
         &options.submissions.id_column,
     )?;
     Ok(Summary {
-        skipped_rows: plan.skipped_rows(),
+        skipped_rows,
         skipped_files,
         bad_rows: plan.bad_rows.len(),
         broken_problems: plan.broken_problems.len(),
@@ -716,9 +736,9 @@ pub fn skipped_path(dir: &Path, results_stem: &str) -> PathBuf {
 /// Writes each dataset's skipped rows beside its results, replacing the record of an earlier
 /// run (the input may have been fixed since); a dataset with none has no record. Returns the
 /// records written.
-fn record_skipped(options: &EvaluateOptions, plan: &Plan) -> Result<Vec<PathBuf>> {
+fn record_skipped(options: &EvaluateOptions, skipped: &[Vec<Value>]) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for (dataset, skipped) in options.datasets.iter().zip(&plan.skipped) {
+    for (dataset, skipped) in options.datasets.iter().zip(skipped) {
         let stem = options.results_stem(&dataset.config_name);
         let path = skipped_path(&options.local_results_path, &stem);
         if write_skipped(&path, skipped)? {
@@ -730,7 +750,7 @@ fn record_skipped(options: &EvaluateOptions, plan: &Plan) -> Result<Vec<PathBuf>
 
 /// Writes skipped-row records to `path` (atomically), or removes `path` when there are none.
 /// Returns whether a record was written.
-pub fn write_skipped(path: &Path, skipped: &[serde_json::Value]) -> Result<bool> {
+pub fn write_skipped(path: &Path, skipped: &[Value]) -> Result<bool> {
     if skipped.is_empty() {
         return match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
