@@ -129,9 +129,15 @@ impl RowError {
 #[derive(Debug, Default)]
 pub struct RowPolicy {
     strict: bool,
-    /// The records, and the (file, row) pairs among them: a file read once per problem (test
-    /// cases) skips the same row each time, but it is one row.
-    skipped: std::sync::Mutex<(Vec<Value>, std::collections::HashSet<(PathBuf, usize)>)>,
+    skipped: std::sync::Mutex<Skipped>,
+}
+
+/// The records of skipped rows, and the (file, row) pairs among them: a file read once per
+/// problem (test cases) skips the same row each time, but it is one row.
+#[derive(Debug, Default)]
+struct Skipped {
+    records: Vec<Value>,
+    seen: std::collections::HashSet<(PathBuf, usize)>,
 }
 
 /// How many skipped rows are named in warnings; the record holds them all.
@@ -150,13 +156,12 @@ impl RowPolicy {
         match RowError::of(&error) {
             Some(row) if !self.strict => {
                 let record = row.record(&error);
-                if let Ok(mut guard) = self.skipped.lock() {
-                    let (skipped, seen) = &mut *guard;
-                    if !seen.insert((row.file.clone(), row.row)) {
+                if let Ok(mut skipped) = self.skipped.lock() {
+                    if !skipped.seen.insert((row.file.clone(), row.row)) {
                         return Ok(());
                     }
                     // Named one by one up to a point; all of them are in the record.
-                    match skipped.len() {
+                    match skipped.records.len() {
                         n if n < SHOWN_SKIPS => tracing::warn!("skipped a bad row: {error:#}"),
                         SHOWN_SKIPS => tracing::warn!(
                             "more bad rows skipped in {} and after: not shown, but recorded",
@@ -164,7 +169,7 @@ impl RowPolicy {
                         ),
                         _ => {}
                     }
-                    skipped.push(record);
+                    skipped.records.push(record);
                 }
                 Ok(())
             }
@@ -174,7 +179,10 @@ impl RowPolicy {
 
     /// The rows skipped so far, as `{file, row, field, error}` records.
     pub fn skipped(&self) -> Vec<Value> {
-        self.skipped.lock().map(|s| s.0.clone()).unwrap_or_default()
+        self.skipped
+            .lock()
+            .map(|s| s.records.clone())
+            .unwrap_or_default()
     }
 }
 

@@ -266,7 +266,7 @@ pub fn run(args: Args) -> Result<i32> {
         outln!("dry run: nothing judged\n{}", run::describe(&plan));
         return Ok(if plan.bad_rows.is_empty() { 0 } else { 1 });
     }
-    let judge = Judge::new(args.run.judge_options()?)?;
+    let judge = Judge::new(args.run.judge_options().map_err(crate::error::usage)?)?;
     let progress = Progress::default();
     let summary = evaluate_showing_progress(&options, &catalog, &judge, &progress)?;
     print_summary(&args, &inputs, &options, &judge, &progress, &summary)

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::output::outln;
 
@@ -38,16 +38,19 @@ pub fn run(args: Args) -> Result<i32> {
         if path.is_dir() {
             let found = results_in(path)?;
             if found.is_empty() {
-                bail!(
+                return Err(crate::error::usage(anyhow::anyhow!(
                     "{}: no results file (<dataset>.jsonl) in this folder",
                     path.display()
-                );
+                )));
             }
             files.extend(found);
         } else if path.is_file() {
             files.push(path.clone());
         } else {
-            bail!("{}: no such results file or folder", path.display());
+            return Err(crate::error::usage(anyhow::anyhow!(
+                "{}: no such results file or folder",
+                path.display()
+            )));
         }
     }
     let written = crate::evaluate::write_reports(&files, &out, &args.id_column)?;

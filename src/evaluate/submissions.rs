@@ -659,7 +659,7 @@ mod tests {
         let sources = resolve_datasets(&list).unwrap();
         let names: Vec<_> = sources.iter().map(|s| s.config_name.as_str()).collect();
         assert_eq!(names, ["model-a", "model-b"]);
-        let b = sources[1].load(&options()).unwrap();
+        let b = sources[1].load(&options(), &RowPolicy::new(true)).unwrap();
         let ids: Vec<_> = b.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["b3", "b1", "b2"], "all splits, files in sorted order");
         assert_eq!(b[2].problem_id, "tree");
@@ -672,7 +672,7 @@ mod tests {
             ["model-a", "model-b"],
             "each glob match is a dataset"
         );
-        let a = sources[0].load(&options()).unwrap();
+        let a = sources[0].load(&options(), &RowPolicy::new(true)).unwrap();
         assert_eq!(a[0].code.as_deref(), Some("int a;"));
 
         std::fs::create_dir(root.join("x")).unwrap();
@@ -702,7 +702,8 @@ mod tests {
                 json!({"uuid": "same", "problem_id": "Nile", "code": "c"}),
             ],
         );
-        let err = load_submissions(&[path], &options())
+        let strict = RowPolicy::new(true);
+        let err = load_submissions(std::slice::from_ref(&path), &options(), &strict)
             .unwrap_err()
             .to_string();
         assert!(
@@ -710,6 +711,49 @@ mod tests {
                 && err.contains("subs.jsonl row 1")
                 && err.contains("`same`"),
             "{err}"
+        );
+        assert_eq!(
+            crate::error::class_of(
+                &load_submissions(std::slice::from_ref(&path), &options(), &strict).unwrap_err()
+            ),
+            Some(crate::error::ErrorClass::BadInput)
+        );
+        // Without --strict the second row is skipped, and recorded with its field.
+        let lenient = RowPolicy::new(false);
+        let loaded = load_submissions(&[path], &options(), &lenient).unwrap();
+        let kept: Vec<&str> = loaded.iter().map(|s| s.problem_id.as_str()).collect();
+        assert_eq!(kept, ["nile", "tree"]);
+        let skipped = lenient.skipped();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0]["row"], 3);
+        assert_eq!(skipped[0]["field"], "uuid");
+    }
+
+    #[test]
+    fn a_bad_row_is_skipped_and_the_rest_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("subs.jsonl");
+        // Row 3 is not UTF-8.
+        let mut text = b"{\"uuid\": \"a\", \"problem_id\": \"nile\", \"code\": \"x\"}\n\
+                         {\"uuid\": \n\xff\xfe\n"
+            .to_vec();
+        text.extend_from_slice(
+            b"{\"uuid\": \"b\", \"problem_id\": 7, \"code\": \"x\"}\n\
+              {\"uuid\": \"c\", \"problem_id\": \"nile\", \"code\": \"x\"}\n",
+        );
+        std::fs::write(&path, text).unwrap();
+        let rows = RowPolicy::new(false);
+        let loaded = load_submissions(&[path], &options(), &rows).unwrap();
+        let ids: Vec<&str> = loaded.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        let skipped: Vec<(i64, Value)> = rows
+            .skipped()
+            .iter()
+            .map(|r| (r["row"].as_i64().unwrap(), r["field"].clone()))
+            .collect();
+        assert_eq!(
+            skipped,
+            [(2, Value::Null), (3, Value::Null), (4, json!("problem_id"))]
         );
     }
 }
