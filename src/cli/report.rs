@@ -73,7 +73,7 @@ fn results_in(dir: &Path) -> Result<Vec<PathBuf>> {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let results = name.ends_with(".jsonl") && !name.ends_with(".skipped.jsonl");
+        let results = name.ends_with(".jsonl") && !name.ends_with(crate::evaluate::skipped::SUFFIX);
         if path.is_file() && results && !name.starts_with('.') && !is_shard(name) {
             files.push(path);
         }

@@ -52,8 +52,8 @@ pub fn merge(
             &settings::sidecar_path(local_results_path, &dataset.config_name),
             &one.settings,
         )?;
-        super::run::write_skipped(
-            &super::run::skipped_path(local_results_path, &dataset.config_name),
+        super::skipped::write(
+            &super::skipped::path(local_results_path, &dataset.config_name),
             &one.skipped,
         )?;
         out.rows += one.rows.len();

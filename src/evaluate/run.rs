@@ -727,12 +727,6 @@ pub fn evaluate(
     })
 }
 
-/// Where the rows of a dataset's input that were skipped as unreadable are recorded, beside
-/// its results: `<results stem>.skipped.jsonl`, one `{file, row, field, error}` a line.
-pub fn skipped_path(dir: &Path, results_stem: &str) -> PathBuf {
-    dir.join(format!("{results_stem}.skipped.jsonl"))
-}
-
 /// Writes each dataset's skipped rows beside its results, replacing the record of an earlier
 /// run (the input may have been fixed since); a dataset with none has no record. Returns the
 /// records written.
@@ -740,31 +734,12 @@ fn record_skipped(options: &EvaluateOptions, skipped: &[Vec<Value>]) -> Result<V
     let mut written = Vec::new();
     for (dataset, skipped) in options.datasets.iter().zip(skipped) {
         let stem = options.results_stem(&dataset.config_name);
-        let path = skipped_path(&options.local_results_path, &stem);
-        if write_skipped(&path, skipped)? {
+        let path = super::skipped::path(&options.local_results_path, &stem);
+        if super::skipped::write(&path, skipped)? {
             written.push(path);
         }
     }
     Ok(written)
-}
-
-/// Writes skipped-row records to `path` (atomically), or removes `path` when there are none.
-/// Returns whether a record was written.
-pub fn write_skipped(path: &Path, skipped: &[Value]) -> Result<bool> {
-    if skipped.is_empty() {
-        return match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("cannot remove {}", path.display()))
-            }
-            _ => Ok(false),
-        };
-    }
-    let text: String = skipped.iter().map(|r| format!("{r}\n")).collect();
-    let staging = path.with_extension("jsonl.partial");
-    std::fs::write(&staging, text)
-        .and_then(|_| std::fs::rename(&staging, path))
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(true)
 }
 
 /// Records, for every dataset whose shard now holds a row for each of its submissions, that
