@@ -619,3 +619,48 @@ fn min_score_fails_the_command_only_below_the_threshold() {
         .unwrap();
     assert_eq!(refused(&out).0, 2);
 }
+
+#[test]
+fn judge_says_where_a_misplaced_problem_goes() {
+    let work = tempfile::tempdir().unwrap();
+    let rows = work.path().join("ioi.parquet");
+    std::fs::write(&rows, "").unwrap();
+    let empty = work.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let folders = common::project().join("tests/problems");
+    for (problem, message) in [
+        (
+            rows.clone(),
+            format!(
+                "{0} is a file of problem rows, not a task folder: give it as --problems {0} \
+                 --problem-id ID",
+                rows.display()
+            ),
+        ),
+        (
+            folders.clone(),
+            format!(
+                "{0} holds task folders, not one task: give one of them (ioi-run judge \
+                 {0}/TASK SOLUTION.cpp), or pick one with --problems {0} --problem-id ID",
+                folders.display()
+            ),
+        ),
+        (
+            empty.clone(),
+            format!(
+                "{}: not a task folder (no problem.json in it",
+                empty.display()
+            ),
+        ),
+    ] {
+        let out = bin(work.path())
+            .arg("judge")
+            .arg(&problem)
+            .arg(solution("ac.cpp"))
+            .output()
+            .unwrap();
+        let (code, stderr) = refused(&out);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains(&message), "{message:?} in {stderr}");
+    }
+}

@@ -179,10 +179,33 @@ fn check_paths(args: &Args) -> Result<()> {
             solution.display(),
             problem.display()
         ),
+        (Some(problem), None)
+            if problem.is_file() && crate::dataset::Format::of(problem).is_some() =>
+        {
+            bail!(
+                "{0} is a file of problem rows, not a task folder: give it as --problems {0} \
+                 --problem-id ID (and --tests with its test cases)",
+                problem.display()
+            )
+        }
         (Some(problem), None) if !problem.is_dir() => bail!(
             "{}: no such problem folder (PROBLEM is a CMS or TPS task folder holding problem.json)",
             problem.display()
         ),
+        (Some(problem), None) if !problem.join("problem.json").is_file() => {
+            match crate::evaluate::run::is_cms_source(problem) {
+                true => bail!(
+                    "{0} holds task folders, not one task: give one of them (ioi-run judge \
+                     {0}/TASK SOLUTION.cpp), or pick one with --problems {0} --problem-id ID",
+                    problem.display()
+                ),
+                false => bail!(
+                    "{}: not a task folder (no problem.json in it; PROBLEM is a CMS or TPS task \
+                     folder)",
+                    problem.display()
+                ),
+            }
+        }
         (Some(problem), Some(_)) => bail!(
             "with --problems give only SOLUTION.cpp (got {} too)",
             problem.display()
