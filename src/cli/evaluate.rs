@@ -377,7 +377,11 @@ fn print_summary(
         for f in &summary.failed {
             eprintln!("  {f}");
         }
-        return Ok(1);
+        // The host is what to look at first when it failed any of them.
+        return Ok(match summary.host_failures {
+            0 => crate::error::NO,
+            _ => crate::error::HOST,
+        });
     }
     Ok(if summary.bad_rows > 0 { 1 } else { 0 })
 }

@@ -332,6 +332,21 @@ mod tests {
     }
 
     #[test]
+    fn rows_every_shard_skipped_are_recorded_by_the_merge_too() {
+        let (dir, source) = setup(6, 2, &[]);
+        let local = dir.path().join("local");
+        let mut data = std::fs::read_to_string(&source.files[0]).unwrap();
+        data.push_str("{\"uuid\": \"x\"}\n");
+        std::fs::write(&source.files[0], data).unwrap();
+        let out = merge(&[source], &local, &dir.path().join("out")).unwrap();
+        assert_eq!(out.rows, 6);
+        let record = std::fs::read_to_string(local.join("model.skipped.jsonl")).unwrap();
+        let record: Value = serde_json::from_str(record.trim()).unwrap();
+        assert_eq!(record["row"], 7);
+        assert_eq!(record["field"], "problem_id");
+    }
+
+    #[test]
     fn a_missing_or_incomplete_shard_is_refused_by_name() {
         let (dir, source) = setup(20, 3, &["s7"]);
         let local = dir.path().join("local");

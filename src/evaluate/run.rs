@@ -377,6 +377,8 @@ pub struct Summary {
     pub broken_problems: usize,
     pub naming_broken: usize,
     pub failed: Vec<String>,
+    /// How many of `failed` failed because of the host or the sandbox.
+    pub host_failures: usize,
     pub elapsed: Duration,
     pub results_files: Vec<PathBuf>,
     pub parquet_files: Vec<PathBuf>,
@@ -606,6 +608,7 @@ pub fn evaluate(
         .collect();
     let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
     let failures = Mutex::new(Vec::new());
+    let host_failures = std::sync::atomic::AtomicUsize::new(0);
     let write_errors = Mutex::new(Vec::new());
     let source = CatalogSource {
         catalog,
@@ -650,6 +653,9 @@ pub fn evaluate(
                 Err(e) if stop::is_aborted(&e) || stop::requested() => {}
                 Err(e) => {
                     tracing::warn!("{who}: not judged: {e:#}");
+                    if crate::error::class_of(&e) == Some(crate::error::ErrorClass::Host) {
+                        host_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     if let Ok(mut list) = failures.lock() {
                         list.push(format!("{who}: {e:#}"));
                     }
@@ -669,6 +675,7 @@ pub fn evaluate(
         .collect();
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
+    let host_failures = host_failures.into_inner();
     // Bad rows of the test cases are known only once the problems are loaded: every dataset's
     // record lists them too (the test cases are every dataset's input).
     let test_rows = source.test_rows.skipped();
@@ -696,6 +703,7 @@ pub fn evaluate(
             naming_broken: plan.naming_broken,
             judged: jobs.len() - failed.len(),
             failed,
+            host_failures,
             elapsed: started.elapsed(),
             results_files,
             ..Summary::default()
@@ -720,6 +728,7 @@ pub fn evaluate(
         naming_broken: plan.naming_broken,
         judged: jobs.len() - failed.len(),
         failed,
+        host_failures,
         elapsed: started.elapsed(),
         results_files,
         parquet_files,
