@@ -138,6 +138,24 @@ pub enum Build {
 /// is already far from any real one.
 pub const TIME_SCALES: std::ops::RangeInclusive<f64> = 0.1..=100.0;
 
+/// The folders of the sandbox's `PATH`, where compiles find `g++`.
+const BOX_PATH_DIRS: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
+
+/// Why nothing could be compiled, when `g++` is in none of `dirs`: without this check every
+/// submission would be a compilation error ("exit code 127"), a verdict the host caused.
+fn missing_compiler(dirs: &[&str]) -> Option<String> {
+    let found = dirs
+        .iter()
+        .any(|dir| std::path::Path::new(dir).join("g++").is_file());
+    (!found).then(|| {
+        format!(
+            "g++ is in none of {} (the sandbox's PATH): install it (Debian and Ubuntu: apt \
+             install g++) and check the host with `ioi-run doctor`",
+            dirs.join(", ")
+        )
+    })
+}
+
 /// The judge: a sandbox, a compile cache and a runner.
 pub struct Judge {
     sandbox: Sandbox,
@@ -171,6 +189,9 @@ impl Judge {
                 "--time-scale needs the native runner: with --runner scripts the run script reads \
                  the time limit from graders/grader_config.json itself"
             )));
+        }
+        if let Some(missing) = missing_compiler(BOX_PATH_DIRS) {
+            return Err(crate::error::host(anyhow::anyhow!("{missing}")));
         }
         crate::scratch::sweep_stale();
         let sandbox = Sandbox::new(SandboxOptions::default()).map_err(crate::error::host)?;
@@ -322,5 +343,23 @@ impl Judge {
                 native::run_communication(&self.sandbox, problem, params, &loaded.tools, bin, test)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_compiler_is_named_with_where_it_was_looked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        let message = missing_compiler(&[path]).unwrap();
+        assert!(
+            message.contains("g++ is in none of") && message.contains(path),
+            "{message}"
+        );
+        std::fs::write(dir.path().join("g++"), "").unwrap();
+        assert_eq!(missing_compiler(&[path]), None);
     }
 }
