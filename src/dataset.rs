@@ -35,29 +35,38 @@ impl Row {
         self.fields.get(field).filter(|v| !v.is_null())
     }
 
+    /// An error about this row (and `field`, when one is at fault): `file row N: what`.
+    pub fn error(&self, field: Option<&str>, what: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(RowError {
+            file: self.file.to_path_buf(),
+            row: self.index + 1,
+            field: field.map(str::to_string),
+            what: what.into(),
+        })
+    }
+
     /// A required string field.
     pub fn str(&self, field: &str) -> Result<&str> {
         match self.get(field) {
             Some(Value::String(s)) => Ok(s),
-            Some(other) => bail!(
-                "{}: field `{field}` must be a string, found {}",
-                self.location(),
-                kind(other)
-            ),
-            None => bail!("{}: required field `{field}` is missing", self.location()),
+            Some(other) => Err(self.error(
+                Some(field),
+                format!("field `{field}` must be a string, found {}", kind(other)),
+            )),
+            None => Err(self.missing(field)),
         }
     }
 
     /// A required integer field (integers written as strings or floats like `2024.0` are accepted).
     pub fn int(&self, field: &str) -> Result<i64> {
         match self.get(field) {
-            Some(v) => as_int(v).with_context(|| {
-                format!(
-                    "{}: field `{field}` must be an integer, found {v}",
-                    self.location()
+            Some(v) => as_int(v).ok_or_else(|| {
+                self.error(
+                    Some(field),
+                    format!("field `{field}` must be an integer, found {v}"),
                 )
             }),
-            None => bail!("{}: required field `{field}` is missing", self.location()),
+            None => Err(self.missing(field)),
         }
     }
 
@@ -65,19 +74,115 @@ impl Row {
     pub fn float(&self, field: &str) -> Result<f64> {
         match self.get(field) {
             Some(Value::Number(n)) => n.as_f64().context("unreachable: number without f64"),
-            Some(Value::String(s)) => s.trim().parse().with_context(|| {
-                format!(
-                    "{}: field `{field}` must be a number, found {s:?}",
-                    self.location()
+            Some(Value::String(s)) => s.trim().parse().map_err(|_| {
+                self.error(
+                    Some(field),
+                    format!("field `{field}` must be a number, found {s:?}"),
                 )
             }),
-            Some(other) => bail!(
-                "{}: field `{field}` must be a number, found {}",
-                self.location(),
-                kind(other)
-            ),
-            None => bail!("{}: required field `{field}` is missing", self.location()),
+            Some(other) => Err(self.error(
+                Some(field),
+                format!("field `{field}` must be a number, found {}", kind(other)),
+            )),
+            None => Err(self.missing(field)),
         }
+    }
+
+    fn missing(&self, field: &str) -> anyhow::Error {
+        self.error(Some(field), format!("required field `{field}` is missing"))
+    }
+}
+
+/// What is wrong with one row of a dataset file: the file, the row (from 1; the line for JSON
+/// Lines), the field at fault when there is one, and what is wrong. A row with such an error can
+/// be skipped without doubting the rest of the file ([`RowPolicy`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} row {row}: {what}", file.display())]
+pub struct RowError {
+    pub file: PathBuf,
+    pub row: usize,
+    pub field: Option<String>,
+    pub what: String,
+}
+
+impl RowError {
+    /// The row error an error is about, if any (wrapped in any context).
+    pub fn of(error: &anyhow::Error) -> Option<&RowError> {
+        error.chain().find_map(|e| e.downcast_ref::<RowError>())
+    }
+
+    /// The record of a skipped row: `{file, row, field, error}`.
+    pub fn record(&self, error: &anyhow::Error) -> Value {
+        serde_json::json!({
+            "file": self.file.display().to_string(),
+            "row": self.row,
+            "field": self.field,
+            "error": format!("{error:#}"),
+        })
+    }
+}
+
+/// What to do with a row that cannot be read: skip it (with a warning naming the file, the row
+/// and the field; it is counted and recorded), or, with `--strict`, refuse the whole input with
+/// the same message. Errors that are not about one row (a file that cannot be opened, corrupt
+/// parquet pages) always refuse.
+#[derive(Debug, Default)]
+pub struct RowPolicy {
+    strict: bool,
+    skipped: std::sync::Mutex<Skipped>,
+}
+
+/// The records of skipped rows, and the (file, row) pairs among them: a file read once per
+/// problem (test cases) skips the same row each time, but it is one row.
+#[derive(Debug, Default)]
+struct Skipped {
+    records: Vec<Value>,
+    seen: std::collections::HashSet<(PathBuf, usize)>,
+}
+
+/// How many skipped rows are named in warnings; the record holds them all.
+const SHOWN_SKIPS: usize = 20;
+
+impl RowPolicy {
+    pub fn new(strict: bool) -> RowPolicy {
+        RowPolicy {
+            strict,
+            ..RowPolicy::default()
+        }
+    }
+
+    /// Skips the row `error` is about (Ok), or returns the error as bad input.
+    pub fn skip_or_refuse(&self, error: anyhow::Error) -> Result<()> {
+        match RowError::of(&error) {
+            Some(row) if !self.strict => {
+                let record = row.record(&error);
+                if let Ok(mut skipped) = self.skipped.lock() {
+                    if !skipped.seen.insert((row.file.clone(), row.row)) {
+                        return Ok(());
+                    }
+                    // Named one by one up to a point; all of them are in the record.
+                    match skipped.records.len() {
+                        n if n < SHOWN_SKIPS => tracing::warn!("skipped a bad row: {error:#}"),
+                        SHOWN_SKIPS => tracing::warn!(
+                            "more bad rows skipped in {} and after: not shown, but recorded",
+                            row.file.display()
+                        ),
+                        _ => {}
+                    }
+                    skipped.records.push(record);
+                }
+                Ok(())
+            }
+            _ => Err(crate::error::bad_input(error)),
+        }
+    }
+
+    /// The rows skipped so far, as `{file, row, field, error}` records.
+    pub fn skipped(&self) -> Vec<Value> {
+        self.skipped
+            .lock()
+            .map(|s| s.records.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -148,20 +253,34 @@ fn read_jsonl(file: Arc<PathBuf>) -> Result<Box<dyn Iterator<Item = Result<Row>>
         .filter(|(_, line)| line.as_ref().map(|l| !l.trim().is_empty()).unwrap_or(true))
         .map(move |(index, line)| {
             let number = index + 1;
-            let line =
-                line.with_context(|| format!("{} row {number}: cannot read", file.display()))?;
+            let error = |what: String| {
+                anyhow::Error::new(RowError {
+                    file: file.to_path_buf(),
+                    row: number,
+                    field: None,
+                    what,
+                })
+            };
+            // A line that is not UTF-8 is consumed whole: the next line reads as usual.
+            let line = match line {
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(error("not UTF-8 text".to_string()))
+                }
+                line => {
+                    line.with_context(|| format!("{} row {number}: cannot read", file.display()))?
+                }
+            };
             match serde_json::from_str::<Value>(&line) {
                 Ok(Value::Object(fields)) => Ok(Row {
                     file: file.clone(),
                     index,
                     fields,
                 }),
-                Ok(other) => bail!(
-                    "{} row {number}: expected a JSON object, found {}",
-                    file.display(),
+                Ok(other) => Err(error(format!(
+                    "expected a JSON object, found {}",
                     kind(&other)
-                ),
-                Err(e) => bail!("{} row {number}: malformed JSON: {e}", file.display()),
+                ))),
+                Err(e) => Err(error(format!("malformed JSON: {e}"))),
             }
         });
     Ok(Box::new(rows))

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod cli;
 pub mod dataset;
+pub mod error;
 pub mod evaluate;
 pub mod fidelity;
 pub mod judge;

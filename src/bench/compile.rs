@@ -53,6 +53,7 @@ pub fn run(rounds: usize) -> Result<()> {
     let submissions = load_submissions(
         &[demo.join("submissions.jsonl")],
         &SubmissionOptions::default(),
+        &crate::dataset::RowPolicy::new(true),
     )?;
     let mut problems = std::collections::HashMap::new();
     for s in &submissions {

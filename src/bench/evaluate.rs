@@ -124,6 +124,7 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
         override_existing: false,
         shard: None,
         settings: Default::default(),
+        strict: true,
     })
 }
 

@@ -40,8 +40,9 @@ pub struct Args {
     /// folder of them).
     #[arg(long, default_value = "open-r1/ioi", help_heading = "Input")]
     problems: Vec<String>,
-    /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders.
-    #[arg(long, default_value = "open-r1/ioi-test-cases", help_heading = "Input")]
+    /// Test cases: open-r1/ioi-test-cases (file, folder or hub id); not needed for CMS folders
+    /// [default: open-r1/ioi-test-cases].
+    #[arg(long, help_heading = "Input")]
     tests: Vec<String>,
     /// Where the results JSONL (the resume cache) are kept [default: RESULTS_NAME].
     #[arg(long, alias = "local_results_path", help_heading = "Output")]
@@ -72,6 +73,10 @@ pub struct Args {
     /// Add a `messages` column (prompt, generation) for SFT.
     #[arg(long, alias = "add_messages_column", help_heading = "Output")]
     add_messages_column: bool,
+    /// Refuse a dataset with a bad row (malformed, a field missing or of the wrong type, a
+    /// duplicate id), naming its file, row and field, instead of skipping the row.
+    #[arg(long, help_heading = "Input")]
+    strict: bool,
     /// Take the code from the last ```cpp block of `generation` even when `code` is filled.
     #[arg(long, alias = "always_extract_code", help_heading = "Input")]
     always_extract_code: bool,
@@ -167,23 +172,52 @@ impl Inputs {
         if args.demo {
             return Inputs::demo(args.datasets.clone());
         }
+        let results_name = args
+            .results_name
+            .clone()
+            .context("RESULTS_NAME is required")
+            .map_err(crate::error::usage)?;
+        results_folder("RESULTS_NAME", std::path::Path::new(&results_name))?;
+        if let Some(path) = &args.local_results_path {
+            results_folder("--local-results-path", path)?;
+        }
+        let datasets = args
+            .datasets
+            .as_deref()
+            .context("DATASETS is required")
+            .map_err(crate::error::usage)?;
+        let datasets = resolve_datasets(datasets)?;
         let problems = run::resolve_sources(&args.problems)?;
         let tests = if problems.iter().all(|p| run::is_cms_source(p)) {
             vec![]
         } else {
-            run::resolve_sources(&args.tests)?
+            let near: Vec<PathBuf> = problems
+                .iter()
+                .cloned()
+                .chain(datasets.iter().flat_map(|d| d.files.iter().cloned()))
+                .collect();
+            run::resolve_tests(&args.tests, &near)?
         };
-        let datasets = args.datasets.as_deref().context("DATASETS is required")?;
         Ok(Inputs {
-            datasets: resolve_datasets(datasets)?,
-            results_name: args
-                .results_name
-                .clone()
-                .context("RESULTS_NAME is required")?,
+            datasets,
+            results_name,
             problems,
             tests,
         })
     }
+}
+
+/// Results go in a folder: an existing file of that name is a usage error saying so (rather
+/// than the "File exists" of creating the folder).
+fn results_folder(what: &str, path: &std::path::Path) -> Result<()> {
+    if path.exists() && !path.is_dir() {
+        return Err(crate::error::usage(anyhow::anyhow!(
+            "{what} {}: an existing file, not a folder; results are written into a folder \
+             (<folder>/<dataset>.jsonl, parquet and reports): give a folder's name",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The library's options for this command line.
@@ -211,19 +245,28 @@ fn evaluate_options(args: &Args, inputs: &Inputs, catalog: &Catalog) -> Result<E
         override_existing: args.override_existing,
         shard: args.shard,
         settings: run_settings(args, catalog)?,
+        strict: args.strict,
     })
 }
 
 pub fn run(args: Args) -> Result<i32> {
     let inputs = Inputs::of(&args)?;
-    let catalog = Catalog::load(&inputs.problems, &inputs.tests)?;
+    let catalog =
+        Catalog::load(&inputs.problems, &inputs.tests).map_err(crate::error::bad_input)?;
+    if args.strict && !catalog.broken().is_empty() {
+        return Err(crate::error::bad_input(anyhow::anyhow!(
+            "--strict: {} problem(s) could not be loaded:\n  {}",
+            catalog.broken().len(),
+            catalog.broken().join("\n  ")
+        )));
+    }
     let options = evaluate_options(&args, &inputs, &catalog)?;
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
         outln!("dry run: nothing judged\n{}", run::describe(&plan));
         return Ok(if plan.bad_rows.is_empty() { 0 } else { 1 });
     }
-    let judge = Judge::new(args.run.judge_options()?)?;
+    let judge = Judge::new(args.run.judge_options().map_err(crate::error::usage)?)?;
     let progress = Progress::default();
     let summary = evaluate_showing_progress(&options, &catalog, &judge, &progress)?;
     print_summary(&args, &inputs, &options, &judge, &progress, &summary)
@@ -301,6 +344,18 @@ fn print_summary(
             upload_command(&inputs.results_name, &options.results_dir)
         );
     }
+    if summary.skipped_rows > 0 {
+        eprintln!(
+            "{} row(s) skipped: they cannot be read (listed above; recorded in {})",
+            summary.skipped_rows,
+            summary
+                .skipped_files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if summary.broken_problems > 0 {
         eprintln!(
             "{} problem(s) could not be loaded (listed above); {} submission(s) named them and \
@@ -322,7 +377,11 @@ fn print_summary(
         for f in &summary.failed {
             eprintln!("  {f}");
         }
-        return Ok(1);
+        // The host is what to look at first when it failed any of them.
+        return Ok(match summary.host_failures {
+            0 => crate::error::NO,
+            _ => crate::error::HOST,
+        });
     }
     Ok(if summary.bad_rows > 0 { 1 } else { 0 })
 }

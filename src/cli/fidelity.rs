@@ -31,8 +31,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let packages = packages::discover(&args.folders)?;
-    let judge = Judge::new(args.run.judge_options()?)?;
+    let packages = packages::discover(&args.folders).map_err(crate::error::bad_input)?;
+    let judge = Judge::new(args.run.judge_options().map_err(crate::error::usage)?)?;
     let profile = judge.compile_profile().as_str();
     let options = run::RunOptions {
         jobs: args.run.jobs(),

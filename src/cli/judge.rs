@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use anyhow::{bail, Context, Result};
 
 use super::output::outln;
+use crate::error::usage;
 use crate::judge::schedule::{
     self, Preloaded, Progress, ScheduleOptions, SubmissionJob, TestObserver,
 };
@@ -45,29 +46,40 @@ pub struct Args {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// Refuse --problems or --tests with a bad row (even one of another problem), naming its
+    /// file, row and field, instead of skipping the row with a warning.
+    #[arg(long)]
+    strict: bool,
+    /// Exit with status 1 when the total score (out of the problem's points, as printed) is
+    /// below this, after printing the results as usual.
+    #[arg(long, value_name = "SCORE", value_parser = parse_min_score)]
+    min_score: Option<f64>,
     // Last: its compile cache options open a help heading of their own.
     #[command(flatten)]
     run: super::RunArgs,
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    check_paths(&args)?;
-    let judge = Judge::new(args.run.judge_options()?)?;
-    let (problem, tests) = load_problem(&args, &judge)?;
+    check_paths(&args).map_err(usage)?;
+    let judge = Judge::new(args.run.judge_options().map_err(usage)?)?;
+    // A problem that does not load is bad input, unless a closer cause is known (a path that
+    // does not exist is a usage error, a failed generator run the host's).
+    let (problem, tests) = load_problem(&args, &judge).map_err(crate::error::bad_input)?;
     for name in &args.subtasks {
         if problem.subtask(name).is_none() {
             let names: Vec<&str> = problem.subtasks.iter().map(|s| s.name.as_str()).collect();
-            bail!(
+            return Err(usage(anyhow::anyhow!(
                 "problem {} has no subtask {name:?} (it has {})",
                 problem.id,
                 names.join(", ")
-            );
+            )));
         }
     }
     let solution = &args.solution;
     // Bytes, compiled as they are: contest archives hold Latin-1 sources with CRLF.
-    let code =
-        std::fs::read(solution).with_context(|| format!("cannot read {}", solution.display()))?;
+    let code = std::fs::read(solution)
+        .with_context(|| format!("cannot read {}", solution.display()))
+        .map_err(usage)?;
     let key = problem.id.clone();
     let name_width = problem
         .test_names()
@@ -134,7 +146,25 @@ pub fn run(args: Args) -> Result<i32> {
     } else {
         print_human(problem, &results, judge.time_scale())?;
     }
-    Ok(0)
+    let total =
+        crate::score::round_like_python(results.iter().map(|s| s.weighted_score()).sum::<f64>(), 2);
+    match args.min_score {
+        Some(min) if total < min => {
+            eprintln!("total {total} is below --min-score {min}");
+            Ok(crate::error::NO)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// A `--min-score` value: a finite, non-negative number.
+fn parse_min_score(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "expected a score of at least 0 (e.g. 100 or 42.5), got {text:?}"
+        )),
+    }
 }
 
 /// Paths in the wrong place get a hint, not a bare "Not a directory".
@@ -149,10 +179,33 @@ fn check_paths(args: &Args) -> Result<()> {
             solution.display(),
             problem.display()
         ),
+        (Some(problem), None)
+            if problem.is_file() && crate::dataset::Format::of(problem).is_some() =>
+        {
+            bail!(
+                "{0} is a file of problem rows, not a task folder: give it as --problems {0} \
+                 --problem-id ID (and --tests with its test cases)",
+                problem.display()
+            )
+        }
         (Some(problem), None) if !problem.is_dir() => bail!(
             "{}: no such problem folder (PROBLEM is a CMS or TPS task folder holding problem.json)",
             problem.display()
         ),
+        (Some(problem), None) if !problem.join("problem.json").is_file() => {
+            match crate::evaluate::run::is_cms_source(problem) {
+                true => bail!(
+                    "{0} holds task folders, not one task: give one of them (ioi-run judge \
+                     {0}/TASK SOLUTION.cpp), or pick one with --problems {0} --problem-id ID",
+                    problem.display()
+                ),
+                false => bail!(
+                    "{}: not a task folder (no problem.json in it; PROBLEM is a CMS or TPS task \
+                     folder)",
+                    problem.display()
+                ),
+            }
+        }
         (Some(problem), Some(_)) => bail!(
             "with --problems give only SOLUTION.cpp (got {} too)",
             problem.display()
@@ -172,24 +225,23 @@ fn check_paths(args: &Args) -> Result<()> {
 fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
     if !args.problems.is_empty() {
         let sources = crate::evaluate::run::resolve_sources(&args.problems)?;
-        if let Some(folder) = sources
+        if sources
             .iter()
-            .find(|p| crate::evaluate::run::is_cms_source(p))
+            .any(|p| crate::evaluate::run::is_cms_source(p))
         {
-            bail!(
-                "{} holds task folders, not open-r1/ioi rows: give the task folder itself \
-                 before the solution (ioi-run judge TASK SOLUTION.cpp)",
-                folder.display()
-            );
+            let dir = pick_task_folder(args, &sources)?;
+            return crate::judge::tps::load_task_folder(judge, &dir);
         }
         let problem = pick_problem(args, &sources)?;
         // As in `evaluate`: the test cases' hub dataset unless told otherwise.
-        let tests = match args.tests.is_empty() {
-            true => vec!["open-r1/ioi-test-cases".to_string()],
-            false => args.tests.clone(),
-        };
-        let tests = crate::evaluate::run::resolve_sources(&tests)?;
-        let tests = crate::problem::openr1::load_tests(&tests, &problem)?;
+        let near = sources
+            .iter()
+            .cloned()
+            .chain(std::iter::once(args.solution.clone()))
+            .collect::<Vec<_>>();
+        let tests = crate::evaluate::run::resolve_tests(&args.tests, &near)?;
+        let rows = crate::dataset::RowPolicy::new(args.strict);
+        let tests = crate::problem::openr1::load_tests(&tests, &problem, &rows)?;
         return Ok((problem, tests));
     }
     match &args.problem {
@@ -203,6 +255,76 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
             crate::judge::tps::load_task_folder(judge, dir)
         }
         None => bail!("give a CMS or TPS task folder and a solution, or --problems and --problem-id (and --tests) with a solution"),
+    }
+}
+
+/// The task folder `--problem-id` (and `--year`) names among `--problems` task folders (CMS or
+/// TPS) or folders of them, as `evaluate` matches submissions to them: by problem id,
+/// case-insensitively. A folder that cannot be read is only warned about unless it is the one
+/// named.
+fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
+    let id = args
+        .problem_id
+        .as_deref()
+        .unwrap_or_default()
+        .to_lowercase();
+    let mut folders = Vec::new();
+    for source in sources {
+        if !crate::evaluate::run::is_cms_source(source) {
+            bail!(
+                "--problems mixes task folders ({}) and open-r1/ioi rows ({}): use one kind",
+                sources
+                    .iter()
+                    .find(|p| crate::evaluate::run::is_cms_source(p))
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                source.display()
+            );
+        }
+        folders.extend(crate::evaluate::run::task_folders(source)?);
+    }
+    let mut found = Vec::new();
+    let mut ids = Vec::new();
+    for dir in folders {
+        let named = dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().to_lowercase() == id);
+        match crate::evaluate::run::folder_header(&dir) {
+            Ok(p) if p.id == id && args.year.is_none_or(|y| p.year == y || p.year == 0) => {
+                found.push(dir)
+            }
+            Ok(p) => ids.push(p.id),
+            Err(e) if named => {
+                return Err(e.context(format!("task folder {} cannot be judged", dir.display())))
+            }
+            Err(e) => eprintln!(
+                "warning: task folder {} could not be read (not the one judged): {e:#}",
+                dir.display()
+            ),
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(crate::error::usage(anyhow::anyhow!(
+            "no task folder of problem {id:?} in {} (it holds {})",
+            args.problems.join(", "),
+            match ids.is_empty() {
+                true => "none that could be read".to_string(),
+                false => ids.join(", "),
+            }
+        ))),
+        _ => Err(crate::error::usage(anyhow::anyhow!(
+            "several task folders of problem {id:?} in {} ({}): pick one with --year, or give \
+             the folder itself (ioi-run judge TASK SOLUTION.cpp)",
+            args.problems.join(", "),
+            found
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
     }
 }
 
@@ -226,6 +348,13 @@ fn pick_problem(args: &Args, sources: &[PathBuf]) -> Result<Problem> {
                 broken.why
             );
         }
+        if args.strict {
+            bail!(
+                "--strict: problem {} has a bad row in --problems: {}",
+                broken.label(),
+                broken.why
+            );
+        }
         eprintln!(
             "warning: problem {} could not be loaded (not the one judged): {}",
             broken.label(),
@@ -245,7 +374,7 @@ fn pick_problem(args: &Args, sources: &[PathBuf]) -> Result<Problem> {
         .filter(|p| p.id == id && wanted(p.year))
         .collect();
     match found.len() {
-        0 if !years.is_empty() => bail!(
+        0 if !years.is_empty() => Err(usage(anyhow::anyhow!(
             "no problem {id:?} of year {} in {given}; it exists for {}",
             args.year.unwrap_or_default(),
             years
@@ -253,10 +382,12 @@ fn pick_problem(args: &Args, sources: &[PathBuf]) -> Result<Problem> {
                 .map(|y| y.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ),
-        0 => bail!("no problem {id:?} in {given}"),
+        ))),
+        0 => Err(usage(anyhow::anyhow!("no problem {id:?} in {given}"))),
         1 => found.into_iter().next().context("unreachable"),
-        _ => bail!("several problems {id:?} in {given} (years differ): pick one with --year"),
+        _ => Err(usage(anyhow::anyhow!(
+            "several problems {id:?} in {given} (years differ): pick one with --year"
+        ))),
     }
 }
 

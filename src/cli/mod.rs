@@ -102,7 +102,7 @@ pub fn main() -> i32 {
         Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
-            2
+            crate::error::exit_code(&e)
         }
     }
 }
@@ -363,7 +363,8 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     if !(v > 0.0 && v.is_finite()) {
         return Err(format!("seconds must be positive, got {text:?}"));
     }
-    Ok(std::time::Duration::from_secs_f64(v))
+    std::time::Duration::try_from_secs_f64(v)
+        .map_err(|_| format!("{text:?} seconds is more than can be waited for"))
 }
 
 #[cfg(test)]
@@ -411,5 +412,6 @@ mod tests {
         );
         assert!(parse_seconds("0").is_err());
         assert!(parse_seconds("abc").is_err());
+        assert!(parse_seconds("1e30").is_err());
     }
 }

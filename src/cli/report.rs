@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::output::outln;
 
@@ -38,16 +38,19 @@ pub fn run(args: Args) -> Result<i32> {
         if path.is_dir() {
             let found = results_in(path)?;
             if found.is_empty() {
-                bail!(
+                return Err(crate::error::usage(anyhow::anyhow!(
                     "{}: no results file (<dataset>.jsonl) in this folder",
                     path.display()
-                );
+                )));
             }
             files.extend(found);
         } else if path.is_file() {
             files.push(path.clone());
         } else {
-            bail!("{}: no such results file or folder", path.display());
+            return Err(crate::error::usage(anyhow::anyhow!(
+                "{}: no such results file or folder",
+                path.display()
+            )));
         }
     }
     let written = crate::evaluate::write_reports(&files, &out, &args.id_column)?;
@@ -57,7 +60,8 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(0)
 }
 
-/// The results files of a folder, by name: `*.jsonl`, without hidden files (locks) and shards.
+/// The results files of a folder, by name: `*.jsonl`, without hidden files (locks), shards and
+/// the records of skipped input rows (`*.skipped.jsonl`).
 fn results_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
@@ -69,7 +73,8 @@ fn results_in(dir: &Path) -> Result<Vec<PathBuf>> {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        if path.is_file() && name.ends_with(".jsonl") && !name.starts_with('.') && !is_shard(name) {
+        let results = name.ends_with(".jsonl") && !name.ends_with(crate::evaluate::skipped::SUFFIX);
+        if path.is_file() && results && !name.starts_with('.') && !is_shard(name) {
             files.push(path);
         }
     }
@@ -95,7 +100,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_folder_gives_its_results_files_without_locks_or_shards() {
+    fn a_folder_gives_its_results_files_without_locks_shards_or_skipped_rows() {
         let dir = tempfile::tempdir().unwrap();
         for name in [
             "b.jsonl",
@@ -104,6 +109,7 @@ mod tests {
             "a.jsonl.bak",
             "a.shard-1-of-4.jsonl",
             "a.shard-1-of-4.json",
+            "a.skipped.jsonl",
             "notes.txt",
         ] {
             std::fs::write(dir.path().join(name), "").unwrap();

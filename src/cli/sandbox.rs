@@ -58,12 +58,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    if args.json && args.stdout.is_none() {
-        anyhow::bail!(
-            "--json prints the outcome on stdout, where the program's own output goes too: give \
-             --stdout FILE for the program's output, or write the outcome with --meta FILE"
-        );
-    }
+    let binds = check_arguments(&args).map_err(crate::error::usage)?;
     crate::scratch::sweep_stale();
     // One run: no box is built ahead (it would be built for nothing).
     let options = SandboxOptions {
@@ -71,7 +66,8 @@ pub fn run(args: Args) -> Result<i32> {
         ..SandboxOptions::default()
     };
     let sandbox = Sandbox::new(options)
-        .context("the sandbox cannot start on this host (try `ioi-run doctor`)")?;
+        .context("the sandbox cannot start on this host (try `ioi-run doctor`)")
+        .map_err(crate::error::host)?;
     let temp_box;
     let box_dir = match &args.box_dir {
         Some(dir) => dir.clone(),
@@ -82,16 +78,8 @@ pub fn run(args: Args) -> Result<i32> {
         }
     };
     let mut spec = RunSpec::new(&box_dir, args.command.iter().cloned());
-    for var in &args.env {
-        let Some((k, v)) = var.split_once('=') else {
-            bail!("--env {var:?}: expected NAME=VALUE")
-        };
-        spec.env.retain(|(name, _)| name != k);
-        spec.env.push((k.to_string(), v.to_string()));
-    }
-    for dir in &args.dirs {
-        spec.binds.push(parse_dir(dir)?);
-    }
+    spec.env = environment(&args.env)?;
+    spec.binds = binds;
     spec.stdin = args.stdin.clone().map(Stdio::Path).unwrap_or(Stdio::Null);
     let mut relays = Vec::new();
     spec.stdout = match &args.stdout {
@@ -166,9 +154,191 @@ pub fn run(args: Args) -> Result<i32> {
     }
     Ok(match outcome.status {
         ioi_sandbox::Termination::Ok => 0,
-        ioi_sandbox::Termination::InternalError => 2,
-        _ => 1,
+        ioi_sandbox::Termination::InternalError => crate::error::HOST,
+        _ => crate::error::NO,
     })
+}
+
+/// Every mistake in the arguments that can be seen before anything runs: it is the caller's to
+/// fix (a usage error), never an `internal_error` outcome of the run. Returns the `--dir` binds.
+fn check_arguments(args: &Args) -> Result<Vec<Bind>> {
+    if args.json && args.stdout.is_none() {
+        bail!(
+            "--json prints the outcome on stdout, where the program's own output goes too: give \
+             --stdout FILE for the program's output, or write the outcome with --meta FILE"
+        );
+    }
+    if args.memory == Some(0) {
+        bail!("--memory 0: give a memory limit of at least 1 byte (e.g. 256M)");
+    }
+    if args.processes == 0 {
+        bail!("--processes 0: the program itself is a process; give at least 1");
+    }
+    if let Some(dir) = &args.box_dir {
+        if dir.is_file() {
+            bail!("--box {}: a file; the box is a folder", dir.display());
+        }
+        if !dir.is_dir() {
+            bail!(
+                "--box {}: no such folder (the box is a folder on this host, mounted at /box)",
+                dir.display()
+            );
+        }
+        std::fs::read_dir(dir)
+            .with_context(|| format!("--box {}: cannot read the folder", dir.display()))?;
+    }
+    if let Some(stdin) = &args.stdin {
+        std::fs::File::open(stdin)
+            .with_context(|| format!("--stdin {}: cannot open the file", stdin.display()))?;
+        if stdin.is_dir() {
+            bail!("--stdin {}: a folder, not a file", stdin.display());
+        }
+    }
+    for (flag, path) in [
+        ("--stdout", &args.stdout),
+        ("--stderr", &args.stderr),
+        ("--meta", &args.meta),
+    ] {
+        if let Some(path) = path {
+            writable_file(flag, path)?;
+        }
+    }
+    let binds = args
+        .dirs
+        .iter()
+        .map(|d| parse_dir(d))
+        .collect::<Result<Vec<Bind>>>()?;
+    for bind in &binds {
+        if !bind.host.exists() {
+            bail!(
+                "--dir {}:{}: {} does not exist",
+                bind.host.display(),
+                bind.inside.display(),
+                bind.host.display()
+            );
+        }
+    }
+    let env = environment(&args.env)?;
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    find_program(&args.command[0], args.box_dir.as_deref(), &binds, path)?;
+    Ok(binds)
+}
+
+/// A file the outcome or a stream can be written to: its folder must exist, and it must not be
+/// a folder itself.
+fn writable_file(flag: &str, path: &std::path::Path) -> Result<()> {
+    if path.is_dir() {
+        bail!("{flag} {}: a folder, not a file", path.display());
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "{flag} {}: no such folder {}",
+            path.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
+/// The program's environment: `PATH` and the `--env` variables.
+fn environment(vars: &[String]) -> Result<Vec<(String, String)>> {
+    let mut env = RunSpec::new("/", ["true"]).env;
+    for var in vars {
+        let Some((k, v)) = var.split_once('=') else {
+            bail!("--env {var:?}: expected NAME=VALUE")
+        };
+        env.retain(|(name, _)| name != k);
+        env.push((k.to_string(), v.to_string()));
+    }
+    Ok(env)
+}
+
+/// Folders of the host that every box sees at the same path (read-only).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+
+/// Checks that `program` names an executable file the box will see: a path inside the box
+/// (`./a.out` is in the box folder, the working folder), in a `--dir`, in the host's system
+/// folders, or a name found in `PATH`. Without this, a typo would only show as the program's
+/// exit code 127.
+fn find_program(
+    program: &str,
+    box_dir: Option<&std::path::Path>,
+    binds: &[Bind],
+    path: &str,
+) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let candidates: Vec<String> = if program.contains('/') {
+        vec![program.to_string()]
+    } else {
+        path.split(':')
+            .filter(|d| !d.is_empty())
+            .map(|d| format!("{}/{program}", d.trim_end_matches('/')))
+            .collect()
+    };
+    let mut not_executable = None;
+    for inside in &candidates {
+        let Some(host) = host_path(inside, box_dir, binds) else {
+            continue;
+        };
+        match std::fs::metadata(&host) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => return Ok(()),
+            Ok(m) if m.is_file() => not_executable = Some(host),
+            _ => {}
+        }
+    }
+    if let Some(host) = not_executable {
+        bail!(
+            "{program}: {} is not executable (chmod +x it)",
+            host.display()
+        );
+    }
+    let where_ = match (program.contains('/'), box_dir) {
+        (false, _) => format!("not found in PATH ({path}) as the box sees it"),
+        (true, None) if !program.starts_with('/') || program.starts_with("/box/") => {
+            "no such file: without --box the box is a fresh empty folder (give --box FOLDER, \
+             e.g. --box . for the current folder)"
+                .to_string()
+        }
+        (true, Some(dir)) if !program.starts_with('/') || program.starts_with("/box/") => {
+            format!("no such file in the box folder {}", dir.display())
+        }
+        (true, _) => "no such file inside the box (it sees the box at /box, the host's /usr, \
+                      /bin, /lib*, and the folders given with --dir)"
+            .to_string(),
+    };
+    bail!("{program}: {where_}")
+}
+
+/// Where a path inside the box is on the host, or `None` when the box does not see it.
+fn host_path(inside: &str, box_dir: Option<&std::path::Path>, binds: &[Bind]) -> Option<PathBuf> {
+    let inside = std::path::Path::new(inside);
+    let absolute = match inside.is_absolute() {
+        true => inside.to_path_buf(),
+        false => std::path::Path::new(ioi_sandbox::BOX_PATH).join(inside),
+    };
+    // The last bind over a path wins, as the last mount does.
+    for bind in binds.iter().rev() {
+        if let Ok(rest) = absolute.strip_prefix(&bind.inside) {
+            return Some(bind.host.join(rest));
+        }
+    }
+    if let Ok(rest) = absolute.strip_prefix(ioi_sandbox::BOX_PATH) {
+        return box_dir.map(|dir| dir.join(rest));
+    }
+    SYSTEM_DIRS
+        .iter()
+        .any(|d| absolute.starts_with(d))
+        .then_some(absolute)
 }
 
 #[derive(Clone, Copy)]

@@ -52,6 +52,10 @@ pub fn merge(
             &settings::sidecar_path(local_results_path, &dataset.config_name),
             &one.settings,
         )?;
+        super::skipped::write(
+            &super::skipped::path(local_results_path, &dataset.config_name),
+            &one.skipped,
+        )?;
         out.rows += one.rows.len();
         out.results_files.push(path);
     }
@@ -154,7 +158,9 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
         id_column: id_column.clone(),
         ..SubmissionOptions::default()
     };
-    let submissions = dataset.load(&options)?;
+    // The same rows are skipped as in every shard (they are read before any shard is chosen).
+    let rows_read = crate::dataset::RowPolicy::new(false);
+    let submissions = dataset.load(&options, &rows_read)?;
     let position: HashMap<SubmissionKey, usize> = submissions
         .iter()
         .enumerate()
@@ -210,6 +216,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
         rows: rows.into_iter().flatten().map(|(row, _)| row).collect(),
         id_column,
         settings: reference.settings,
+        skipped: rows_read.skipped(),
     })
 }
 
@@ -219,6 +226,8 @@ struct MergedDataset {
     rows: Vec<Map<String, Value>>,
     id_column: String,
     settings: settings::Settings,
+    /// The dataset's rows skipped as unreadable, as one-box `evaluate` records them.
+    skipped: Vec<Value>,
 }
 
 /// Writes the merged results atomically. A different file already there (a one-box run's
@@ -320,6 +329,21 @@ mod tests {
         assert_eq!(ids, expected);
         assert_eq!(out.parquet_files.len(), 1);
         assert!(dir.path().join("out/reports/model/README.md").is_file());
+    }
+
+    #[test]
+    fn rows_every_shard_skipped_are_recorded_by_the_merge_too() {
+        let (dir, source) = setup(6, 2, &[]);
+        let local = dir.path().join("local");
+        let mut data = std::fs::read_to_string(&source.files[0]).unwrap();
+        data.push_str("{\"uuid\": \"x\"}\n");
+        std::fs::write(&source.files[0], data).unwrap();
+        let out = merge(&[source], &local, &dir.path().join("out")).unwrap();
+        assert_eq!(out.rows, 6);
+        let record = std::fs::read_to_string(local.join("model.skipped.jsonl")).unwrap();
+        let record: Value = serde_json::from_str(record.trim()).unwrap();
+        assert_eq!(record["row"], 7);
+        assert_eq!(record["field"], "problem_id");
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod roundrobin;
 pub mod run;
 pub mod settings;
 pub mod shard;
+pub mod skipped;
 pub mod submissions;
 pub mod summary;
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::settings::{self, JudgedProblems, Settings};
 use super::shard::{self, Shard};
 use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
+use crate::dataset::RowPolicy;
 use crate::judge::schedule::{
     self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
@@ -18,6 +19,7 @@ use crate::judge::{stop, Judge, LoadedProblem};
 use crate::problem::openr1::ProblemRows;
 use crate::problem::{Problem, ProblemKey};
 use anyhow::{bail, Context, Result};
+use serde_json::Value;
 
 /// Everything `ioi-run evaluate` needs.
 #[derive(Debug, Clone)]
@@ -36,6 +38,8 @@ pub struct EvaluateOptions {
     /// The settings that can change a verdict, recorded with the results and compared on
     /// resume (see [`super::settings`]).
     pub settings: Settings,
+    /// Refuse a dataset with a bad row (`--strict`) instead of skipping the row.
+    pub strict: bool,
 }
 
 impl EvaluateOptions {
@@ -68,16 +72,8 @@ impl Catalog {
         let mut cms = Vec::new();
         let mut rows = Vec::new();
         for source in problem_sources {
-            if source.join("problem.json").is_file() {
-                cms.push(source.clone());
-            } else if source.is_dir() && has_cms_children(source) {
-                let mut dirs: Vec<PathBuf> = std::fs::read_dir(source)?
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.join("problem.json").is_file())
-                    .collect();
-                dirs.sort();
-                cms.extend(dirs);
+            if is_cms_source(source) {
+                cms.extend(task_folders(source)?);
             } else {
                 rows.push(source.clone());
             }
@@ -104,7 +100,9 @@ impl Catalog {
             }
             (true, false) => {
                 if tests.is_empty() {
-                    bail!("--tests is required with open-r1/ioi problem rows");
+                    return Err(crate::error::usage(anyhow::anyhow!(
+                        "--tests is required with open-r1/ioi problem rows"
+                    )));
                 }
                 let loaded = crate::problem::openr1::load_problems(&rows)?;
                 if loaded.problems.is_empty() {
@@ -120,10 +118,12 @@ impl Catalog {
                     tests: tests.to_vec(),
                 })
             }
-            (true, true) => bail!("no problems given (--problems)"),
-            (false, false) => {
-                bail!("--problems mixes CMS task folders and open-r1/ioi files: use one kind")
-            }
+            (true, true) => Err(crate::error::usage(anyhow::anyhow!(
+                "no problems given (--problems)"
+            ))),
+            (false, false) => Err(crate::error::usage(anyhow::anyhow!(
+                "--problems mixes CMS task folders and open-r1/ioi files: use one kind"
+            ))),
         }
     }
 
@@ -197,12 +197,28 @@ impl Catalog {
 /// What a task folder says about its problem before anything runs: a CMS folder is read
 /// whole; a TPS package gives its id, name and limits (its subtasks and tests are only known
 /// once `gen/data` is made, when the problem is first judged).
-fn folder_header(dir: &Path) -> Result<Problem> {
+pub fn folder_header(dir: &Path) -> Result<Problem> {
     if crate::problem::tps::is_tps(dir) {
         Ok(crate::problem::tps::TpsPackage::read(dir)?.header())
     } else {
         Ok(crate::problem::cms::load_cms(dir)?.0)
     }
+}
+
+/// The task folders of a `--problems` source: itself, or its children holding `problem.json`,
+/// sorted.
+pub fn task_folders(source: &Path) -> Result<Vec<PathBuf>> {
+    if source.join("problem.json").is_file() {
+        return Ok(vec![source.to_path_buf()]);
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(source)
+        .with_context(|| format!("cannot list {}", source.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("problem.json").is_file())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
 }
 
 /// Whether a `--problems` source is a CMS task folder or a folder of them (no tests needed).
@@ -230,6 +246,8 @@ struct CatalogSource<'a> {
     judged: JudgedProblems,
     /// The content hash of each problem loaded, by label, for the rows judged on it.
     hashes: Mutex<HashMap<String, String>>,
+    /// What becomes of a bad row in the `--tests` files.
+    test_rows: RowPolicy,
 }
 
 impl CatalogSource<'_> {
@@ -285,7 +303,7 @@ impl ProblemSource for CatalogSource<'_> {
                     .iter()
                     .find(|p| key.is(p))
                     .context("unknown problem")?;
-                let test_set = crate::problem::openr1::load_tests(tests, problem)?;
+                let test_set = crate::problem::openr1::load_tests(tests, problem, &self.test_rows)?;
                 (problem.clone(), test_set)
             }
         };
@@ -332,12 +350,26 @@ pub struct Plan {
     /// The submissions of `bad_rows`, by dataset index (a shard records them, so that `merge`
     /// does not wait for them).
     pub left_out: Vec<(usize, SubmissionKey)>,
+    /// Rows that could not be read as submissions (malformed, a field missing or wrong, a
+    /// duplicate id), skipped: `{file, row, field, error}` records, by dataset index.
+    pub skipped: Vec<Vec<Value>>,
+}
+
+impl Plan {
+    /// How many rows were skipped as unreadable, over every dataset.
+    pub fn skipped_rows(&self) -> usize {
+        self.skipped.iter().map(Vec::len).sum()
+    }
 }
 
 /// The end-of-run summary.
 #[derive(Debug, Default)]
 pub struct Summary {
     pub judged: usize,
+    /// Rows skipped as unreadable (malformed, a field missing or wrong, a duplicate id).
+    pub skipped_rows: usize,
+    /// Where the skipped rows are recorded (`<dataset>.skipped.jsonl`).
+    pub skipped_files: Vec<PathBuf>,
     /// Rows left out as bad input (named in the plan).
     pub bad_rows: usize,
     /// Problems that could not be loaded, and how many submissions named them (among
@@ -345,6 +377,8 @@ pub struct Summary {
     pub broken_problems: usize,
     pub naming_broken: usize,
     pub failed: Vec<String>,
+    /// How many of `failed` failed because of the host or the sandbox.
+    pub host_failures: usize,
     pub elapsed: Duration,
     pub results_files: Vec<PathBuf>,
     pub parquet_files: Vec<PathBuf>,
@@ -364,7 +398,9 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
     let mut files = Vec::new();
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
-        let mut submissions = dataset.load(&options.submissions)?;
+        let rows = RowPolicy::new(options.strict);
+        let mut submissions = dataset.load(&options.submissions, &rows)?;
+        plan.skipped.push(rows.skipped());
         if let Some(shard) = &options.shard {
             submissions.retain(|s| shard.contains(&dataset.config_name, &s.key()));
         }
@@ -560,6 +596,7 @@ pub fn evaluate(
         pending,
         judged,
     } = prepare(options, catalog, false)?;
+    let skipped_files = record_skipped(options, &plan.skipped)?;
     on_plan(&plan);
     let jobs: Vec<SubmissionJob> = pending
         .iter()
@@ -571,6 +608,7 @@ pub fn evaluate(
         .collect();
     let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
     let failures = Mutex::new(Vec::new());
+    let host_failures = std::sync::atomic::AtomicUsize::new(0);
     let write_errors = Mutex::new(Vec::new());
     let source = CatalogSource {
         catalog,
@@ -581,6 +619,7 @@ pub fn evaluate(
             .collect(),
         judged,
         hashes: Mutex::default(),
+        test_rows: RowPolicy::new(options.strict),
     };
     schedule::run(
         judge,
@@ -614,6 +653,9 @@ pub fn evaluate(
                 Err(e) if stop::is_aborted(&e) || stop::requested() => {}
                 Err(e) => {
                     tracing::warn!("{who}: not judged: {e:#}");
+                    if crate::error::class_of(&e) == Some(crate::error::ErrorClass::Host) {
+                        host_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     if let Ok(mut list) = failures.lock() {
                         list.push(format!("{who}: {e:#}"));
                     }
@@ -633,15 +675,35 @@ pub fn evaluate(
         .collect();
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
+    let host_failures = host_failures.into_inner();
+    // Bad rows of the test cases are known only once the problems are loaded: every dataset's
+    // record lists them too (the test cases are every dataset's input).
+    let test_rows = source.test_rows.skipped();
+    let (skipped_rows, skipped_files) = match test_rows.is_empty() {
+        true => (plan.skipped_rows(), skipped_files),
+        false => {
+            let mut with_tests = plan.skipped.clone();
+            for skipped in &mut with_tests {
+                skipped.extend(test_rows.iter().cloned());
+            }
+            (
+                plan.skipped_rows() + test_rows.len(),
+                record_skipped(options, &with_tests)?,
+            )
+        }
+    };
     if let Some(shard) = options.shard {
         mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
         // A shard writes neither parquet nor reports: `merge` does, from all the shards.
         return Ok(Summary {
+            skipped_rows,
+            skipped_files,
             bad_rows: plan.bad_rows.len(),
             broken_problems: plan.broken_problems.len(),
             naming_broken: plan.naming_broken,
             judged: jobs.len() - failed.len(),
             failed,
+            host_failures,
             elapsed: started.elapsed(),
             results_files,
             ..Summary::default()
@@ -659,16 +721,34 @@ pub fn evaluate(
         &options.submissions.id_column,
     )?;
     Ok(Summary {
+        skipped_rows,
+        skipped_files,
         bad_rows: plan.bad_rows.len(),
         broken_problems: plan.broken_problems.len(),
         naming_broken: plan.naming_broken,
         judged: jobs.len() - failed.len(),
         failed,
+        host_failures,
         elapsed: started.elapsed(),
         results_files,
         parquet_files,
         reports,
     })
+}
+
+/// Writes each dataset's skipped rows beside its results, replacing the record of an earlier
+/// run (the input may have been fixed since); a dataset with none has no record. Returns the
+/// records written.
+fn record_skipped(options: &EvaluateOptions, skipped: &[Vec<Value>]) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for (dataset, skipped) in options.datasets.iter().zip(skipped) {
+        let stem = options.results_stem(&dataset.config_name);
+        let path = super::skipped::path(&options.local_results_path, &stem);
+        if super::skipped::write(&path, skipped)? {
+            written.push(path);
+        }
+    }
+    Ok(written)
 }
 
 /// Records, for every dataset whose shard now holds a row for each of its submissions, that
@@ -718,10 +798,69 @@ pub fn resolve_sources(items: &[String]) -> Result<Vec<PathBuf>> {
                 out.extend(source.files);
             }
         } else {
-            bail!("{item}: no such file or folder, and not a Hugging Face dataset id");
+            return Err(crate::error::usage(anyhow::anyhow!(
+                "{item}: no such file or folder, and not a Hugging Face dataset id"
+            )));
         }
     }
     Ok(out)
+}
+
+/// The test cases `--tests` defaults to.
+pub const DEFAULT_TESTS: &str = "open-r1/ioi-test-cases";
+
+/// Resolves `--tests`: the sources given, or [`DEFAULT_TESTS`] when none was. When the default
+/// cannot be had (offline, not in the hub cache), the error says it was the default and how to
+/// give local test cases, naming any file or folder beside `near` (the problems, the datasets)
+/// that looks like test cases.
+pub fn resolve_tests(given: &[String], near: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    if !given.is_empty() {
+        return resolve_sources(given);
+    }
+    resolve_sources(&[DEFAULT_TESTS.to_string()]).map_err(|e| {
+        let hint = match local_test_candidates(near).as_slice() {
+            [] => String::new(),
+            found => format!(
+                " (here: {})",
+                found
+                    .iter()
+                    .map(|p| format!("--tests {}", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        };
+        crate::error::usage(e.context(format!(
+            "--tests was not given, so its default, the Hugging Face dataset {DEFAULT_TESTS}, \
+             was tried; give local test cases with --tests FILE or FOLDER{hint}"
+        )))
+    })
+}
+
+/// Files and folders beside `near` whose name says they hold tests (`*test*.parquet`,
+/// `*test*.jsonl`, a `*test*` folder), at most three.
+fn local_test_candidates(near: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    for path in near {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let Ok(entries) = std::fs::read_dir(parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let candidate = entry.path();
+            let name = entry.file_name().to_string_lossy().to_lowercase();
+            let kind_fits = candidate.is_dir() || crate::dataset::Format::of(&candidate).is_some();
+            let taken = near.iter().any(|n| n == &candidate) || found.contains(&candidate);
+            if name.contains("test") && kind_fits && !taken && !is_cms_source(&candidate) {
+                found.push(candidate);
+            }
+        }
+    }
+    found.sort();
+    found.truncate(3);
+    found
 }
 
 /// What a plan will judge, per dataset and per problem, for messages.
@@ -749,6 +888,13 @@ pub fn describe(plan: &Plan) -> String {
         for broken in &plan.broken_problems {
             out.push_str(&format!("  {broken}\n"));
         }
+    }
+    if plan.skipped_rows() > 0 {
+        out.push_str(&format!(
+            "warning: {} row(s) skipped: they cannot be read as submissions (named above; \
+             recorded in <dataset>.skipped.jsonl beside the results; --strict refuses them)\n",
+            plan.skipped_rows()
+        ));
     }
     if !plan.bad_rows.is_empty() {
         out.push_str(&format!(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
-use crate::dataset::{files_under, kind, read_rows, Format, Row};
+use crate::dataset::{files_under, kind, read_rows, Format, Row, RowPolicy};
 use crate::judge::Language;
 
 /// Year assumed for submissions without a `year` field (the reference pipeline's default).
@@ -119,10 +119,10 @@ impl Submission {
         } = SubmissionKey::of_row(row, &options.id_column)?;
         let target_subtask = optional_str(row, "subtask")?;
         if !row.fields.contains_key("code") && !row.fields.contains_key("generation") {
-            bail!(
-                "{}: a submission needs a `code` or a `generation` field",
-                row.location()
-            );
+            return Err(row.error(
+                Some("code"),
+                "a submission needs a `code` or a `generation` field",
+            ));
         }
         let generation = optional_str(row, "generation")?;
         let given = optional_str(row, "code")?.filter(|c| !c.is_empty());
@@ -130,7 +130,7 @@ impl Submission {
             None | Some(Value::Null) => None,
             Some(_) => Some(
                 Language::parse(row.str("language")?)
-                    .with_context(|| format!("{}: field `language`", row.location()))?,
+                    .map_err(|e| row.error(Some("language"), format!("field `language`: {e:#}")))?,
             ),
         };
         let (code, language) = match (given, options.always_extract_code) {
@@ -188,15 +188,17 @@ fn id_value(row: &Row, column: &str) -> Result<String> {
     match row.get(column) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
-        Some(other) => bail!(
-            "{}: id field `{column}` must be a string or an integer, found {}",
-            row.location(),
-            kind(other)
-        ),
-        None => bail!(
-            "{}: required field `{column}` is missing (choose the id column with --id-column)",
-            row.location()
-        ),
+        Some(other) => Err(row.error(
+            Some(column),
+            format!(
+                "id field `{column}` must be a string or an integer, found {}",
+                kind(other)
+            ),
+        )),
+        None => Err(row.error(
+            Some(column),
+            format!("required field `{column}` is missing (choose the id column with --id-column)"),
+        )),
     }
 }
 
@@ -272,30 +274,48 @@ pub struct DatasetSource {
 }
 
 impl DatasetSource {
-    /// Reads every submission of the dataset. Ids must be unique per year and problem.
-    pub fn load(&self, options: &SubmissionOptions) -> Result<Vec<Submission>> {
-        load_submissions(&self.files, options)
+    /// Reads every submission of the dataset. Ids must be unique per year and problem. A bad
+    /// row (malformed, a field missing or of the wrong type, a duplicate id) goes to `rows`:
+    /// skipped and recorded there, or refusing the dataset.
+    pub fn load(&self, options: &SubmissionOptions, rows: &RowPolicy) -> Result<Vec<Submission>> {
+        load_submissions(&self.files, options, rows)
             .with_context(|| format!("cannot load the submissions of `{}`", self.origin))
     }
 }
 
-/// Reads the submissions of some dataset files, rejecting duplicate ids (per year and problem).
-pub fn load_submissions(files: &[PathBuf], options: &SubmissionOptions) -> Result<Vec<Submission>> {
+/// Reads the submissions of some dataset files; a bad row, including a second row with the same
+/// id (per year and problem), is skipped or refuses the files, as `rows` says.
+pub fn load_submissions(
+    files: &[PathBuf],
+    options: &SubmissionOptions,
+    rows: &RowPolicy,
+) -> Result<Vec<Submission>> {
     let mut submissions = Vec::new();
     let mut seen: HashMap<SubmissionKey, String> = HashMap::new();
     for file in files {
-        for row in read_rows(file, None)? {
-            let submission = Submission::from_row(&row?, options)?;
-            if let Some(first) = seen.get(&submission.key()) {
-                bail!(
-                    "{}: duplicate submission {} (first at {first}); ids in `{}` must be unique per problem",
-                    submission.origin,
-                    submission.key(),
-                    options.id_column
-                );
+        for row in read_rows(file, None).map_err(crate::error::bad_input)? {
+            let read = row.and_then(|row| {
+                let submission = Submission::from_row(&row, options)?;
+                if let Some(first) = seen.get(&submission.key()) {
+                    return Err(row.error(
+                        Some(&options.id_column),
+                        format!(
+                            "duplicate submission {} (first at {first}); ids in `{}` must be \
+                             unique per problem",
+                            submission.key(),
+                            options.id_column
+                        ),
+                    ));
+                }
+                Ok(submission)
+            });
+            match read {
+                Ok(submission) => {
+                    seen.insert(submission.key(), submission.origin.clone());
+                    submissions.push(submission);
+                }
+                Err(e) => rows.skip_or_refuse(e)?,
             }
-            seen.insert(submission.key(), submission.origin.clone());
-            submissions.push(submission);
         }
     }
     Ok(submissions)
@@ -328,7 +348,7 @@ pub fn resolve_datasets(list: &str) -> Result<Vec<DatasetSource>> {
 fn resolve_one(item: &str) -> Result<Vec<DatasetSource>> {
     let path = Path::new(item);
     if path.exists() {
-        return Ok(vec![local_source(path)?]);
+        return Ok(vec![local_source(path).map_err(crate::error::usage)?]);
     }
     if item.contains(['*', '?', '[']) {
         let pattern = glob::glob(item).with_context(|| format!("`{item}`: invalid glob"))?;
@@ -341,16 +361,34 @@ fn resolve_one(item: &str) -> Result<Vec<DatasetSource>> {
         }
         if !matches.is_empty() {
             matches.sort();
-            return matches.iter().map(|m| local_source(m)).collect();
+            return matches
+                .iter()
+                .map(|m| local_source(m).map_err(crate::error::usage))
+                .collect();
         }
     }
     if super::hub::is_hub_id(item) {
         return super::hub::resolve(item, None);
     }
-    bail!("`{item}`: no such file or folder, no local match, and not a Hugging Face dataset id (org/name)")
+    Err(crate::error::usage(anyhow::anyhow!(
+        "`{item}`: no such file or folder, no local match, and not a Hugging Face dataset id \
+         (org/name)"
+    )))
 }
 
 fn local_source(path: &Path) -> Result<DatasetSource> {
+    if super::run::is_cms_source(path) {
+        let what = match path.join("problem.json").is_file() {
+            true => "a task folder (CMS or TPS)",
+            false => "a folder of task folders (CMS or TPS)",
+        };
+        return Err(crate::error::usage(anyhow::anyhow!(
+            "{}: {what}, not a dataset of submissions: give it with --problems \
+             (ioi-run evaluate SUBMISSIONS RESULTS --problems {0}), or judge one solution on a \
+             task with ioi-run judge TASK SOLUTION.cpp",
+            path.display()
+        )));
+    }
     let files = files_under(path)?;
     if path.is_file() && Format::of(path).is_none() {
         bail!(
@@ -621,7 +659,7 @@ mod tests {
         let sources = resolve_datasets(&list).unwrap();
         let names: Vec<_> = sources.iter().map(|s| s.config_name.as_str()).collect();
         assert_eq!(names, ["model-a", "model-b"]);
-        let b = sources[1].load(&options()).unwrap();
+        let b = sources[1].load(&options(), &RowPolicy::new(true)).unwrap();
         let ids: Vec<_> = b.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["b3", "b1", "b2"], "all splits, files in sorted order");
         assert_eq!(b[2].problem_id, "tree");
@@ -634,7 +672,7 @@ mod tests {
             ["model-a", "model-b"],
             "each glob match is a dataset"
         );
-        let a = sources[0].load(&options()).unwrap();
+        let a = sources[0].load(&options(), &RowPolicy::new(true)).unwrap();
         assert_eq!(a[0].code.as_deref(), Some("int a;"));
 
         std::fs::create_dir(root.join("x")).unwrap();
@@ -664,7 +702,8 @@ mod tests {
                 json!({"uuid": "same", "problem_id": "Nile", "code": "c"}),
             ],
         );
-        let err = load_submissions(&[path], &options())
+        let strict = RowPolicy::new(true);
+        let err = load_submissions(std::slice::from_ref(&path), &options(), &strict)
             .unwrap_err()
             .to_string();
         assert!(
@@ -672,6 +711,49 @@ mod tests {
                 && err.contains("subs.jsonl row 1")
                 && err.contains("`same`"),
             "{err}"
+        );
+        assert_eq!(
+            crate::error::class_of(
+                &load_submissions(std::slice::from_ref(&path), &options(), &strict).unwrap_err()
+            ),
+            Some(crate::error::ErrorClass::BadInput)
+        );
+        // Without --strict the second row is skipped, and recorded with its field.
+        let lenient = RowPolicy::new(false);
+        let loaded = load_submissions(&[path], &options(), &lenient).unwrap();
+        let kept: Vec<&str> = loaded.iter().map(|s| s.problem_id.as_str()).collect();
+        assert_eq!(kept, ["nile", "tree"]);
+        let skipped = lenient.skipped();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0]["row"], 3);
+        assert_eq!(skipped[0]["field"], "uuid");
+    }
+
+    #[test]
+    fn a_bad_row_is_skipped_and_the_rest_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("subs.jsonl");
+        // Row 3 is not UTF-8.
+        let mut text = b"{\"uuid\": \"a\", \"problem_id\": \"nile\", \"code\": \"x\"}\n\
+                         {\"uuid\": \n\xff\xfe\n"
+            .to_vec();
+        text.extend_from_slice(
+            b"{\"uuid\": \"b\", \"problem_id\": 7, \"code\": \"x\"}\n\
+              {\"uuid\": \"c\", \"problem_id\": \"nile\", \"code\": \"x\"}\n",
+        );
+        std::fs::write(&path, text).unwrap();
+        let rows = RowPolicy::new(false);
+        let loaded = load_submissions(&[path], &options(), &rows).unwrap();
+        let ids: Vec<&str> = loaded.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        let skipped: Vec<(i64, Value)> = rows
+            .skipped()
+            .iter()
+            .map(|r| (r["row"].as_i64().unwrap(), r["field"].clone()))
+            .collect();
+        assert_eq!(
+            skipped,
+            [(2, Value::Null), (3, Value::Null), (4, json!("problem_id"))]
         );
     }
 }

@@ -72,11 +72,11 @@ pub fn discover(folders: &[PathBuf]) -> Result<Vec<Package>> {
             }
         }
         if packages.len() == before {
-            bail!(
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "{}: no task folder with official solutions (a TPS folder with solutions.json, or \
                  a CMS export with solutions/<category>/)",
                 folder.display()
-            );
+            )));
         }
     }
     Ok(packages)

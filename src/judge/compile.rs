@@ -561,7 +561,10 @@ fn build(
                 cacheable,
             )
         }
-        Termination::InternalError => bail!("cannot compile: {}", outcome.message),
+        Termination::InternalError => Err(crate::error::host(anyhow::anyhow!(
+            "cannot compile: {}",
+            outcome.message
+        ))),
         Termination::TimeLimit | Termination::MemoryLimit | Termination::OutputLimit => error(
             CompileError::stopped(format!("{stderr}\ncompiler stopped: {}", outcome.message)),
             true,

@@ -138,6 +138,24 @@ pub enum Build {
 /// is already far from any real one.
 pub const TIME_SCALES: std::ops::RangeInclusive<f64> = 0.1..=100.0;
 
+/// The folders of the sandbox's `PATH`, where compiles find `g++`.
+const BOX_PATH_DIRS: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
+
+/// Why nothing could be compiled, when `g++` is in none of `dirs`: without this check every
+/// submission would be a compilation error ("exit code 127"), a verdict the host caused.
+fn missing_compiler(dirs: &[&str]) -> Option<String> {
+    let found = dirs
+        .iter()
+        .any(|dir| std::path::Path::new(dir).join("g++").is_file());
+    (!found).then(|| {
+        format!(
+            "g++ is in none of {} (the sandbox's PATH): install it (Debian and Ubuntu: apt \
+             install g++) and check the host with `ioi-run doctor`",
+            dirs.join(", ")
+        )
+    })
+}
+
 /// The judge: a sandbox, a compile cache and a runner.
 pub struct Judge {
     sandbox: Sandbox,
@@ -152,29 +170,33 @@ impl Judge {
         if options.compile_profile != CompileProfile::Reference
             && matches!(options.runner, Runner::Scripts(_))
         {
-            bail!(
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "--compile-profile {} needs the native runner: with --runner scripts the compile \
                  script chooses the flags",
                 options.compile_profile.as_str()
-            );
+            )));
         }
         if !(TIME_SCALES.contains(&options.time_scale)) {
-            bail!(
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "time scale {} is out of range: give a factor from {} to {}",
                 options.time_scale,
                 TIME_SCALES.start(),
                 TIME_SCALES.end()
-            );
+            )));
         }
         if options.time_scale != 1.0 && matches!(options.runner, Runner::Scripts(_)) {
-            bail!(
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "--time-scale needs the native runner: with --runner scripts the run script reads \
                  the time limit from graders/grader_config.json itself"
-            );
+            )));
+        }
+        if let Some(missing) = missing_compiler(BOX_PATH_DIRS) {
+            return Err(crate::error::host(anyhow::anyhow!("{missing}")));
         }
         crate::scratch::sweep_stale();
-        let sandbox = Sandbox::new(SandboxOptions::default())?;
-        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)?
+        let sandbox = Sandbox::new(SandboxOptions::default()).map_err(crate::error::host)?;
+        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)
+            .map_err(crate::error::host)?
             .with_max_program_bytes(options.max_program_bytes);
         Ok(Judge {
             sandbox,
@@ -321,5 +343,23 @@ impl Judge {
                 native::run_communication(&self.sandbox, problem, params, &loaded.tools, bin, test)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_compiler_is_named_with_where_it_was_looked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        let message = missing_compiler(&[path]).unwrap();
+        assert!(
+            message.contains("g++ is in none of") && message.contains(path),
+            "{message}"
+        );
+        std::fs::write(dir.path().join("g++"), "").unwrap();
+        assert_eq!(missing_compiler(&[path]), None);
     }
 }

@@ -87,7 +87,12 @@ pub(crate) fn failure(outcome: &Outcome, limits: &Limits) -> Result<Option<(Verd
                 outcome.exit_code.unwrap_or(-1)
             ),
         ),
-        Termination::InternalError => bail!("sandbox failure: {}", outcome.message),
+        Termination::InternalError => {
+            return Err(crate::error::host(anyhow::anyhow!(
+                "sandbox failure: {}",
+                outcome.message
+            )))
+        }
     }))
 }
 

@@ -325,7 +325,9 @@ struct Planned {
 enum Slot {
     Loading,
     Ready(Arc<Planned>),
-    Failed(String),
+    /// Why it failed, for every submission of the problem, with the error's class (the exit
+    /// code of a command it fails).
+    Failed(String, Option<crate::error::ErrorClass>),
 }
 
 enum BuildState {
@@ -410,7 +412,10 @@ enum Give {
 
 /// What a work item gave, recorded by the worker at its next visit to the lock.
 enum Outcome {
-    Loaded(String, Result<Arc<Planned>, String>),
+    Loaded(
+        String,
+        Result<Arc<Planned>, (String, Option<crate::error::ErrorClass>)>,
+    ),
     Compiled(usize, Result<Build>),
     Tested(usize, TestId, Result<TestResult>),
 }
@@ -872,8 +877,12 @@ impl Shared<'_> {
                     state.pending.pop_front();
                     self.admit(state, next, planned, endings);
                 }
-                Some(Slot::Failed(message)) => {
-                    let how = Ended::Failed(anyhow!("{message}"));
+                Some(Slot::Failed(message, class)) => {
+                    let error = anyhow!("{message}");
+                    let how = Ended::Failed(match class {
+                        Some(class) => crate::error::classify(*class, error),
+                        None => error,
+                    });
                     state.pending.pop_front();
                     self.complete(state, next, None, how, endings);
                 }
@@ -982,7 +991,7 @@ impl Shared<'_> {
             Outcome::Loaded(key, loaded) => {
                 let slot = match loaded {
                     Ok(planned) => Slot::Ready(planned),
-                    Err(message) => Slot::Failed(message),
+                    Err((message, class)) => Slot::Failed(message, class),
                 };
                 state.problems.insert(key, slot);
             }
@@ -1186,7 +1195,7 @@ impl Shared<'_> {
                             problem: Arc::new(problem),
                         })
                     })
-                    .map_err(|e| format!("{e:#}"));
+                    .map_err(|e| (format!("{e:#}"), crate::error::class_of(&e)));
                 Outcome::Loaded(key, loaded)
             }
             Work::Compile(job, planned, code, language) => {

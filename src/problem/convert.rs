@@ -230,7 +230,12 @@ mod tests {
         write_openr1(&[(problem.clone(), tests)], &problems_out, &tests_out).unwrap();
         let loaded = load_problems(&[problems_out]).unwrap().problems;
         assert_eq!(loaded.len(), 1);
-        let loaded_tests = load_tests(&[tests_out], &loaded[0]).unwrap();
+        let loaded_tests = load_tests(
+            &[tests_out],
+            &loaded[0],
+            &crate::dataset::RowPolicy::new(true),
+        )
+        .unwrap();
         let (_, tests) = load_cms(dir).unwrap();
         (
             problem,

@@ -24,7 +24,7 @@ use parquet::arrow::ProjectionMask;
 use super::cms::read_test_folder;
 use super::openr1::list;
 use super::{Problem, TestCase, TestSet};
-use crate::dataset::{files_under, read_rows, Format};
+use crate::dataset::{files_under, read_rows, Format, RowPolicy};
 
 /// Rows decoded at once from a tests parquet file. Each row holds up to ~30 MB; measured peak
 /// memory for loading 32 MB tests is ~110 MB with 1 row per batch and ~240 MB with 4.
@@ -33,9 +33,11 @@ const TEST_BATCH_ROWS: usize = 2;
 /// Loads the tests of `problem` from test sources: open-r1/ioi-test-cases parquet or jsonl
 /// files (or folders of them), or folders of `<name>.in`/`<name>.out` files (directly, in
 /// `tests/`, or in a `<problem id>/` subfolder). Only the tests that the problem's subtasks
-/// name are kept; every one of them must be found.
-pub fn load_tests(sources: &[PathBuf], problem: &Problem) -> Result<TestSet> {
-    let mut sink = TestSink::new(problem);
+/// name are kept; every one of them must be found. A jsonl row that cannot be read (malformed,
+/// a field missing or of the wrong type) goes to `rows`: skipped (a test it held is then
+/// missing, which names the test), or refusing the tests.
+pub fn load_tests(sources: &[PathBuf], problem: &Problem, rows: &RowPolicy) -> Result<TestSet> {
+    let mut sink = TestSink::new(problem, rows);
     for source in sources {
         if sink.complete() {
             break;
@@ -125,15 +127,17 @@ fn has_inputs(dir: &Path) -> bool {
 /// Collects the wanted tests of one problem, writing streamed ones to a temporary folder.
 struct TestSink<'a> {
     problem: &'a Problem,
+    rows: &'a RowPolicy,
     wanted: HashSet<String>,
     cases: BTreeMap<String, TestCase>,
     storage: Option<tempfile::TempDir>,
 }
 
 impl<'a> TestSink<'a> {
-    fn new(problem: &'a Problem) -> Self {
+    fn new(problem: &'a Problem, rows: &'a RowPolicy) -> Self {
         TestSink {
             problem,
+            rows,
             wanted: problem
                 .test_names()
                 .into_iter()
@@ -207,20 +211,32 @@ impl<'a> TestSink<'a> {
 
     fn read_jsonl(&mut self, path: &Path) -> Result<()> {
         for row in read_rows(path, None)? {
-            let row = row?;
-            let year = row.get("year").map(|_| row.int("year")).transpose()?;
-            if !self.matches(row.str("problem_id")?, year) {
-                continue;
-            }
-            let name = row.str("test_name")?;
-            if self.wants(name) {
-                let name = name.to_string();
-                let input = row.str("test_input")?.as_bytes();
-                let output = row.str("test_output")?.as_bytes();
-                self.write(&name, input, output)?;
-                if self.complete() {
-                    break;
+            let read = row.and_then(|row| {
+                let year = row.get("year").map(|_| row.int("year")).transpose()?;
+                if !self.matches(row.str("problem_id")?, year) {
+                    return Ok(None);
                 }
+                let name = row.str("test_name")?;
+                if !self.wants(name) {
+                    return Ok(None);
+                }
+                // Both fields are checked before anything is written.
+                row.str("test_input")?;
+                row.str("test_output")?;
+                Ok(Some(row))
+            });
+            match read {
+                Ok(Some(row)) => {
+                    let name = row.str("test_name")?.to_string();
+                    let input = row.str("test_input")?.as_bytes();
+                    let output = row.str("test_output")?.as_bytes();
+                    self.write(&name, input, output)?;
+                    if self.complete() {
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => self.rows.skip_or_refuse(e)?,
             }
         }
         Ok(())
@@ -423,7 +439,12 @@ mod tests {
                 test_row(2024, "nile", "unused", "U"),
             ],
         );
-        let tests = load_tests(&[path], &problem_with_tests("nile", 2024, &["a"])).unwrap();
+        let tests = load_tests(
+            &[path],
+            &problem_with_tests("nile", 2024, &["a"]),
+            &RowPolicy::new(true),
+        )
+        .unwrap();
         assert_eq!(tests.cases.len(), 1);
         let a = tests.get("a").unwrap();
         assert_eq!(
@@ -442,7 +463,8 @@ mod tests {
             std::fs::create_dir_all(&folder).unwrap();
             std::fs::write(folder.join("x.in"), "in").unwrap();
             std::fs::write(folder.join("x.out"), "out").unwrap();
-            let tests = load_tests(&[dir.path().to_path_buf()], &problem).unwrap();
+            let tests =
+                load_tests(&[dir.path().to_path_buf()], &problem, &RowPolicy::new(true)).unwrap();
             let x = tests.get("x").unwrap();
             assert_eq!(x.input, folder.join("x.in"), "layout {sub:?}");
             assert_eq!(read(&x.output), "out");
@@ -457,7 +479,7 @@ mod tests {
         let problem = problem_with_tests("nile", 2024, &["x", "y"]);
         let err = format!(
             "{:#}",
-            load_tests(&[dir.path().to_path_buf()], &problem).unwrap_err()
+            load_tests(&[dir.path().to_path_buf()], &problem, &RowPolicy::new(true)).unwrap_err()
         );
         assert!(
             err.contains("subtask 01-all") && err.contains("\"y\""),
@@ -518,6 +540,7 @@ mod tests {
         let tests = load_tests(
             std::slice::from_ref(&path),
             &problem_with_tests("nile", 2024, &["a", "b"]),
+            &RowPolicy::new(true),
         )
         .unwrap();
         assert_eq!(tests.cases.len(), 2);
@@ -529,7 +552,12 @@ mod tests {
         assert_eq!(written, 4, "only the wanted tests are written");
 
         // Without a year, the first row of the problem wins.
-        let any_year = load_tests(&[path], &problem_with_tests("nile", 0, &["a"])).unwrap();
+        let any_year = load_tests(
+            &[path],
+            &problem_with_tests("nile", 0, &["a"]),
+            &RowPolicy::new(true),
+        )
+        .unwrap();
         assert_eq!(read(&any_year.get("a").unwrap().input), "old-nile-a");
     }
 
@@ -540,7 +568,12 @@ mod tests {
         write_test_parquet(&path, &[(2024, "tree", "a", "x")]);
         let err = format!(
             "{:#}",
-            load_tests(&[path], &problem_with_tests("nile", 2024, &["a"])).unwrap_err()
+            load_tests(
+                &[path],
+                &problem_with_tests("nile", 2024, &["a"]),
+                &RowPolicy::new(true)
+            )
+            .unwrap_err()
         );
         assert!(
             err.contains("subtask 01-all") && err.contains("\"a\"") && err.contains("t.parquet"),
