@@ -501,6 +501,9 @@ impl Builder {
         let mut limit_hit: Option<Termination> = None;
         let mut report_bytes = [0u8; Report::SIZE];
         let mut got = 0usize;
+        let mut caller_gone = false;
+        // The caller's end closed (nix names no POLLRDHUP).
+        let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
         // the CPU limit off or report a false peak.
         let fail = |e: anyhow::Error| -> Result<Outcome> {
@@ -531,11 +534,28 @@ impl Builder {
             }
             let timeout =
                 PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
-            let mut fds = [PollFd::new(
+            let mut fds = vec![PollFd::new(
                 std::os::fd::AsFd::as_fd(&report_read),
                 PollFlags::POLLIN,
             )];
-            match poll(&mut fds, timeout) {
+            if let (Some(caller), false) = (&spec.caller, caller_gone) {
+                fds.push(PollFd::new(std::os::fd::AsFd::as_fd(&**caller), rdhup));
+            }
+            let polled = poll(&mut fds, timeout);
+            let hung_up = rdhup | PollFlags::POLLHUP | PollFlags::POLLERR;
+            if fds
+                .get(1)
+                .and_then(|fd| fd.revents())
+                .is_some_and(|r| r.intersects(hung_up))
+            {
+                // Nobody is left to take the outcome: the box goes, as it would with its caller.
+                caller_gone = true;
+                kill_init();
+            }
+            let report_ready = fds[0]
+                .revents()
+                .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP));
+            match polled.map(|n| if report_ready { n } else { 0 }) {
                 Ok(n) if n > 0 => match nix::unistd::read(&report_read, &mut report_bytes[got..]) {
                     Ok(0) => break,
                     Ok(n) => {
@@ -593,6 +613,9 @@ impl Builder {
         // the box has exited and been accounted, and the counters are final. (Its mounts are
         // held by the keeper's descriptor of the mount namespace: their teardown is not here.)
         let _ = nix::sys::wait::waitpid(init, None);
+        if caller_gone {
+            bail!("the caller hung up during the run: its box was killed");
+        }
         let report = if got == Report::SIZE {
             Report::decode(&report_bytes)
         } else {
