@@ -502,8 +502,6 @@ impl Builder {
         let mut report_bytes = [0u8; Report::SIZE];
         let mut got = 0usize;
         let mut caller_gone = false;
-        // The caller's end closed (nix names no POLLRDHUP).
-        let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
         // the CPU limit off or report a false peak.
         let fail = |e: anyhow::Error| -> Result<Outcome> {
@@ -539,10 +537,14 @@ impl Builder {
                 PollFlags::POLLIN,
             )];
             if let (Some(caller), false) = (&spec.caller, caller_gone) {
-                fds.push(PollFd::new(std::os::fd::AsFd::as_fd(&**caller), rdhup));
+                // The caller sends nothing during a run: readable means it hung up.
+                fds.push(PollFd::new(
+                    std::os::fd::AsFd::as_fd(&**caller),
+                    PollFlags::POLLIN,
+                ));
             }
             let polled = poll(&mut fds, timeout);
-            let hung_up = rdhup | PollFlags::POLLHUP | PollFlags::POLLERR;
+            let hung_up = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
             if fds
                 .get(1)
                 .and_then(|fd| fd.revents())
