@@ -227,13 +227,19 @@ struct Keeper {
 impl Keeper {
     fn start(exe: &Path) -> Result<Keeper> {
         let dir = tempfile::tempdir()?;
+        // The keeper serves only from a folder closed to others.
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )?;
         let socket = dir.path().join("keeper.sock");
+        let log = dir.path().join("keeper.log");
         let child = std::process::Command::new(exe)
             .arg("keeper")
             .arg("--socket")
             .arg(&socket)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log)?)
             .spawn()
             .context("cannot start ioi-run keeper")?;
         let mut keeper = Keeper {
@@ -244,7 +250,8 @@ impl Keeper {
         let deadline = Instant::now() + Duration::from_secs(60);
         while std::os::unix::net::UnixStream::connect(&keeper.socket).is_err() {
             if let Some(status) = keeper.child.try_wait()? {
-                anyhow::bail!("ioi-run keeper stopped: {status}");
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                anyhow::bail!("ioi-run keeper stopped ({status}): {}", log.trim());
             }
             anyhow::ensure!(Instant::now() < deadline, "ioi-run keeper does not listen");
             std::thread::sleep(Duration::from_millis(20));
