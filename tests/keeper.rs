@@ -1,6 +1,6 @@
 //! `ioi-run keeper` with `ioi-run sandbox` handing runs to it: outcomes and output identical to
 //! the command's own runs, a box killed with the client that hangs up or with the keeper that
-//! dies, runs in parallel, and one keeper per socket.
+//! dies, runs in parallel, one keeper per socket, and no terminal of the caller for the program.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -332,4 +332,51 @@ fn a_keeper_refuses_a_folder_open_to_others() {
         "{stderr}"
     );
     assert!(!open.join("keeper.sock").exists());
+}
+
+#[test]
+fn a_program_run_by_the_keeper_never_holds_the_callers_terminal() {
+    if !is_root_or_skip("the keeper") {
+        return;
+    }
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let work = tempfile::tempdir().unwrap();
+    let (_keeper, socket) = keeper(work.path());
+    // The command's stdout and stderr are a terminal, which the keeper receives: the program
+    // must still see pipes and have no controlling terminal to inject keystrokes into.
+    // SAFETY: libc pty calls on descriptors this test owns.
+    let (master, slave) = unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(master >= 0);
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let slave = libc::open(
+            libc::ptsname(master),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        assert!(slave >= 0);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    };
+    let script = "for fd in 1 2; do if [ -t $fd ]; then echo TTY$fd; else echo PIPE$fd; fi; done; \
+                  if (exec 3</dev/tty) 2>/dev/null; then echo HAS-CTTY; else echo NO-CTTY; fi";
+    let status = sandbox(work.path(), Some(&socket))
+        .args(["--", "sh", "-c", script])
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave)
+        .status()
+        .unwrap();
+    let mut master = std::fs::File::from(master);
+    // SAFETY: fcntl on our own descriptor: read what is there without waiting.
+    unsafe {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&master);
+        libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
+    }
+    let (mut text, mut buf) = (Vec::new(), [0u8; 4096]);
+    while let Ok(n @ 1..) = master.read(&mut buf) {
+        text.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&text).replace('\r', "");
+    assert_eq!(status.code(), Some(0), "{text}");
+    assert!(text.contains("PIPE1\nPIPE2\nNO-CTTY\n"), "{text}");
 }
