@@ -517,6 +517,7 @@ impl Builder {
         let mut limit_hit: Option<Termination> = None;
         let mut report_bytes = [0u8; Report::SIZE];
         let mut got = 0usize;
+        let mut caller_gone = false;
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
         // the CPU limit off or report a false peak.
         let fail = |e: anyhow::Error| -> Result<Outcome> {
@@ -545,7 +546,14 @@ impl Builder {
             if let Some(period) = cgroup.memory_sample_period() {
                 wait = wait.min(period);
             }
-            match poll_until(&report_read, &mut sysinfo, Instant::now() + wait) {
+            let caller = spec.caller.as_deref().filter(|_| !caller_gone);
+            let woken = poll_until(&report_read, caller, &mut sysinfo, Instant::now() + wait);
+            if matches!(woken, Ok(Wake::CallerGone)) {
+                // Nobody is left to take the outcome: the box goes, as it would with its caller.
+                caller_gone = true;
+                kill_init();
+            }
+            match woken.map(|w| w == Wake::Report) {
                 Ok(true) => match nix::unistd::read(&report_read, &mut report_bytes[got..]) {
                     Ok(0) => break,
                     Ok(n) => {
@@ -603,6 +611,9 @@ impl Builder {
         // the box has exited and been accounted, and the counters are final. (Its mounts are
         // held by the keeper's descriptor of the mount namespace: their teardown is not here.)
         let _ = nix::sys::wait::waitpid(init, None);
+        if caller_gone {
+            bail!("the caller hung up during the run: its box was killed");
+        }
         let report = if got == Report::SIZE {
             Report::decode(&report_bytes)
         } else {
@@ -807,9 +818,25 @@ fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) ->
     Ok(pid)
 }
 
-/// Polls the report pipe until `deadline`, answering the program's `sysinfo` calls meanwhile;
-/// whether the pipe is readable (or closed). An interrupted poll counts as the deadline.
-fn poll_until(report: &OwnedFd, sysinfo: &mut Emulator, deadline: Instant) -> nix::Result<bool> {
+/// Why [`poll_until`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// The report pipe is readable (or closed).
+    Report,
+    /// The caller's connection hung up (it sends nothing during a run).
+    CallerGone,
+    /// The deadline passed, or a signal came.
+    Timeout,
+}
+
+/// Waits until the report pipe is readable, the caller hangs up or `deadline` passes,
+/// answering the program's `sysinfo` calls meanwhile.
+fn poll_until(
+    report: &OwnedFd,
+    caller: Option<&OwnedFd>,
+    sysinfo: &mut Emulator,
+    deadline: Instant,
+) -> nix::Result<Wake> {
     loop {
         let now = Instant::now();
         let wake = match sysinfo.paused_until(now) {
@@ -820,23 +847,28 @@ fn poll_until(report: &OwnedFd, sysinfo: &mut Emulator, deadline: Instant) -> ni
         let timeout =
             PollTimeout::try_from(left.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
         let mut fds = vec![PollFd::new(report.as_fd(), PollFlags::POLLIN)];
+        fds.extend(caller.map(|fd| PollFd::new(fd.as_fd(), PollFlags::POLLIN)));
+        let listener = fds.len();
         fds.extend(sysinfo.fd(now).map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
         match poll(&mut fds, timeout) {
             Ok(_) => {}
-            Err(nix::errno::Errno::EINTR) => return Ok(false),
+            Err(nix::errno::Errno::EINTR) => return Ok(Wake::Timeout),
             Err(e) => return Err(e),
         }
         let events = |fd: &PollFd| fd.revents().unwrap_or(PollFlags::empty());
         if !events(&fds[0]).is_empty() {
-            return Ok(true);
+            return Ok(Wake::Report);
         }
-        let call = fds.get(1).map(events).unwrap_or(PollFlags::empty());
+        if caller.is_some() && !events(&fds[1]).is_empty() {
+            return Ok(Wake::CallerGone);
+        }
+        let call = fds.get(listener).map(events).unwrap_or(PollFlags::empty());
         drop(fds);
         if !call.is_empty() {
             sysinfo.ready(call);
         }
         if Instant::now() >= deadline {
-            return Ok(false);
+            return Ok(Wake::Timeout);
         }
     }
 }

@@ -138,6 +138,9 @@ pub struct RunSpec {
     /// processes) share this: while any of them waits for a CPU, none of them is charged wall
     /// time, since a peer blocked on a starved process is not idle by choice.
     pub wait_group: Option<std::sync::Arc<WaitGroup>>,
+    /// A connection to whoever asked for the run (a keeper's client): when its peer hangs up,
+    /// the run is stopped and its box killed, since nobody is left to take its outcome.
+    pub caller: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// Boxes that run together (see [`RunSpec::wait_group`]): each box's wait clock samples the
@@ -224,6 +227,7 @@ impl RunSpec {
             stderr: Stdio::Null,
             limits: Limits::default(),
             wait_group: None,
+            caller: None,
         }
     }
 }

@@ -213,6 +213,61 @@ impl Drop for IsolateBox {
     }
 }
 
+/// Names the keeper's socket for `ioi-run sandbox` (empty: none).
+const KEEPER_ENV: &str = "IOI_RUN_KEEPER";
+
+/// An `ioi-run keeper` of the benchmark's own, on a socket in a private folder, stopped (by
+/// its pid) when dropped.
+struct Keeper {
+    child: std::process::Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Keeper {
+    fn start(exe: &Path) -> Result<Keeper> {
+        let dir = tempfile::tempdir()?;
+        // The keeper serves only from a folder closed to others.
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )?;
+        let socket = dir.path().join("keeper.sock");
+        let log = dir.path().join("keeper.log");
+        let child = std::process::Command::new(exe)
+            .arg("keeper")
+            .arg("--socket")
+            .arg(&socket)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()
+            .context("cannot start ioi-run keeper")?;
+        let mut keeper = Keeper {
+            child,
+            socket,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::os::unix::net::UnixStream::connect(&keeper.socket).is_err() {
+            if let Some(status) = keeper.child.try_wait()? {
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                anyhow::bail!("ioi-run keeper stopped ({status}): {}", log.trim());
+            }
+            anyhow::ensure!(Instant::now() < deadline, "ioi-run keeper does not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(keeper)
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
 /// One way of running `/bin/true` as a command, timed in turn with the others.
 struct Contender<'a> {
     name: &'static str,
@@ -245,6 +300,7 @@ fn command(
 ) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the ioi-run executable")?;
     let prepared = isolate.map(IsolateBox::init).transpose()?;
+    let keeper = Keeper::start(&exe)?;
     let contender = Contender::new;
     let mut contenders = vec![
         contender(
@@ -257,6 +313,18 @@ fn command(
                 run_plain(
                     std::process::Command::new(&exe)
                         .args(["sandbox", "--", "/bin/true"])
+                        .env(KEEPER_ENV, "")
+                        .stderr(std::process::Stdio::null()),
+                )
+            }),
+        ),
+        contender(
+            "  the same, with a keeper",
+            Box::new(|| {
+                run_plain(
+                    std::process::Command::new(&exe)
+                        .args(["sandbox", "--", "/bin/true"])
+                        .env(KEEPER_ENV, &keeper.socket)
                         .stderr(std::process::Stdio::null()),
                 )
             }),
@@ -314,17 +382,24 @@ fn command(
             ms(c.kernel / rounds),
         );
     }
-    let ours = medians[1];
+    let (ours, kept) = (medians[1], medians[2]);
     outln!(
-        "command overhead          median {:.3} ms; ioi-run / /bin/true {:.2}×",
+        "command overhead          median {:.3} ms; ioi-run / /bin/true {:.2}×; with a keeper {:.3} ms, {:.2}×",
         ours - medians[0],
-        ours / medians[0]
+        ours / medians[0],
+        kept - medians[0],
+        kept / medians[0]
     );
-    if medians.len() > 2 {
+    if medians.len() > 3 {
         outln!(
             "ioi-run / isolate --run {:.2}×   ioi-run / isolate --init+--run+--cleanup {:.2}×",
-            ours / medians[2],
-            ours / medians[3]
+            ours / medians[3],
+            ours / medians[4]
+        );
+        outln!(
+            "ioi-run with a keeper / isolate --run {:.2}×   / isolate --init+--run+--cleanup {:.2}×",
+            kept / medians[3],
+            kept / medians[4]
         );
     }
     Ok(())

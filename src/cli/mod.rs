@@ -6,8 +6,10 @@ mod doctor;
 mod evaluate;
 mod fidelity;
 mod judge;
+mod keeper;
 mod merge;
 mod report;
+mod run_request;
 mod sandbox;
 mod serve;
 mod slurm;
@@ -44,6 +46,9 @@ pub enum LogFormat {
 enum Command {
     /// Run one command in the sandbox and print what happened.
     Sandbox(sandbox::Args),
+    /// Stay resident and run the `sandbox` commands of your uid handed to it on a unix socket,
+    /// with boxes built ahead: a command then starts no sandbox of its own.
+    Keeper(keeper::Args),
     /// Check that this host can run the sandbox, and run a few sandboxed self-tests.
     Doctor(doctor::Args),
     /// Judge one solution on one problem and show every test.
@@ -84,6 +89,7 @@ pub fn main() -> i32 {
     }
     let result = match cli.command {
         Command::Sandbox(args) => sandbox::run(args),
+        Command::Keeper(args) => keeper::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Judge(args) => judge::run(args),

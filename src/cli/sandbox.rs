@@ -1,11 +1,13 @@
-//! `ioi-run sandbox`: run one command in the sandbox and print its outcome.
+//! `ioi-run sandbox`: run one command in the sandbox and print its outcome; a keeper runs it
+//! when one listens (see `keeper`), this process otherwise.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::output::outln;
+use super::run_request::{absolute, execute, RequestLimits, RunRequest};
 use anyhow::{bail, Context, Result};
-use ioi_sandbox::{Bind, Limits, RunSpec, Sandbox, SandboxOptions, Stdio};
+use ioi_sandbox::{RunSpec, Sandbox, SandboxOptions};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -58,72 +60,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let binds = check_arguments(&args).map_err(crate::error::usage)?;
-    crate::scratch::sweep_stale();
-    // One run: no box is built ahead (it would be built for nothing).
-    let options = SandboxOptions {
-        ready_boxes: 0,
-        ..SandboxOptions::default()
+    check_arguments(&args).map_err(crate::error::usage)?;
+    let request = request(&args).map_err(crate::error::usage)?;
+    let outcome = match super::keeper::hand_over(&request) {
+        Some(outcome) => outcome?,
+        None => run_here(&request)?,
     };
-    let sandbox = Sandbox::new(options)
-        .context("the sandbox cannot start on this host (try `ioi-run doctor`)")
-        .map_err(crate::error::host)?;
-    let temp_box;
-    let box_dir = match &args.box_dir {
-        Some(dir) => dir.clone(),
-        None => {
-            temp_box = crate::scratch::tempdir("box")?;
-            sandbox.give_to_box(temp_box.path())?;
-            temp_box.path().to_path_buf()
-        }
-    };
-    let mut spec = RunSpec::new(&box_dir, args.command.iter().cloned());
-    spec.env = environment(&args.env)?;
-    spec.binds = binds;
-    spec.stdin = args.stdin.clone().map(Stdio::Path).unwrap_or(Stdio::Null);
-    let mut relays = Vec::new();
-    spec.stdout = match &args.stdout {
-        Some(path) => Stdio::Path(path.clone()),
-        None => {
-            let (stdio, relay) = relay(Stream::Stdout, args.output_limit)?;
-            relays.push(relay);
-            stdio
-        }
-    };
-    spec.stderr = match &args.stderr {
-        Some(path) => Stdio::Path(path.clone()),
-        None => {
-            let (stdio, relay) = relay(Stream::Stderr, args.output_limit)?;
-            relays.push(relay);
-            stdio
-        }
-    };
-    spec.limits = Limits {
-        cpu_time: args.time,
-        wall_time: args
-            .wall_time
-            .or(args.time.map(|t| t * 3 + Duration::from_secs(1))),
-        memory: args.memory,
-        processes: Some(args.processes),
-        output_size: args.output_limit,
-        ..Limits::default()
-    };
-    let mut outcome = sandbox.run(&spec);
-    // Our copies of the pipes' write ends go with the spec: the relays then see end-of-file.
-    drop(spec);
-    let mut over_limit = false;
-    for relay in relays {
-        over_limit |= relay.join().unwrap_or(false);
-    }
-    if over_limit && outcome.status != ioi_sandbox::Termination::InternalError {
-        // The relay stopped reading past the limit: whatever happened to the program next
-        // (SIGPIPE, most often) is the output limit's doing.
-        outcome.status = ioi_sandbox::Termination::OutputLimit;
-        outcome.message = format!(
-            "output limit exceeded (more than {} bytes written to a standard stream)",
-            args.output_limit.unwrap_or(0)
-        );
-    }
     if let Some(meta) = &args.meta {
         let text = serde_json::to_string_pretty(&outcome)? + "\n";
         std::fs::write(meta, text)
@@ -160,8 +102,8 @@ pub fn run(args: Args) -> Result<i32> {
 }
 
 /// Every mistake in the arguments that can be seen before anything runs: it is the caller's to
-/// fix (a usage error), never an `internal_error` outcome of the run. Returns the `--dir` binds.
-fn check_arguments(args: &Args) -> Result<Vec<Bind>> {
+/// fix (a usage error), never an `internal_error` outcome of the run.
+fn check_arguments(args: &Args) -> Result<()> {
     if args.json && args.stdout.is_none() {
         bail!(
             "--json prints the outcome on stdout, where the program's own output goes too: give \
@@ -203,29 +145,33 @@ fn check_arguments(args: &Args) -> Result<Vec<Bind>> {
             writable_file(flag, path)?;
         }
     }
-    let binds = args
-        .dirs
-        .iter()
-        .map(|d| parse_dir(d))
-        .collect::<Result<Vec<Bind>>>()?;
-    for bind in &binds {
-        if !bind.host.exists() {
+    let request = request(args)?;
+    for (host, inside, _) in &request.binds {
+        if !host.exists() {
             bail!(
                 "--dir {}:{}: {} does not exist",
-                bind.host.display(),
-                bind.inside.display(),
-                bind.host.display()
+                host.display(),
+                inside.display(),
+                host.display()
             );
         }
     }
-    let env = environment(&args.env)?;
+    let mut env = RunSpec::new("/", ["true"]).env;
+    for (name, value) in &request.env {
+        env.retain(|(k, _)| k != name);
+        env.push((name.clone(), value.clone()));
+    }
     let path = env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str())
         .unwrap_or("");
-    find_program(&args.command[0], args.box_dir.as_deref(), &binds, path)?;
-    Ok(binds)
+    find_program(
+        &args.command[0],
+        request.box_dir.as_deref(),
+        &request.binds,
+        path,
+    )
 }
 
 /// A file the outcome or a stream can be written to: its folder must exist, and it must not be
@@ -248,17 +194,68 @@ fn writable_file(flag: &str, path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// The program's environment: `PATH` and the `--env` variables.
-fn environment(vars: &[String]) -> Result<Vec<(String, String)>> {
-    let mut env = RunSpec::new("/", ["true"]).env;
-    for var in vars {
+/// The run the arguments ask for, host paths absolute here (a keeper has its own working
+/// directory).
+fn request(args: &Args) -> Result<RunRequest> {
+    let absolute = |path: &Option<PathBuf>| path.as_deref().map(absolute).transpose();
+    let mut env: Vec<(String, String)> = Vec::new();
+    for var in &args.env {
         let Some((k, v)) = var.split_once('=') else {
             bail!("--env {var:?}: expected NAME=VALUE")
         };
         env.retain(|(name, _)| name != k);
         env.push((k.to_string(), v.to_string()));
     }
-    Ok(env)
+    let binds = args
+        .dirs
+        .iter()
+        .map(|dir| parse_dir(dir))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RunRequest {
+        argv: args.command.clone(),
+        env,
+        binds,
+        box_dir: absolute(&args.box_dir)?,
+        stdin: absolute(&args.stdin)?,
+        stdout: absolute(&args.stdout)?,
+        stderr: absolute(&args.stderr)?,
+        limits: RequestLimits {
+            cpu_time: args.time,
+            wall_time: args
+                .wall_time
+                .or(args.time.map(|t| t * 3 + Duration::from_secs(1))),
+            memory: args.memory,
+            processes: args.processes,
+            output_size: args.output_limit,
+        },
+    })
+}
+
+/// Runs `request` in a sandbox of this process, started for this run alone.
+fn run_here(request: &RunRequest) -> Result<ioi_sandbox::Outcome> {
+    crate::scratch::sweep_stale();
+    // One run: no box is built ahead (it would be built for nothing).
+    let options = SandboxOptions {
+        ready_boxes: 0,
+        ..SandboxOptions::default()
+    };
+    let sandbox = Sandbox::new(options)
+        .context("the sandbox cannot start on this host (try `ioi-run doctor`)")
+        .map_err(crate::error::host)?;
+    let dup = |fd| nix::unistd::dup(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
+    let out = dup(1).context("cannot duplicate stdout")?;
+    let err = dup(2).context("cannot duplicate stderr")?;
+    execute(&sandbox, request, out, err, None)
+}
+
+fn parse_dir(spec: &str) -> Result<(PathBuf, PathBuf, bool)> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let (host, inside, writable) = match parts.as_slice() {
+        [host, inside] | [host, inside, "ro"] => (host, inside, false),
+        [host, inside, "rw"] => (host, inside, true),
+        _ => bail!("--dir {spec:?}: expected HOST:INSIDE or HOST:INSIDE:rw"),
+    };
+    Ok((absolute(Path::new(host))?, PathBuf::from(inside), writable))
 }
 
 /// Folders of the host that every box sees at the same path (read-only).
@@ -273,7 +270,7 @@ const SYSTEM_DIRS: &[&str] = &[
 fn find_program(
     program: &str,
     box_dir: Option<&std::path::Path>,
-    binds: &[Bind],
+    binds: &[(PathBuf, PathBuf, bool)],
     path: &str,
 ) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -320,16 +317,20 @@ fn find_program(
 }
 
 /// Where a path inside the box is on the host, or `None` when the box does not see it.
-fn host_path(inside: &str, box_dir: Option<&std::path::Path>, binds: &[Bind]) -> Option<PathBuf> {
+fn host_path(
+    inside: &str,
+    box_dir: Option<&std::path::Path>,
+    binds: &[(PathBuf, PathBuf, bool)],
+) -> Option<PathBuf> {
     let inside = std::path::Path::new(inside);
     let absolute = match inside.is_absolute() {
         true => inside.to_path_buf(),
         false => std::path::Path::new(ioi_sandbox::BOX_PATH).join(inside),
     };
     // The last bind over a path wins, as the last mount does.
-    for bind in binds.iter().rev() {
-        if let Ok(rest) = absolute.strip_prefix(&bind.inside) {
-            return Some(bind.host.join(rest));
+    for (host, bind_inside, _) in binds.iter().rev() {
+        if let Ok(rest) = absolute.strip_prefix(bind_inside) {
+            return Some(host.join(rest));
         }
     }
     if let Ok(rest) = absolute.strip_prefix(ioi_sandbox::BOX_PATH) {
@@ -339,62 +340,4 @@ fn host_path(inside: &str, box_dir: Option<&std::path::Path>, binds: &[Bind]) ->
         .iter()
         .any(|d| absolute.starts_with(d))
         .then_some(absolute)
-}
-
-#[derive(Clone, Copy)]
-enum Stream {
-    Stdout,
-    Stderr,
-}
-
-/// A pipe whose write end is given to the program, and a thread copying what comes out to
-/// ioi-run's own `stream`. The program never holds the caller's descriptor (a terminal
-/// would let it inject keystrokes into the caller's shell), and `limit` applies to what it
-/// writes, which RLIMIT_FSIZE does not do for a pipe: past the limit the relay closes its end
-/// (the program gets SIGPIPE or EPIPE) and returns true.
-fn relay(stream: Stream, limit: Option<u64>) -> Result<(Stdio, std::thread::JoinHandle<bool>)> {
-    use std::io::{Read, Write};
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .context("cannot create a pipe for the program's output")?;
-    let handle = std::thread::spawn(move || {
-        let mut from = std::fs::File::from(read);
-        let mut buf = vec![0u8; 64 << 10];
-        let mut seen = 0u64;
-        loop {
-            let n = match from.read(&mut buf) {
-                Ok(0) => return false,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return false,
-            };
-            let allowed = limit.map_or(n as u64, |l| l.saturating_sub(seen).min(n as u64));
-            let chunk = &buf[..allowed as usize];
-            let written = match stream {
-                Stream::Stdout => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(chunk).and_then(|_| out.flush())
-                }
-                Stream::Stderr => std::io::stderr().lock().write_all(chunk),
-            };
-            seen += n as u64;
-            if limit.is_some_and(|l| seen > l) {
-                return true;
-            }
-            if written.is_err() {
-                // Our reader went away (`| head`): the program sees the same broken pipe.
-                return false;
-            }
-        }
-    });
-    Ok((Stdio::Fd(std::sync::Arc::new(write)), handle))
-}
-
-fn parse_dir(spec: &str) -> Result<Bind> {
-    let parts: Vec<&str> = spec.split(':').collect();
-    match parts.as_slice() {
-        [host, inside] => Ok(Bind::read_only(host, inside)),
-        [host, inside, "rw"] => Ok(Bind::writable(host, inside)),
-        [host, inside, "ro"] => Ok(Bind::read_only(host, inside)),
-        _ => bail!("--dir {spec:?}: expected HOST:INSIDE or HOST:INSIDE:rw"),
-    }
 }

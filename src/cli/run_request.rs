@@ -1,0 +1,175 @@
+//! One `ioi-run sandbox` run as data: what the command line asks for, with every host path made
+//! absolute in the caller's working directory, so that the run means the same whether the
+//! command runs it itself or hands it to a keeper (`keeper`) that lives elsewhere. Both execute
+//! it here, with the program's output relayed to the caller's streams under the output limit.
+
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Stdio, Termination};
+use serde::{Deserialize, Serialize};
+
+/// A run of `ioi-run sandbox`, host paths absolute.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// Host path, path inside, writable.
+    pub binds: Vec<(PathBuf, PathBuf, bool)>,
+    /// The box directory; `None`: a fresh temporary one.
+    pub box_dir: Option<PathBuf>,
+    pub stdin: Option<PathBuf>,
+    /// `None`: relayed to the caller's stdout.
+    pub stdout: Option<PathBuf>,
+    /// `None`: relayed to the caller's stderr.
+    pub stderr: Option<PathBuf>,
+    pub limits: RequestLimits,
+}
+
+/// The limits `ioi-run sandbox` sets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestLimits {
+    pub cpu_time: Option<Duration>,
+    pub wall_time: Option<Duration>,
+    pub memory: Option<u64>,
+    pub processes: u64,
+    pub output_size: Option<u64>,
+}
+
+/// `path` made absolute in this process's working directory (not resolved further: a symlink
+/// is followed by whoever opens it, as it would be here).
+pub fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
+}
+
+/// Runs `request` in `sandbox`. `out` and `err` are the caller's stdout and stderr, where the
+/// relays write; `caller`, when the run is a keeper's, is the connection whose hang-up kills it.
+pub fn execute(
+    sandbox: &Sandbox,
+    request: &RunRequest,
+    out: OwnedFd,
+    err: OwnedFd,
+    caller: Option<Arc<OwnedFd>>,
+) -> Result<Outcome> {
+    let temp_box;
+    let box_dir = match &request.box_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp_box = crate::scratch::tempdir("box")?;
+            sandbox.give_to_box(temp_box.path())?;
+            temp_box.path().to_path_buf()
+        }
+    };
+    let mut spec = RunSpec::new(&box_dir, request.argv.iter().cloned());
+    for (name, value) in &request.env {
+        spec.env.retain(|(k, _)| k != name);
+        spec.env.push((name.clone(), value.clone()));
+    }
+    for (host, inside, writable) in &request.binds {
+        spec.binds.push(match writable {
+            true => Bind::writable(host, inside),
+            false => Bind::read_only(host, inside),
+        });
+    }
+    spec.stdin = request
+        .stdin
+        .clone()
+        .map(Stdio::Path)
+        .unwrap_or(Stdio::Null);
+    let limit = request.limits.output_size;
+    let fifos = crate::scratch::tempdir("fifos")?;
+    let mut relays = Vec::new();
+    spec.stdout = match &request.stdout {
+        Some(path) => Stdio::Path(path.clone()),
+        None => relay(&fifos.path().join("stdout"), out, limit, &mut relays)?,
+    };
+    spec.stderr = match &request.stderr {
+        Some(path) => Stdio::Path(path.clone()),
+        None => relay(&fifos.path().join("stderr"), err, limit, &mut relays)?,
+    };
+    let limits = &request.limits;
+    spec.limits = Limits {
+        cpu_time: limits.cpu_time,
+        wall_time: limits.wall_time,
+        memory: limits.memory,
+        processes: Some(limits.processes),
+        output_size: limits.output_size,
+        ..Limits::default()
+    };
+    spec.caller = caller;
+    let mut outcome = sandbox.run(&spec);
+    // Every process of the box is gone: once our own write ends close, the relays see
+    // end-of-file after the last byte the program wrote.
+    let mut over_limit = false;
+    for (writer, handle) in relays {
+        drop(writer);
+        over_limit |= handle.join().unwrap_or(false);
+    }
+    if over_limit && outcome.status != Termination::InternalError {
+        // The relay stopped reading past the limit: whatever happened to the program next
+        // (SIGPIPE, most often) is the output limit's doing.
+        outcome.status = Termination::OutputLimit;
+        outcome.message = format!(
+            "output limit exceeded (more than {} bytes written to a standard stream)",
+            limit.unwrap_or(0)
+        );
+    }
+    Ok(outcome)
+}
+
+/// A relay: its write end held until the run is over, and the thread copying to the caller.
+type Relay = (OwnedFd, std::thread::JoinHandle<bool>);
+
+/// A FIFO at `path` (in a folder private to this process) that the program writes to, and a
+/// thread copying what comes out to `to`, the caller's stream. The program never holds the
+/// caller's descriptor (a terminal would let it inject keystrokes into the caller's shell), and
+/// `limit` applies to what it writes, which RLIMIT_FSIZE does not do for a FIFO: past the limit
+/// the relay closes its end (the program gets SIGPIPE or EPIPE) and returns true. A FIFO, not a
+/// pipe: the box opens it by name, so a box built ahead of the run serves it.
+fn relay(path: &Path, to: OwnedFd, limit: Option<u64>, relays: &mut Vec<Relay>) -> Result<Stdio> {
+    use nix::fcntl::{fcntl, open, FcntlArg, OFlag};
+    use nix::sys::stat::Mode;
+    nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o600))
+        .with_context(|| format!("cannot create the FIFO {}", path.display()))?;
+    // The read end first (a write end opens only once one exists), then a write end of our own:
+    // the relay must not see end-of-file before the program opens the FIFO.
+    let read = open(
+        path,
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open the FIFO {}", path.display()))?;
+    let write = open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())
+        .with_context(|| format!("cannot open the FIFO {}", path.display()))?;
+    fcntl(&read, FcntlArg::F_SETFL(OFlag::empty())).context("cannot make the FIFO blocking")?;
+    let handle = std::thread::spawn(move || {
+        let mut from = std::fs::File::from(read);
+        let mut to = std::fs::File::from(to);
+        let mut buf = vec![0u8; 64 << 10];
+        let mut seen = 0u64;
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            };
+            let allowed = limit.map_or(n as u64, |l| l.saturating_sub(seen).min(n as u64));
+            let written = to.write_all(&buf[..allowed as usize]);
+            seen += n as u64;
+            if limit.is_some_and(|l| seen > l) {
+                return true;
+            }
+            if written.is_err() {
+                // Our reader went away (`| head`): the program sees the same broken pipe.
+                return false;
+            }
+        }
+    });
+    relays.push((write, handle));
+    Ok(Stdio::Existing(path.to_path_buf()))
+}
