@@ -619,32 +619,44 @@ fn an_untimed_job_runs_in_the_slot_a_manager_waits_in_and_a_timed_one_never_does
         "batch".to_string(),
         fake::problem("batch", TaskType::Batch, &[("01", names("b", 4))]),
     );
-    // Processes of timed runs (a Communication test counts 2), and compiles, running now.
+    // Processes of timed runs (a Communication test counts 2) running now.
     let timed = Arc::new(AtomicUsize::new(0));
     let timed_peak = Arc::new(AtomicUsize::new(0));
-    let compiles = Arc::new((Mutex::new(0usize), Condvar::new()));
-    let beside = Arc::new(AtomicBool::new(false));
+    // Compiles in progress, whether a Communication test is in its runner, and whether a
+    // compile was seen running beside one. While a Communication test holds both slots, a
+    // compile in progress can only be in the slot its manager lent: the test sees one when it
+    // enters (a compile lent as it started), or the compile sees the test when it starts or ends.
+    #[derive(Default)]
+    struct Overlap {
+        compiles: usize,
+        comm_running: bool,
+        beside: bool,
+    }
+    let overlap = Arc::new((Mutex::new(Overlap::default()), Condvar::new()));
     let first = Arc::new(AtomicBool::new(true));
-    let (t, p, c, b, f) = (
+    let (t, p, o, f) = (
         timed.clone(),
         timed_peak.clone(),
-        compiles.clone(),
-        beside.clone(),
+        overlap.clone(),
         first.clone(),
     );
     let runner = FakeRunner::new(move |code, _| {
         let width = if code.starts_with("comm") { 2 } else { 1 };
         let now = t.fetch_add(width, Ordering::SeqCst) + width;
         p.fetch_max(now, Ordering::SeqCst);
-        if width == 2 && f.swap(false, Ordering::SeqCst) {
-            // The first Communication test waits for a compile to start beside it.
-            let (lock, cv) = &*c;
-            let started = *lock.lock().unwrap();
-            let guard = lock.lock().unwrap();
-            let (count, _) = cv
-                .wait_timeout_while(guard, Duration::from_secs(30), |n| *n == started)
-                .unwrap();
-            b.store(*count > started, Ordering::SeqCst);
+        if width == 2 {
+            let (lock, cv) = &*o;
+            let mut state = lock.lock().unwrap();
+            state.comm_running = true;
+            state.beside |= state.compiles > 0;
+            if f.swap(false, Ordering::SeqCst) {
+                // The first Communication test waits for a compile beside it.
+                state = cv
+                    .wait_timeout_while(state, Duration::from_secs(30), |s| !s.beside)
+                    .unwrap()
+                    .0;
+            }
+            state.comm_running = false;
         } else {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -655,13 +667,21 @@ fn an_untimed_job_runs_in_the_slot_a_manager_waits_in_and_a_timed_one_never_does
         }
     })
     .with_compile_hook({
-        let c = compiles.clone();
+        let o = overlap.clone();
         move |_| {
-            let (lock, cv) = &*c;
-            *lock.lock().unwrap() += 1;
-            cv.notify_all();
+            let (lock, cv) = &*o;
+            {
+                let mut state = lock.lock().unwrap();
+                state.compiles += 1;
+                state.beside |= state.comm_running;
+                cv.notify_all();
+            }
             // Outlasts a Communication test, so that one starts beside a borrower too.
             std::thread::sleep(Duration::from_millis(5));
+            let mut state = lock.lock().unwrap();
+            state.compiles -= 1;
+            state.beside |= state.comm_running;
+            cv.notify_all();
         }
     });
     let jobs: Vec<SubmissionJob> = (0..5)
@@ -673,8 +693,8 @@ fn an_untimed_job_runs_in_the_slot_a_manager_waits_in_and_a_timed_one_never_does
     let progress = Progress::default();
     let got = schedule(&runner, problems, &jobs, &options(2, 1), &progress);
     assert!(
-        beside.load(Ordering::SeqCst),
-        "a compile started while a Communication test held both slots"
+        overlap.0.lock().unwrap().beside,
+        "a compile ran while a Communication test held both slots"
     );
     assert!(progress.lent_nanos.load(Ordering::SeqCst) > 0);
     assert_eq!(
