@@ -13,6 +13,7 @@ pub mod fake;
 pub mod language;
 pub mod native;
 pub mod pch;
+pub mod phases;
 pub mod plan;
 pub mod schedule;
 pub mod scripts;
@@ -318,7 +319,17 @@ impl Judge {
                 native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test)
             }
             (Program::Binary(bin), TaskType::Communication(params)) => {
-                native::run_communication(&self.sandbox, problem, params, &loaded.tools, bin, test)
+                let start = phases::now();
+                let verdict = native::run_communication(
+                    &self.sandbox,
+                    problem,
+                    params,
+                    &loaded.tools,
+                    bin,
+                    test,
+                );
+                phases::since(phases::Phase::Test, start);
+                verdict
             }
         }
     }
