@@ -148,6 +148,13 @@ pub struct Judge {
     time_scale: f64,
 }
 
+impl Drop for Judge {
+    /// The folders of the tests run are removed before the judge is gone.
+    fn drop(&mut self) {
+        crate::scratch::wait_for_removals();
+    }
+}
+
 impl Judge {
     pub fn new(options: JudgeOptions) -> Result<Judge> {
         if options.compile_profile != CompileProfile::Reference

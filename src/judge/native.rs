@@ -151,6 +151,7 @@ pub fn run_batch(
     spec.limits.output_size = Some(output_limit(expected_bytes));
     let run = sandbox.run(&spec);
     if let Some((status, feedback)) = failure(&run, &spec.limits)? {
+        crate::scratch::remove_later(private);
         return Ok(verdict(0.0, feedback, status, &run));
     }
     let (score, feedback) = match &tools.checker {
@@ -158,6 +159,7 @@ pub fn run_batch(
         None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
         None => (0.0, WRONG.to_string()),
     };
+    crate::scratch::remove_later(private);
     Ok(scored(score, feedback, &run))
 }
 
@@ -291,7 +293,8 @@ pub fn run_communication(
     phases::since(Phase::Setup, setup);
     let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
     let teardown = phases::now();
-    drop(conversation);
+    crate::scratch::remove_later(conversation.fifos.root);
+    crate::scratch::remove_later(conversation.private);
     phases::since(Phase::Teardown, teardown);
     verdict
 }

@@ -20,7 +20,7 @@ pub enum Phase {
     LastProcess,
     /// The verdict: the manager's output read and parsed, or the checker run.
     Verdict,
-    /// The FIFOs and the folder removed.
+    /// The FIFOs and the folder handed to their removal (see `scratch::remove_later`).
     Teardown,
     /// The whole test, as the scheduler's worker sees it.
     Test,
@@ -44,7 +44,7 @@ impl Phase {
             Phase::Run => "per process: the run (hand-over to report)",
             Phase::LastProcess => "first process's end to the last's",
             Phase::Verdict => "verdict (manager output parsed / checker)",
-            Phase::Teardown => "teardown (FIFOs, folder removed)",
+            Phase::Teardown => "teardown (FIFOs, folder handed to removal)",
             Phase::Test => "whole test (worker's view)",
         }
     }
