@@ -113,3 +113,31 @@ pub fn totals() -> Vec<(Phase, u64, Duration)> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_are_recorded_only_while_enabled() {
+        disable();
+        reset();
+        assert!(now().is_none());
+        add(Phase::Verdict, Duration::from_millis(2));
+        assert!(since(Phase::Setup, now()).is_none());
+        assert!(totals().iter().all(|(_, count, _)| *count == 0));
+
+        enable();
+        let start = now();
+        assert!(start.is_some());
+        add(Phase::Verdict, Duration::from_millis(2));
+        add(Phase::Verdict, Duration::from_millis(3));
+        since(Phase::Setup, start);
+        disable();
+        let totals = totals();
+        let verdict = totals.iter().find(|t| t.0 == Phase::Verdict).unwrap();
+        assert_eq!((verdict.1, verdict.2), (2, Duration::from_millis(5)));
+        assert_eq!(totals.iter().find(|t| t.0 == Phase::Setup).unwrap().1, 1);
+        reset();
+    }
+}
