@@ -23,6 +23,77 @@ pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
         })
 }
 
+/// Removes `dir` on a thread of its own, off the caller's path: a test's folders are removed
+/// while the next test runs (on a disk whose journal is busy, removing a folder can take
+/// milliseconds). [`wait_for_removals`] waits until every folder given here is gone; an
+/// interrupt's [`remove_own`] removes what is left.
+pub fn remove_later(dir: tempfile::TempDir) {
+    let removals = removals();
+    if let Ok(mut pending) = removals.pending.lock() {
+        *pending += 1;
+    }
+    let refused = match removals.sender.lock() {
+        Ok(sender) => match sender.as_ref() {
+            Some(sender) => sender.send(dir).err().map(|e| e.0),
+            None => Some(dir),
+        },
+        Err(_) => Some(dir),
+    };
+    if let Some(dir) = refused {
+        drop(dir);
+        removals.removed();
+    }
+}
+
+/// Waits until every folder given to [`remove_later`] is removed.
+pub fn wait_for_removals() {
+    let Some(removals) = REMOVALS.get() else {
+        return;
+    };
+    if let Ok(pending) = removals.pending.lock() {
+        drop(removals.done.wait_while(pending, |p| *p > 0));
+    }
+}
+
+/// The folders [`remove_later`] was given and has not removed yet, and its thread.
+struct Removals {
+    pending: std::sync::Mutex<usize>,
+    done: std::sync::Condvar,
+    sender: std::sync::Mutex<Option<std::sync::mpsc::Sender<tempfile::TempDir>>>,
+}
+
+impl Removals {
+    fn removed(&self) {
+        if let Ok(mut pending) = self.pending.lock() {
+            *pending = pending.saturating_sub(1);
+        }
+        self.done.notify_all();
+    }
+}
+
+static REMOVALS: std::sync::OnceLock<Removals> = std::sync::OnceLock::new();
+
+fn removals() -> &'static Removals {
+    REMOVALS.get_or_init(|| {
+        let (sender, inbox) = std::sync::mpsc::channel::<tempfile::TempDir>();
+        // Without the thread, the sender is `None` and folders are removed inline.
+        let started = std::thread::Builder::new()
+            .name("ioi-run-removals".into())
+            .spawn(move || {
+                for dir in inbox {
+                    drop(dir);
+                    removals().removed();
+                }
+            })
+            .is_ok();
+        Removals {
+            pending: std::sync::Mutex::new(0),
+            done: std::sync::Condvar::new(),
+            sender: std::sync::Mutex::new(started.then_some(sender)),
+        }
+    })
+}
+
 /// Removes the temporary folders left by ioi-run processes that no longer exist.
 pub fn sweep_stale() {
     sweep_in(&std::env::temp_dir());
@@ -120,6 +191,20 @@ mod tests {
         sweep_in(dir.path());
         assert!(!dead.exists());
         assert!(alive.exists() && foreign.exists());
+    }
+
+    #[test]
+    fn folders_removed_later_are_gone_once_waited_for() {
+        let dirs: Vec<_> = (0..3).map(|_| tempdir("out").unwrap()).collect();
+        let paths: Vec<_> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
+        for (i, dir) in dirs.into_iter().enumerate() {
+            std::fs::write(dir.path().join("output.txt"), i.to_string()).unwrap();
+            remove_later(dir);
+        }
+        wait_for_removals();
+        for path in paths {
+            assert!(!path.exists(), "{} is left", path.display());
+        }
     }
 
     #[test]

@@ -56,6 +56,8 @@ impl Default for SandboxOptions {
 pub struct Sandbox {
     builder: Arc<Builder>,
     housekeeper: Housekeeper,
+    /// Runs that found no box built ahead and built their own (see [`Sandbox::boxes_built_on_demand`]).
+    built_on_demand: std::sync::atomic::AtomicU64,
 }
 
 /// What building a box needs: the host facts, shared by the runs and the housekeeper thread
@@ -208,6 +210,7 @@ impl Sandbox {
         Ok(Sandbox {
             builder,
             housekeeper,
+            built_on_demand: Default::default(),
         })
     }
 
@@ -258,6 +261,13 @@ impl Sandbox {
         Ok(())
     }
 
+    /// How many runs found no box built ahead and built their own on their path (a benchmark's
+    /// figure: each costs the run a box's build).
+    pub fn boxes_built_on_demand(&self) -> u64 {
+        self.built_on_demand
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Runs one command and reports what happened. Never fails: a broken setup is an
     /// [`Outcome`] with [`Termination::InternalError`], never blamed on the program.
     pub fn run(&self, spec: &RunSpec) -> Outcome {
@@ -286,7 +296,11 @@ impl Sandbox {
         };
         let prepared = match prepared {
             Some(prepared) => prepared,
-            None => self.builder.prepare(self.housekeeper.cgroup()?, &fds)?,
+            None => {
+                self.built_on_demand
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.builder.prepare(self.housekeeper.cgroup()?, &fds)?
+            }
         };
         Ok(self.run_in(prepared, spec))
     }

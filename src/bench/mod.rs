@@ -14,6 +14,7 @@
 pub mod compile;
 pub mod evaluate;
 pub mod judge;
+pub mod judge_task;
 pub mod load;
 pub mod sandbox;
 pub mod scheduler;

@@ -50,6 +50,21 @@ enum What {
         /// must be accepted again.
         #[arg(long, default_value_t = 0)]
         outside_load: usize,
+        /// A real task folder (CMS layout) instead of the generated problem: its submission
+        /// judged as a new submission with the problem's artifacts cached, against the
+        /// reference per-test workflow, with where a Communication test's time goes.
+        #[arg(long, value_name = "DIR")]
+        task: Option<std::path::PathBuf>,
+        /// With --task: the submission (default: the task's solutions/model_solution/*.cpp,
+        /// else solutions/correct/*.cpp).
+        #[arg(long, value_name = "FILE", requires = "task")]
+        solution: Option<std::path::PathBuf>,
+        /// With --task: timed judgings, each a new submission.
+        #[arg(long, default_value_t = 5, requires = "task")]
+        repeats: usize,
+        /// With --task: tests the reference per-test workflow is timed on.
+        #[arg(long, default_value_t = 3, requires = "task")]
+        reference_tests: usize,
     },
     /// Dataset throughput on the demo scaled up, and peak memory while streaming a large tests
     /// file.
@@ -161,7 +176,23 @@ pub fn run(args: Args) -> Result<i32> {
             work,
             jobs,
             outside_load,
+            task: None,
+            ..
         } => crate::bench::judge::run(tests, work, super::jobs_or_default(jobs), outside_load),
+        What::Judge {
+            jobs,
+            task: Some(task),
+            solution,
+            repeats,
+            reference_tests,
+            ..
+        } => crate::bench::judge_task::run(&crate::bench::judge_task::TaskBench {
+            task: &task,
+            solution: solution.as_deref(),
+            jobs: super::jobs_or_default(jobs),
+            repeats,
+            reference_tests,
+        }),
         What::Evaluate {
             submissions,
             jobs,

@@ -101,6 +101,8 @@ pub fn main() -> i32 {
         Command::Serve(args) => serve::run(args),
         Command::Slurm(args) => slurm::run(args),
     };
+    // A judge still held (shared with a thread) leaves its tests' folders to the removals.
+    crate::scratch::wait_for_removals();
     wait_if_interrupted();
     match result {
         Ok(code) => code,

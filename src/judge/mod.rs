@@ -13,6 +13,7 @@ pub mod fake;
 pub mod language;
 pub mod native;
 pub mod pch;
+pub mod phases;
 pub mod plan;
 pub mod schedule;
 pub mod scripts;
@@ -163,6 +164,13 @@ pub struct Judge {
     runner: Runner,
     profile: CompileProfile,
     time_scale: f64,
+}
+
+impl Drop for Judge {
+    /// The folders of the tests run are removed before the judge is gone.
+    fn drop(&mut self) {
+        crate::scratch::wait_for_removals();
+    }
 }
 
 impl Judge {
@@ -340,7 +348,17 @@ impl Judge {
                 native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test)
             }
             (Program::Binary(bin), TaskType::Communication(params)) => {
-                native::run_communication(&self.sandbox, problem, params, &loaded.tools, bin, test)
+                let start = phases::now();
+                let verdict = native::run_communication(
+                    &self.sandbox,
+                    problem,
+                    params,
+                    &loaded.tools,
+                    bin,
+                    test,
+                );
+                phases::since(phases::Phase::Test, start);
+                verdict
             }
         }
     }

@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Stdio, Termination};
 
 use super::check::{self, CORRECT, WRONG};
+use super::phases::{self, Phase};
 use super::stop;
 use super::workdir::read_capped;
 use super::{ProblemTools, TestVerdict};
@@ -155,6 +156,7 @@ pub fn run_batch(
     spec.limits.output_size = Some(output_limit(expected_bytes));
     let run = sandbox.run(&spec);
     if let Some((status, feedback)) = failure(&run, &spec.limits)? {
+        crate::scratch::remove_later(private);
         return Ok(verdict(0.0, feedback, status, &run));
     }
     let (score, feedback) = match &tools.checker {
@@ -162,6 +164,7 @@ pub fn run_batch(
         None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
         None => (0.0, WRONG.to_string()),
     };
+    crate::scratch::remove_later(private);
     Ok(scored(score, feedback, &run))
 }
 
@@ -283,36 +286,58 @@ pub fn run_communication(
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
-    let Conversation {
-        fifos,
-        private,
-        manager: mut manager_spec,
-        users: user_specs,
-    } = Conversation::new(
+    let setup = phases::now();
+    let mut conversation = Conversation::new(
         params,
         manager,
         program,
         &test.input,
         &solution_limits(problem),
     )?;
-    manager_spec.limits = tool_limits(problem, user_specs.len());
-    let (manager_run, user_runs, released) = converse(sandbox, &manager_spec, &user_specs, &fifos);
+    conversation.manager.limits = tool_limits(problem, conversation.users.len());
+    phases::since(Phase::Setup, setup);
+    let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
+    let teardown = phases::now();
+    crate::scratch::remove_later(conversation.fifos.root);
+    crate::scratch::remove_later(conversation.private);
+    phases::since(Phase::Teardown, teardown);
+    verdict
+}
+
+/// Runs a Communication test's conversation and decides its verdict.
+fn communication_verdict(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    tools: &ProblemTools,
+    test: &TestCase,
+    conversation: &Conversation,
+) -> Result<TestVerdict> {
+    let Conversation {
+        fifos,
+        private,
+        manager: manager_spec,
+        users: user_specs,
+    } = conversation;
+    let (manager_run, user_runs, released) = converse(sandbox, manager_spec, user_specs, fifos);
+    let decide = phases::now();
 
     let usage = combined_usage(&user_runs);
     stop::check_outcome(&manager_run)?;
-    for (run, spec) in user_runs.iter().zip(&user_specs) {
+    for (run, spec) in user_runs.iter().zip(user_specs) {
         if let Some((status, feedback)) = failure(run, &spec.limits)? {
             return Ok(verdict(0.0, feedback, status, &usage));
         }
     }
     if let Some(checker) = &tools.checker {
         let (score, feedback) =
-            check_manager_output(sandbox, problem, checker, test, &private, &manager_run)?;
+            check_manager_output(sandbox, problem, checker, test, private, &manager_run)?;
+        phases::since(Phase::Verdict, decide);
         return Ok(scored(score, feedback, &usage));
     }
     let stdout = read_capped(&private.path().join("manager.out"))?;
     let stderr = read_capped(&private.path().join("manager.err"))?;
     let parsed = check::parse_verdict(&stdout, &stderr, "manager");
+    phases::since(Phase::Verdict, decide);
     let stopped_talking = || {
         scored(
             0.0,
@@ -360,7 +385,7 @@ fn converse(
             .map(|(i, spec)| {
                 let tx = ended_tx.clone();
                 s.spawn(move || {
-                    let run = sandbox.run(spec);
+                    let run = timed_run(sandbox, spec);
                     let _ = tx.send(Some(i));
                     run
                 })
@@ -369,7 +394,7 @@ fn converse(
         let manager = {
             let tx = ended_tx.clone();
             s.spawn(move || {
-                let run = sandbox.run(manager_spec);
+                let run = timed_run(sandbox, manager_spec);
                 let _ = tx.send(None);
                 run
             })
@@ -377,6 +402,7 @@ fn converse(
         drop(ended_tx);
         let (mut users_left, mut manager_left) = (user_specs.len(), true);
         let mut released = false;
+        let mut first_end = None;
         while users_left > 0 || manager_left {
             let one_side_done = users_left == 0 || !manager_left;
             let event = if one_side_done {
@@ -388,6 +414,9 @@ fn converse(
                     .recv()
                     .map_err(|_| mpsc::RecvTimeoutError::Disconnected)
             };
+            if event.is_ok() && first_end.is_none() {
+                first_end = Some(phases::now());
+            }
             match event {
                 Ok(Some(_)) => users_left -= 1,
                 Ok(None) => manager_left = false,
@@ -396,6 +425,7 @@ fn converse(
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
+        phases::since(Phase::LastProcess, first_end.flatten());
         let panicked = || Outcome::internal_error("a sandbox thread panicked");
         let manager_run = manager.join().unwrap_or_else(|_| panicked());
         let user_runs = users
@@ -404,6 +434,18 @@ fn converse(
             .collect();
         (manager_run, user_runs, released)
     })
+}
+
+/// `sandbox.run(spec)`, its run and the rest of the call recorded as phases when recording.
+fn timed_run(sandbox: &Sandbox, spec: &RunSpec) -> Outcome {
+    let start = phases::now();
+    let run = sandbox.run(spec);
+    if let Some(start) = start {
+        let run_time = Duration::from_secs_f64(run.wall_time.max(0.0));
+        phases::add(Phase::Run, run_time);
+        phases::add(Phase::BoxAndReap, start.elapsed().saturating_sub(run_time));
+    }
+    run
 }
 
 /// The usage reported for a Communication test: the largest CPU time, wall time and memory
