@@ -44,7 +44,7 @@ if [ $# -eq 0 ]; then
     set -- doctor
 fi
 case "$1" in
-    -*|sandbox|doctor|judge|evaluate|merge|report|fidelity|convert|bench|slurm|serve|help)
+    -*|sandbox|keeper|doctor|judge|evaluate|merge|report|fidelity|convert|bench|slurm|serve|help)
         set -- ioi-run "$@" ;;
 esac
 exec "$@"

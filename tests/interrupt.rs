@@ -19,6 +19,11 @@ fn processes_with(marker: &str) -> usize {
 }
 
 fn cgroups_of(pid: u32) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    // Run cgroups are named `<pid namespace inode>-<keeper pid>-<n>`; the command runs in this
+    // test's pid namespace.
+    let ns = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let prefix = format!("{ns}-{pid}-");
     let mut found = Vec::new();
     for root in [
         "/sys/fs/cgroup/memory/ioi-run",
@@ -28,7 +33,7 @@ fn cgroups_of(pid: u32) -> Vec<String> {
         if let Ok(entries) = std::fs::read_dir(root) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if name.starts_with(&format!("{pid}-")) {
+                if name.starts_with(&prefix) {
                     found.push(format!("{root}/{name}"));
                 }
             }
