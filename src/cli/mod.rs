@@ -25,6 +25,13 @@ use crate::output::{self, ColorChoice};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    globals: Globals,
+}
+
+/// The options every command takes.
+#[derive(Debug, clap::Args)]
+struct Globals {
     /// Colours in tables and logs: `auto` (only at a terminal, and never with `NO_COLOR` set),
     /// `always` or `never`.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
@@ -33,6 +40,22 @@ pub struct Cli {
     /// writes one per request.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+}
+
+// `ioi-run sandbox ...` parsed without the other commands' parsers. A script that hands runs to
+// a keeper starts this command once per run, and building every command's arguments costs it
+// more than handing the run over does (each page the parsers touch is a page fault).
+#[derive(Debug, Parser)]
+#[command(
+    name = "ioi-run sandbox",
+    bin_name = "ioi-run sandbox",
+    about = "Run one command in the sandbox and print what happened"
+)]
+struct SandboxCli {
+    #[command(flatten)]
+    args: sandbox::Args,
+    #[command(flatten)]
+    globals: Globals,
 }
 
 /// `--log-format`.
@@ -76,18 +99,27 @@ enum Command {
 
 /// Parses the arguments, runs the subcommand and returns the exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
-    output::set_color(cli.color);
+    let (command, globals) = match std::env::args_os().nth(1) {
+        Some(first) if first == "sandbox" => {
+            let cli = SandboxCli::parse_from(std::env::args_os().skip(1));
+            (Command::Sandbox(cli.args), cli.globals)
+        }
+        _ => {
+            let cli = Cli::parse();
+            (cli.command, cli.globals)
+        }
+    };
+    output::set_color(globals.color);
     init_logging(
-        cli.log_format,
-        cli.color,
-        matches!(cli.command, Command::Serve(_)),
+        globals.log_format,
+        globals.color,
+        matches!(command, Command::Serve(_)),
     );
     // The server shuts down gracefully on these signals itself (finishing in-flight requests).
-    if !matches!(cli.command, Command::Serve(_)) {
+    if !matches!(command, Command::Serve(_)) {
         install_interrupt_handler();
     }
-    let result = match cli.command {
+    let result = match command {
         Command::Sandbox(args) => sandbox::run(args),
         Command::Keeper(args) => keeper::run(args),
         Command::Doctor(args) => doctor::run(args),
@@ -378,6 +410,61 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sandbox_parser_alone_is_the_sandbox_command_of_the_whole_tree() {
+        use clap::CommandFactory;
+        let mut whole = Cli::command();
+        whole.build();
+        let mut within = whole.find_subcommand("sandbox").unwrap().clone();
+        let mut alone = SandboxCli::command();
+        // The same text (clap may list the global options in another place).
+        let lines = |help: String| {
+            let mut lines: Vec<String> = help.lines().map(str::to_string).collect();
+            lines.sort();
+            lines
+        };
+        assert_eq!(
+            lines(alone.render_long_help().to_string()),
+            lines(within.render_long_help().to_string())
+        );
+        assert_eq!(
+            alone.render_usage().to_string(),
+            within.render_usage().to_string()
+        );
+        let argv = [
+            "--time",
+            "1.5",
+            "--memory",
+            "64M",
+            "--dir",
+            "/usr:/opt",
+            "--env",
+            "A=1",
+            "--color",
+            "never",
+            "--log-format",
+            "json",
+            "--",
+            "/bin/echo",
+            "x",
+        ];
+        let alone = SandboxCli::try_parse_from(["sandbox"].iter().chain(&argv)).unwrap();
+        let whole = Cli::try_parse_from(["ioi-run", "sandbox"].iter().chain(&argv)).unwrap();
+        let Command::Sandbox(args) = whole.command else {
+            panic!("not the sandbox command: {:?}", whole.command)
+        };
+        assert_eq!(format!("{:?}", alone.args), format!("{args:?}"));
+        assert_eq!(
+            format!("{:?}", alone.globals),
+            format!("{:?}", whole.globals)
+        );
+        // A mistake is reported the same way, naming the same command.
+        let bad = ["--time", "x", "--", "/bin/true"];
+        let alone = SandboxCli::try_parse_from(["sandbox"].iter().chain(&bad)).unwrap_err();
+        let whole = Cli::try_parse_from(["ioi-run", "sandbox"].iter().chain(&bad)).unwrap_err();
+        assert_eq!(alone.to_string(), whole.to_string());
+    }
 
     #[test]
     fn sizes_parse_with_binary_units() {
