@@ -12,15 +12,47 @@ const KINDS: &[&str] = &["box", "out", "fifos", "tests", "request"];
 /// A new temporary folder of `kind` (one of [`KINDS`]), removed when dropped.
 pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
     debug_assert!(KINDS.contains(&kind), "unknown scratch kind {kind}");
+    let base = match kind {
+        // FIFOs hold no data in their folder: where it is changes nothing for a run.
+        "fifos" => base(),
+        _ => std::env::temp_dir(),
+    };
     tempfile::Builder::new()
         .prefix(&format!("ioi-{kind}-{}-", std::process::id()))
-        .tempdir()
+        .tempdir_in(&base)
         .with_context(|| {
             format!(
                 "cannot create a temporary {kind} folder in {}",
-                std::env::temp_dir().display()
+                base.display()
             )
         })
+}
+
+/// A tmpfs chosen by [`prefer_memory`] for this process's FIFO folders.
+static MEMORY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Where [`tempdir`] creates FIFO folders: the system's temporary folder, or the tmpfs
+/// [`prefer_memory`] chose.
+fn base() -> std::path::PathBuf {
+    MEMORY.get().cloned().unwrap_or_else(std::env::temp_dir)
+}
+
+/// Puts this process's FIFO folders on `/dev/shm` when it is a tmpfs (and the system's
+/// temporary folder is not one already), for a process that makes them for every run: on a
+/// disk, each folder's and FIFO's creation and removal goes through the journal. A box's own
+/// folder stays where it is without this (on a tmpfs, what a program writes there would count
+/// against its memory limit). Returns the folder chosen.
+pub fn prefer_memory() -> std::path::PathBuf {
+    use nix::sys::statfs::{statfs, TMPFS_MAGIC};
+    let on_tmpfs = |dir: &Path| statfs(dir).is_ok_and(|s| s.filesystem_type() == TMPFS_MAGIC);
+    let shm = Path::new("/dev/shm");
+    if !on_tmpfs(&std::env::temp_dir())
+        && on_tmpfs(shm)
+        && nix::unistd::access(shm, nix::unistd::AccessFlags::W_OK).is_ok()
+    {
+        let _ = MEMORY.set(shm.to_path_buf());
+    }
+    base()
 }
 
 /// Removes `dir` on a thread of its own, off the caller's path: a test's folders are removed
@@ -96,14 +128,32 @@ fn removals() -> &'static Removals {
 
 /// Removes the temporary folders left by ioi-run processes that no longer exist.
 pub fn sweep_stale() {
-    sweep_in(&std::env::temp_dir());
+    let mut dirs = bases();
+    let shm = Path::new("/dev/shm");
+    if !dirs.iter().any(|d| d == shm) {
+        dirs.push(shm.to_path_buf());
+    }
+    for dir in dirs {
+        sweep_in(&dir);
+    }
+}
+
+/// Every folder this process's temporary folders may be in.
+fn bases() -> Vec<std::path::PathBuf> {
+    let mut dirs = vec![std::env::temp_dir()];
+    if let Some(memory) = MEMORY.get() {
+        dirs.push(memory.clone());
+    }
+    dirs
 }
 
 /// Removes this process's own temporary folders, and the files it was writing before a rename
 /// (before exiting on an interrupt, which skips destructors).
 pub fn remove_own() {
     let me = std::process::id() as i32;
-    remove_where(&std::env::temp_dir(), |pid| pid == me);
+    for dir in bases() {
+        remove_where(&dir, |pid| pid == me);
+    }
     if let Ok(files) = writing().lock() {
         for file in files.iter() {
             let _ = std::fs::remove_file(file);

@@ -267,7 +267,7 @@ fn clients_at_once_each_get_their_own_run() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let (_keeper, socket) = keeper(work.path());
+    let (running, socket) = keeper(work.path());
     let clients: Vec<Child> = (0..6)
         .map(|i| {
             sandbox(work.path(), Some(&socket))
@@ -282,6 +282,25 @@ fn clients_at_once_each_get_their_own_run() {
         let out = client.wait_with_output().unwrap();
         assert_eq!(common::ok(out), format!("client {i}\n"));
     }
+    // Each run's box and FIFO folders are removed once it is answered, wherever the keeper
+    // made them (its temporary folder, or /dev/shm for the FIFOs).
+    let prefix = format!("-{}-", running.0.id());
+    let left = || -> Vec<PathBuf> {
+        [work.path().join("tmp"), PathBuf::from("/dev/shm")]
+            .iter()
+            .filter_map(|dir| std::fs::read_dir(dir).ok())
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with("ioi-") && name.contains(&prefix)
+            })
+            .collect()
+    };
+    wait_until("the runs' folders to be removed", LIVENESS, || {
+        left().is_empty()
+    });
 }
 
 #[test]

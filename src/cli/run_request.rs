@@ -55,13 +55,13 @@ pub fn execute(
     err: OwnedFd,
     caller: Option<Arc<OwnedFd>>,
 ) -> Result<Outcome> {
-    let temp_box;
+    let mut temp_box = None;
     let box_dir = match &request.box_dir {
         Some(dir) => dir.clone(),
         None => {
-            temp_box = crate::scratch::tempdir("box")?;
-            sandbox.give_to_box(temp_box.path())?;
-            temp_box.path().to_path_buf()
+            let dir = crate::scratch::tempdir("box")?;
+            sandbox.give_to_box(dir.path())?;
+            temp_box.insert(dir).path().to_path_buf()
         }
     };
     let mut spec = RunSpec::new(&box_dir, request.argv.iter().cloned());
@@ -81,15 +81,24 @@ pub fn execute(
         .map(Stdio::Path)
         .unwrap_or(Stdio::Null);
     let limit = request.limits.output_size;
-    let fifos = crate::scratch::tempdir("fifos")?;
+    let fifos = match request.stdout.is_none() || request.stderr.is_none() {
+        true => Some(crate::scratch::tempdir("fifos")?),
+        false => None,
+    };
+    let fifo = |name: &str| {
+        fifos
+            .as_ref()
+            .map(|d| d.path().join(name))
+            .unwrap_or_default()
+    };
     let mut relays = Vec::new();
     spec.stdout = match &request.stdout {
         Some(path) => Stdio::Path(path.clone()),
-        None => relay(&fifos.path().join("stdout"), out, limit, &mut relays)?,
+        None => relay(&fifo("stdout"), out, limit, &mut relays)?,
     };
     spec.stderr = match &request.stderr {
         Some(path) => Stdio::Path(path.clone()),
-        None => relay(&fifos.path().join("stderr"), err, limit, &mut relays)?,
+        None => relay(&fifo("stderr"), err, limit, &mut relays)?,
     };
     let limits = &request.limits;
     spec.limits = Limits {
@@ -108,6 +117,10 @@ pub fn execute(
     for (writer, handle) in relays {
         drop(writer);
         over_limit |= handle.join().unwrap_or(false);
+    }
+    // Removed off the caller's path (a keeper answers first; a command waits before it exits).
+    for dir in temp_box.into_iter().chain(fifos) {
+        crate::scratch::remove_later(dir);
     }
     if over_limit && outcome.status != Termination::InternalError {
         // The relay stopped reading past the limit: whatever happened to the program next
