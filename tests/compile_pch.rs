@@ -117,15 +117,25 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
     assert_eq!(expected, got);
     assert_eq!(fast.pch_stats().fallbacks, 1);
 
-    // Not starting with bits/stdc++.h: not a candidate, compiled exactly as before.
+    // Not starting with bits/stdc++.h: nothing to precompile, but linked with the grader
+    // objects built for the submissions above, and still the plain compile's executable.
     let vector_only = SOLUTION.replace(
         "#include <bits/stdc++.h>",
         "#include <vector>\n#include <numeric>\n#include <climits>\n#include <cstdlib>",
     );
     let expected = binary(compile(&plain, &sandbox, &problem, &vector_only));
     let got = binary(compile(&fast, &sandbox, &problem, &vector_only));
-    assert!(expected == got);
-    assert_eq!(fast.pch_stats().used, 2);
+    assert!(expected == got, "the grader objects changed the executable");
+    let stats = fast.pch_stats();
+    assert_eq!((stats.used, stats.objects_only), (2, 1));
+    assert_eq!(entries(&fast, "obj-").len(), 1, "one set of grader objects");
+    assert_eq!(plain.pch_stats().objects_only, 0);
+    // Its compilation error is the plain compile's.
+    let broken = vector_only.replace("return {best, at};", "return {best, at}");
+    let expected = compile(&plain, &sandbox, &problem, &broken);
+    assert!(matches!(expected, Compiled::Error { .. }));
+    assert_eq!(expected, compile(&fast, &sandbox, &problem, &broken));
+    assert_eq!(fast.pch_stats().objects_only, 1);
 }
 
 #[test]

@@ -130,10 +130,12 @@ pub fn run(rounds: usize) -> Result<()> {
     }
     let stats = fast.pch_stats();
     outln!(
-        "  precompiled headers: {} built, used by {} compiles, {} fell back to the plain compile",
+        "  precompiled headers: {} built, used by {} compiles, {} fell back to the plain compile; \
+         {} compiles with nothing to precompile linked the cached grader objects",
         stats.headers_built,
         stats.used,
-        stats.fallbacks
+        stats.fallbacks,
+        stats.objects_only
     );
     Ok(())
 }

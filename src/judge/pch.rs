@@ -13,6 +13,9 @@
 //!    `__LINE__` unchanged), compiled with `-include` of the precompiled header and linked with
 //!    the grader objects, with the flags the solution is judged with.
 //!
+//! A submission with nothing to precompile is still compiled against the grader objects (step 3
+//! without the header), when the problem has graders.
+//!
 //! The compiler then sees the same tokens in the same order as in the plain compile, and
 //! produces the same executable (the tests compare them byte for byte). The header is trusted
 //! because we write it: the submission only chooses which of a fixed set of include lines it
@@ -166,6 +169,8 @@ pub struct PchStats {
     /// Submissions that could have used one but were compiled plainly (header not ready, or
     /// the accelerated compile failed).
     pub fallbacks: usize,
+    /// Submissions with nothing to precompile compiled against the grader objects alone.
+    pub objects_only: usize,
 }
 
 /// Precompiled headers and grader objects, kept in the compile cache directory as
@@ -176,6 +181,7 @@ pub struct PchStore {
     headers_built: AtomicUsize,
     used: AtomicUsize,
     fallbacks: AtomicUsize,
+    objects_only: AtomicUsize,
 }
 
 /// A compile the store may accelerate: the submission compile of [`CompileCache`].
@@ -195,6 +201,7 @@ impl PchStore {
             headers_built: AtomicUsize::new(0),
             used: AtomicUsize::new(0),
             fallbacks: AtomicUsize::new(0),
+            objects_only: AtomicUsize::new(0),
         }
     }
 
@@ -203,6 +210,7 @@ impl PchStore {
             headers_built: self.headers_built.load(Ordering::Relaxed),
             used: self.used.load(Ordering::Relaxed),
             fallbacks: self.fallbacks.load(Ordering::Relaxed),
+            objects_only: self.objects_only.load(Ordering::Relaxed),
         }
     }
 
@@ -228,13 +236,25 @@ impl PchStore {
             .filter_map(|(n, _)| n.strip_prefix(dir)?.strip_prefix('/'))
             .filter(|n| n.ends_with(".h") && !n.contains('/'))
             .collect();
-        let split = split(code, &headers)?;
         let others: Vec<(&str, &[u8])> = request
             .files
             .iter()
             .filter(|(n, _)| *n != source)
             .copied()
             .collect();
+        let Some(split) = split(code, &headers) else {
+            // Nothing to precompile: the grader objects still spare compiling the graders.
+            let whole = Split {
+                header: String::new(),
+                rest: code.to_string(),
+            };
+            let built =
+                self.accelerated(cache, sandbox, request, &whole, &others, graders, workdir);
+            if built.is_some() {
+                self.objects_only.fetch_add(1, Ordering::Relaxed);
+            }
+            return built;
+        };
         let built = self.accelerated(cache, sandbox, request, &split, &others, graders, workdir);
         match &built {
             Some(_) => self.used.fetch_add(1, Ordering::Relaxed),
@@ -254,11 +274,18 @@ impl PchStore {
         graders: &[&str],
         workdir: &BoxDir,
     ) -> Option<BuildResult> {
-        let pch_key = key("pch", request.flags, &[&split.header], others);
-        let pch = self.entry(cache, &pch_key, |dir| {
-            self.headers_built.fetch_add(1, Ordering::Relaxed);
-            build_header(sandbox, request.flags, &split.header, others, dir)
-        })?;
+        // No header (nothing to precompile): worth a compile of its own only with objects.
+        let pch = match split.header.is_empty() {
+            true if graders.is_empty() => return None,
+            true => None,
+            false => {
+                let pch_key = key("pch", request.flags, &[&split.header], others);
+                Some(self.entry(cache, &pch_key, |dir| {
+                    self.headers_built.fetch_add(1, Ordering::Relaxed);
+                    build_header(sandbox, request.flags, &split.header, others, dir)
+                })?)
+            }
+        };
         let objects = if graders.is_empty() {
             None
         } else {
@@ -277,7 +304,7 @@ impl PchStore {
             split,
             others,
             graders,
-            &pch,
+            pch.as_deref(),
             objects,
             max_program_bytes,
         )
@@ -491,7 +518,7 @@ fn compile_with(
     split: &Split,
     others: &[(&str, &[u8])],
     graders: &[&str],
-    pch: &Path,
+    pch: Option<&Path>,
     objects: Option<PathBuf>,
     max_program_bytes: u64,
 ) -> Result<Option<BuildResult>> {
@@ -506,19 +533,20 @@ fn compile_with(
     }
     workdir.write(source, split.rest.as_bytes())?;
     let mut args: Vec<String> = request.flags.iter().map(|s| s.to_string()).collect();
-    args.extend(
-        [
-            "-Winvalid-pch",
-            "-Werror=invalid-pch",
-            "-include",
-            &format!("{PCH_DIR}/{PCH_NAME}"),
-            "-o",
-            request.output,
-            source,
-        ]
-        .map(String::from),
-    );
-    let mut binds = vec![Bind::read_only(pch, PCH_DIR)];
+    let mut binds = Vec::new();
+    if let Some(pch) = pch {
+        args.extend(
+            [
+                "-Winvalid-pch",
+                "-Werror=invalid-pch",
+                "-include",
+                &format!("{PCH_DIR}/{PCH_NAME}"),
+            ]
+            .map(String::from),
+        );
+        binds.push(Bind::read_only(pch, PCH_DIR));
+    }
+    args.extend(["-o", request.output, source].map(String::from));
     if let Some(objects) = objects {
         binds.push(Bind::read_only(objects, OBJ_DIR));
         args.extend(
