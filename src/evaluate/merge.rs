@@ -7,7 +7,6 @@
 //! dataset's row order, so merging the same shards twice gives the same bytes.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -251,17 +250,7 @@ fn write_results(path: &Path, rows: &[Map<String, Value>]) -> Result<()> {
             backup.display()
         );
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".merge-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|_| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    super::write_atomically(path, ".merge-", text.as_bytes())
 }
 
 #[cfg(test)]

@@ -26,6 +26,29 @@ pub mod submissions;
 pub mod summary;
 
 pub use export::{export_results_file, write_parquet_dataset};
+
+/// Writes `bytes` to `path` atomically (a temporary file beside it named with `prefix`, synced,
+/// then renamed): a reader, on this host or another sharing the folder, sees the old file or the
+/// new one, never half of one.
+pub(crate) fn write_atomically(
+    path: &std::path::Path,
+    prefix: &str,
+    bytes: &[u8],
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
 pub use lock::LOCK_PATTERN;
 pub use reports::write_reports;
 pub use results::{read_results, result_row, ResultsFile};

@@ -63,18 +63,8 @@ pub fn read(path: &Path) -> Result<Settings> {
 pub fn write(path: &Path, settings: &Settings) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".settings-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
     let text = serde_json::to_string_pretty(&json!({ "settings": settings }))?;
-    use std::io::Write;
-    tmp.write_all(text.as_bytes())
-        .and_then(|_| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    super::write_atomically(path, ".settings-", text.as_bytes())
 }
 
 /// Compares the settings of a one-box run with those its results were made with, before

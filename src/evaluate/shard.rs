@@ -164,19 +164,8 @@ impl ShardRecord {
     /// Writes the sidecar atomically (temporary file, sync, rename): a reader on another host
     /// sees the old record or the new one, never half of one.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".shard-record-")
-            .tempfile_in(dir)
-            .with_context(|| format!("cannot write in {}", dir.display()))?;
         let text = serde_json::to_string_pretty(&self.to_json())?;
-        use std::io::Write;
-        tmp.write_all(text.as_bytes())
-            .and_then(|_| tmp.as_file().sync_all())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        tmp.persist(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        super::write_atomically(path, ".shard-record-", text.as_bytes())
     }
 }
 
