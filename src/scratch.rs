@@ -13,8 +13,7 @@ const KINDS: &[&str] = &["box", "out", "fifos", "tests", "request"];
 pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
     debug_assert!(KINDS.contains(&kind), "unknown scratch kind {kind}");
     let base = match kind {
-        // FIFOs hold no data in their folder: where it is changes nothing for a run.
-        "fifos" => base(),
+        "fifos" => fifo_home(),
         _ => std::env::temp_dir(),
     };
     tempfile::Builder::new()
@@ -28,31 +27,38 @@ pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
         })
 }
 
-/// A tmpfs chosen by [`prefer_memory`] for this process's FIFO folders.
-static MEMORY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-
-/// Where [`tempdir`] creates FIFO folders: the system's temporary folder, or the tmpfs
-/// [`prefer_memory`] chose.
-fn base() -> std::path::PathBuf {
-    MEMORY.get().cloned().unwrap_or_else(std::env::temp_dir)
+/// Where FIFO folders go: `/dev/shm` when it is a tmpfs this process can write and the system's
+/// temporary folder is not one. A FIFO holds no data in its folder, so where it is changes
+/// nothing for a run; on a disk, the folder's and each FIFO's creation and removal go through
+/// the journal, once per Communication test and once per keeper run. Every other kind stays
+/// in the temporary folder (on a tmpfs, what a program writes in its box would count against
+/// its memory limit).
+fn fifo_home() -> std::path::PathBuf {
+    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        use nix::sys::statfs::{statfs, TMPFS_MAGIC};
+        let on_tmpfs = |dir: &Path| statfs(dir).is_ok_and(|s| s.filesystem_type() == TMPFS_MAGIC);
+        let temp = std::env::temp_dir();
+        let shm = Path::new(SHM);
+        let writable = nix::unistd::access(shm, nix::unistd::AccessFlags::W_OK).is_ok();
+        match !on_tmpfs(&temp) && on_tmpfs(shm) && writable {
+            true => shm.to_path_buf(),
+            false => temp,
+        }
+    })
+    .clone()
 }
 
-/// Puts this process's FIFO folders on `/dev/shm` when it is a tmpfs (and the system's
-/// temporary folder is not one already), for a process that makes them for every run: on a
-/// disk, each folder's and FIFO's creation and removal goes through the journal. A box's own
-/// folder stays where it is without this (on a tmpfs, what a program writes there would count
-/// against its memory limit). Returns the folder chosen.
-pub fn prefer_memory() -> std::path::PathBuf {
-    use nix::sys::statfs::{statfs, TMPFS_MAGIC};
-    let on_tmpfs = |dir: &Path| statfs(dir).is_ok_and(|s| s.filesystem_type() == TMPFS_MAGIC);
-    let shm = Path::new("/dev/shm");
-    if !on_tmpfs(&std::env::temp_dir())
-        && on_tmpfs(shm)
-        && nix::unistd::access(shm, nix::unistd::AccessFlags::W_OK).is_ok()
-    {
-        let _ = MEMORY.set(shm.to_path_buf());
+const SHM: &str = "/dev/shm";
+
+/// Every folder temporary folders of any ioi-run process may be in.
+fn homes() -> Vec<std::path::PathBuf> {
+    let temp = std::env::temp_dir();
+    let mut homes = vec![temp.clone()];
+    if temp != Path::new(SHM) {
+        homes.push(SHM.into());
     }
-    base()
+    homes
 }
 
 /// Removes `dir` on a thread of its own, off the caller's path: a test's folders are removed
@@ -128,30 +134,16 @@ fn removals() -> &'static Removals {
 
 /// Removes the temporary folders left by ioi-run processes that no longer exist.
 pub fn sweep_stale() {
-    let mut dirs = bases();
-    let shm = Path::new("/dev/shm");
-    if !dirs.iter().any(|d| d == shm) {
-        dirs.push(shm.to_path_buf());
-    }
-    for dir in dirs {
+    for dir in homes() {
         sweep_in(&dir);
     }
-}
-
-/// Every folder this process's temporary folders may be in.
-fn bases() -> Vec<std::path::PathBuf> {
-    let mut dirs = vec![std::env::temp_dir()];
-    if let Some(memory) = MEMORY.get() {
-        dirs.push(memory.clone());
-    }
-    dirs
 }
 
 /// Removes this process's own temporary folders, and the files it was writing before a rename
 /// (before exiting on an interrupt, which skips destructors).
 pub fn remove_own() {
     let me = std::process::id() as i32;
-    for dir in bases() {
+    for dir in homes() {
         remove_where(&dir, |pid| pid == me);
     }
     if let Ok(files) = writing().lock() {
@@ -241,6 +233,26 @@ mod tests {
         sweep_in(dir.path());
         assert!(!dead.exists());
         assert!(alive.exists() && foreign.exists());
+    }
+
+    #[test]
+    fn fifo_folders_of_dead_processes_are_swept_where_they_are_made() {
+        let home = fifo_home();
+        let made = tempdir("fifos").unwrap();
+        assert_eq!(made.path().parent(), Some(home.as_path()));
+        // A pid above the kernel's maximum (4194304) cannot be alive.
+        let dead = home.join(format!("ioi-fifos-9999999-{}", std::process::id()));
+        std::fs::create_dir(&dead).unwrap();
+        struct Gone(std::path::PathBuf);
+        impl Drop for Gone {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let _gone = Gone(dead.clone());
+        sweep_stale();
+        assert!(!dead.exists(), "{} was not swept", dead.display());
+        assert!(made.path().exists(), "a live process's folder was swept");
     }
 
     #[test]

@@ -57,9 +57,6 @@ enum Answer {
 pub fn run(args: Args) -> Result<i32> {
     // The socket's folder and another keeper are the caller's to fix.
     let listener = listen(&args.socket).map_err(crate::error::usage)?;
-    // The FIFOs that relay a run's output are made and removed per request: on a tmpfs when
-    // there is one, not through a disk's journal.
-    let scratch = crate::scratch::prefer_memory();
     crate::scratch::sweep_stale();
     let sandbox = Sandbox::new(SandboxOptions::default())
         .context("the sandbox cannot start on this host (try `ioi-run doctor`)")
@@ -71,7 +68,7 @@ pub fn run(args: Args) -> Result<i32> {
     });
     let slots = Slots::new(jobs.max(1));
     let owner = nix::unistd::geteuid().as_raw();
-    tracing::info!(socket = %args.socket.display(), jobs, scratch = %scratch.display(), "keeper listening");
+    tracing::info!(socket = %args.socket.display(), jobs, "keeper listening");
     std::thread::scope(|scope| {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };

@@ -81,24 +81,16 @@ pub fn execute(
         .map(Stdio::Path)
         .unwrap_or(Stdio::Null);
     let limit = request.limits.output_size;
-    let fifos = match request.stdout.is_none() || request.stderr.is_none() {
-        true => Some(crate::scratch::tempdir("fifos")?),
-        false => None,
-    };
-    let fifo = |name: &str| {
-        fifos
-            .as_ref()
-            .map(|d| d.path().join(name))
-            .unwrap_or_default()
-    };
+    // The FIFOs' folder, made for the first stream relayed.
+    let mut fifos = None;
     let mut relays = Vec::new();
     spec.stdout = match &request.stdout {
         Some(path) => Stdio::Path(path.clone()),
-        None => relay(&fifo("stdout"), out, limit, &mut relays)?,
+        None => relay(fifo(&mut fifos, "stdout")?, out, limit, &mut relays)?,
     };
     spec.stderr = match &request.stderr {
         Some(path) => Stdio::Path(path.clone()),
-        None => relay(&fifo("stderr"), err, limit, &mut relays)?,
+        None => relay(fifo(&mut fifos, "stderr")?, err, limit, &mut relays)?,
     };
     let limits = &request.limits;
     spec.limits = Limits {
@@ -134,6 +126,15 @@ pub fn execute(
     Ok(outcome)
 }
 
+/// The path of FIFO `name` in `folder`, made when it is the first.
+fn fifo(folder: &mut Option<tempfile::TempDir>, name: &str) -> Result<PathBuf> {
+    let folder = match folder {
+        Some(folder) => folder,
+        None => folder.insert(crate::scratch::tempdir("fifos")?),
+    };
+    Ok(folder.path().join(name))
+}
+
 /// A relay: its write end held until the run is over, and the thread copying to the caller.
 type Relay = (OwnedFd, std::thread::JoinHandle<bool>);
 
@@ -143,20 +144,20 @@ type Relay = (OwnedFd, std::thread::JoinHandle<bool>);
 /// `limit` applies to what it writes, which RLIMIT_FSIZE does not do for a FIFO: past the limit
 /// the relay closes its end (the program gets SIGPIPE or EPIPE) and returns true. A FIFO, not a
 /// pipe: the box opens it by name, so a box built ahead of the run serves it.
-fn relay(path: &Path, to: OwnedFd, limit: Option<u64>, relays: &mut Vec<Relay>) -> Result<Stdio> {
+fn relay(path: PathBuf, to: OwnedFd, limit: Option<u64>, relays: &mut Vec<Relay>) -> Result<Stdio> {
     use nix::fcntl::{fcntl, open, FcntlArg, OFlag};
     use nix::sys::stat::Mode;
-    nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o600))
+    nix::unistd::mkfifo(&path, Mode::from_bits_truncate(0o600))
         .with_context(|| format!("cannot create the FIFO {}", path.display()))?;
     // The read end first (a write end opens only once one exists), then a write end of our own:
     // the relay must not see end-of-file before the program opens the FIFO.
     let read = open(
-        path,
+        &path,
         OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
     .with_context(|| format!("cannot open the FIFO {}", path.display()))?;
-    let write = open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())
+    let write = open(&path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())
         .with_context(|| format!("cannot open the FIFO {}", path.display()))?;
     fcntl(&read, FcntlArg::F_SETFL(OFlag::empty())).context("cannot make the FIFO blocking")?;
     let handle = std::thread::spawn(move || {
@@ -184,5 +185,5 @@ fn relay(path: &Path, to: OwnedFd, limit: Option<u64>, relays: &mut Vec<Relay>) 
         }
     });
     relays.push((write, handle));
-    Ok(Stdio::Existing(path.to_path_buf()))
+    Ok(Stdio::Existing(path))
 }

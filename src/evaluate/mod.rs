@@ -26,6 +26,12 @@ pub mod submissions;
 pub mod summary;
 
 pub use export::{export_results_file, write_parquet_dataset};
+pub use lock::LOCK_PATTERN;
+pub use reports::write_reports;
+pub use results::{read_results, result_row, ResultsFile};
+pub use submissions::{
+    resolve_datasets, DatasetSource, Submission, SubmissionKey, SubmissionOptions,
+};
 
 /// Writes `bytes` to `path` atomically (a temporary file beside it named with `prefix`, synced,
 /// then renamed): a reader, on this host or another sharing the folder, sees the old file or the
@@ -49,9 +55,3 @@ pub(crate) fn write_atomically(
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
-pub use lock::LOCK_PATTERN;
-pub use reports::write_reports;
-pub use results::{read_results, result_row, ResultsFile};
-pub use submissions::{
-    resolve_datasets, DatasetSource, Submission, SubmissionKey, SubmissionOptions,
-};

@@ -242,24 +242,29 @@ impl PchStore {
             .filter(|(n, _)| *n != source)
             .copied()
             .collect();
-        let Some(split) = split(code, &headers) else {
-            // Nothing to precompile: the grader objects still spare compiling the graders.
-            let whole = Split {
-                header: String::new(),
-                rest: code.to_string(),
-            };
-            let built =
-                self.accelerated(cache, sandbox, request, &whole, &others, graders, workdir);
-            if built.is_some() {
-                self.objects_only.fetch_add(1, Ordering::Relaxed);
-            }
-            return built;
+        let split = split(code, &headers);
+        // With nothing to precompile, the grader objects still spare compiling the graders;
+        // without graders either, there is nothing to gain.
+        if split.is_none() && graders.is_empty() {
+            return None;
+        }
+        let built = self.accelerated(
+            cache,
+            sandbox,
+            request,
+            split.as_ref(),
+            code,
+            &others,
+            graders,
+            workdir,
+        );
+        let counter = match (&split, &built) {
+            (Some(_), Some(_)) => &self.used,
+            (Some(_), None) => &self.fallbacks,
+            (None, Some(_)) => &self.objects_only,
+            (None, None) => return None,
         };
-        let built = self.accelerated(cache, sandbox, request, &split, &others, graders, workdir);
-        match &built {
-            Some(_) => self.used.fetch_add(1, Ordering::Relaxed),
-            None => self.fallbacks.fetch_add(1, Ordering::Relaxed),
-        };
+        counter.fetch_add(1, Ordering::Relaxed);
         built
     }
 
@@ -269,16 +274,15 @@ impl PchStore {
         cache: &CompileCache,
         sandbox: &Sandbox,
         request: &Request,
-        split: &Split,
+        split: Option<&Split>,
+        code: &str,
         others: &[(&str, &[u8])],
         graders: &[&str],
         workdir: &BoxDir,
     ) -> Option<BuildResult> {
-        // No header (nothing to precompile): worth a compile of its own only with objects.
-        let pch = match split.header.is_empty() {
-            true if graders.is_empty() => return None,
-            true => None,
-            false => {
+        let pch = match split {
+            None => None,
+            Some(split) => {
                 let pch_key = key("pch", request.flags, &[&split.header], others);
                 Some(self.entry(cache, &pch_key, |dir| {
                     self.headers_built.fetch_add(1, Ordering::Relaxed);
@@ -301,7 +305,7 @@ impl PchStore {
             workdir,
             request,
             source,
-            split,
+            split.map_or(code, |s| s.rest.as_str()),
             others,
             graders,
             pch.as_deref(),
@@ -509,13 +513,14 @@ fn build_objects(
 }
 
 /// The submission compile proper; `Ok(None)` when it failed and the plain compile must run.
+/// `code` is the submission as compiled: its precompiled lines blank when `pch` is given.
 #[allow(clippy::too_many_arguments)]
 fn compile_with(
     sandbox: &Sandbox,
     workdir: &BoxDir,
     request: &Request,
     source: &str,
-    split: &Split,
+    code: &str,
     others: &[(&str, &[u8])],
     graders: &[&str],
     pch: Option<&Path>,
@@ -531,7 +536,7 @@ fn compile_with(
     for (name, content) in others {
         workdir.write(name, content)?;
     }
-    workdir.write(source, split.rest.as_bytes())?;
+    workdir.write(source, code.as_bytes())?;
     let mut args: Vec<String> = request.flags.iter().map(|s| s.to_string()).collect();
     let mut binds = Vec::new();
     if let Some(pch) = pch {
