@@ -1,6 +1,6 @@
 //! `ioi-run sandbox` through the binary: the program never holds the caller's terminal,
-//! `--output-limit` holds when the output goes to ioi-run's own stdout, and the outcome never
-//! mixes with the program's output.
+//! `--output-limit` holds when the output goes to ioi-run's own stdout (discarded or not), and
+//! the outcome never mixes with the program's output.
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -63,6 +63,38 @@ fn output_limit_applies_to_inherited_stdout() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout.len(), 300000);
+}
+
+/// A stream the caller discards (`/dev/null`) is the box's own `/dev/null`, not relayed; with
+/// an output limit it is relayed all the same, so that the limit holds.
+#[test]
+fn a_discarded_stream_is_not_relayed_unless_a_limit_counts_it() {
+    // What the box's stdout is, on its stderr (relayed: a pipe from the test).
+    let script = "if [ -c /dev/stdout ]; then echo CHAR >&2; elif [ -p /dev/stdout ]; then \
+                  echo FIFO >&2; else echo OTHER >&2; fi; head -c 3000 /dev/zero";
+    let run = |limit: &[&str]| {
+        let out = sandbox_cmd()
+            .args(limit)
+            .args(["--", "sh", "-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(std::fs::File::create("/dev/null").unwrap()))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, stderr) = run(&[]);
+    if sandbox_missing(&stderr) {
+        return;
+    }
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.starts_with("CHAR\n"), "{stderr}");
+    let (code, stderr) = run(&["--output-limit", "1000"]);
+    assert!(stderr.starts_with("FIFO\n"), "{stderr}");
+    assert!(stderr.contains("output_limit"), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
 }
 
 #[test]

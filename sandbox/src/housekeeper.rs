@@ -201,9 +201,12 @@ impl Housekeeper {
     }
 
     /// A box built ahead for a run about to start, if one is ready and the host's mounts have
-    /// not changed since; either way the thread then builds another.
+    /// not changed since. The shelf is topped up when the run is over (see
+    /// [`Housekeeper::finish`]), so that building the next box does not take a CPU from this
+    /// run; at once only when no box is left for the next run.
     pub(crate) fn prepared(&self) -> Option<Prepared> {
         let changed = self.mounts_changed();
+        let mut shelf_empty = true;
         let prepared = self.shelf.ready.lock().ok().and_then(|mut ready| {
             if changed {
                 self.shelf.mounts_generation.fetch_add(1, Ordering::SeqCst);
@@ -224,13 +227,16 @@ impl Housekeeper {
             ready.expire(MAX_AGE);
             while let Some(prepared) = ready.boxes.pop() {
                 if !prepared.exited() {
+                    shelf_empty = ready.boxes.is_empty();
                     return Some(prepared);
                 }
                 prepared.discard();
             }
             None
         });
-        self.send(Chore::Prepare);
+        if shelf_empty {
+            self.send(Chore::Prepare);
+        }
         prepared
     }
 
@@ -266,11 +272,13 @@ impl Housekeeper {
         }
     }
 
-    /// Finishes what is left of a run on the thread (or here, when the thread is gone).
+    /// Tops the shelf up for the next runs, then finishes what is left of a run, on the thread
+    /// (or here, when the thread is gone).
     pub(crate) fn finish(&self, leftover: Leftover) {
         if let Ok(mut all) = LEFTOVER_CGROUPS.lock() {
             all.push(leftover.cgroup.clone());
         }
+        self.send(Chore::Prepare);
         if let Some(Chore::Finish(leftover)) = self.send(Chore::Finish(leftover)) {
             leftover.finish();
         }

@@ -115,8 +115,10 @@ pub fn main() -> i32 {
         globals.color,
         matches!(command, Command::Serve(_)),
     );
-    // The server shuts down gracefully on these signals itself (finishing in-flight requests).
-    if !matches!(command, Command::Serve(_)) {
+    // The server shuts down gracefully on these signals itself (finishing in-flight requests);
+    // a sandbox command installs the handler only when it runs the box itself (handed to a
+    // keeper, an interrupt ends the command and the keeper kills the box on the hang-up).
+    if !matches!(command, Command::Serve(_) | Command::Sandbox(_)) {
         install_interrupt_handler();
     }
     let result = match command {
@@ -177,7 +179,7 @@ fn init_logging(format: LogFormat, color: ColorChoice, server: bool) {
 /// SIGKILL of ioi-run leaves no process behind. The judge's stop flag goes up first, in the
 /// signal handler itself, so that no run killed on the way out becomes a verdict, a saved
 /// result or a cached compile (`judge::stop`).
-fn install_interrupt_handler() {
+pub(crate) fn install_interrupt_handler() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     crate::judge::stop::register_signals(&[SIGINT, SIGTERM, SIGHUP]);
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {

@@ -86,10 +86,12 @@ pub fn execute(
     let mut relays = Vec::new();
     spec.stdout = match &request.stdout {
         Some(path) => Stdio::Path(path.clone()),
+        None if discarded(&out, limit) => Stdio::Null,
         None => relay(fifo(&mut fifos, "stdout")?, out, limit, &mut relays)?,
     };
     spec.stderr = match &request.stderr {
         Some(path) => Stdio::Path(path.clone()),
+        None if discarded(&err, limit) => Stdio::Null,
         None => relay(fifo(&mut fifos, "stderr")?, err, limit, &mut relays)?,
     };
     let limits = &request.limits;
@@ -124,6 +126,23 @@ pub fn execute(
         );
     }
     Ok(outcome)
+}
+
+/// Whether the caller's stream `to` is `/dev/null` and no output limit is set: then the box
+/// writes to its own `/dev/null` and nothing is relayed (with a limit, the relay still counts
+/// the bytes, so that the limit is enforced whatever the caller does with them).
+fn discarded(to: &OwnedFd, limit: Option<u64>) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let null = || std::fs::metadata("/dev/null").ok();
+    let stream = nix::sys::stat::fstat(to).ok();
+    match (limit, stream, null()) {
+        (None, Some(stream), Some(null)) => {
+            null.file_type().is_char_device()
+                && stream.st_mode & libc::S_IFMT == libc::S_IFCHR
+                && stream.st_rdev == null.rdev()
+        }
+        _ => false,
+    }
 }
 
 /// The path of FIFO `name` in `folder`, made when it is the first.

@@ -64,7 +64,10 @@ pub fn run(args: Args) -> Result<i32> {
     let request = request(&args).map_err(crate::error::usage)?;
     let outcome = match super::keeper::hand_over(&request) {
         Some(outcome) => outcome?,
-        None => run_here(&request)?,
+        None => {
+            super::install_interrupt_handler();
+            run_here(&request)?
+        }
     };
     if let Some(meta) = &args.meta {
         let text = serde_json::to_string_pretty(&outcome)? + "\n";
