@@ -592,6 +592,12 @@ impl RunCgroup {
             .collect()
     }
 
+    /// Whether no task of the cgroup is left: every member has exited and been reaped, so the
+    /// counters are final. False when the count cannot be read.
+    pub(crate) fn is_empty(&self) -> bool {
+        matches!(self.pids.get_pid_current(), Ok(0))
+    }
+
     /// CPU time used so far by the members, all threads included. An unreadable counter is an
     /// error, never zero: zero would turn the CPU limit off.
     pub(crate) fn cpu_time(&self) -> Result<Duration> {

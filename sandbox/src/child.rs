@@ -32,8 +32,6 @@ pub(crate) struct InitPlan<'a> {
     /// Clear supplementary groups (only possible when the keeper is root).
     pub clear_groups: bool,
     pub seccomp: &'a Filters,
-    /// The filter that hands `sysinfo` to the keeper (see `crate::sysinfo`).
-    pub sysinfo_filter: &'a [seccompiler::sock_filter],
     /// The program sends the listener of its `sysinfo` filter to the keeper here (see
     /// `crate::sysinfo`); the init closes it once the program is spawned.
     pub sysinfo_socket: libc::c_int,
@@ -283,6 +281,7 @@ pub(crate) fn init_main(plan: &mut InitPlan) -> ! {
     new_session(plan);
     name_the_host_and_privatise_mounts(plan);
     build(plan, &plan.mounts, 0);
+    empty_the_bounding_set();
     receive_the_run(plan);
     let plan: &InitPlan = plan;
     let run = &plan.inbox.run;
@@ -394,6 +393,18 @@ fn build(plan: &InitPlan, steps: &[MountStep], first: usize) {
         if let Err(e) = mounts::apply(*step) {
             fail(plan, Step::Mount((first + i) as u32), e);
         }
+    }
+}
+
+/// Empties the capability bounding set while the init still may (CAP_SETPCAP in its user
+/// namespace), before the run: the program, a copy of the init, starts with it empty, so no
+/// execve can ever grant it a capability. The init's own capabilities, which it needs for the
+/// run's mounts, are not in that set and stay.
+fn empty_the_bounding_set() {
+    for cap in 0..=63 {
+        // SAFETY: prctl on plain values. Numbers past the kernel's last capability fail
+        // (EINVAL) and are nothing to drop.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
     }
 }
 
@@ -593,10 +604,6 @@ fn program_main(plan: &InitPlan, run: &RunSteps, fds: &[libc::c_int; 3], err: li
         if libc::chdir(run.cwd) != 0 {
             fail(Step::Chdir, errno());
         }
-        // Drop the capability bounding set while we still may (CAP_SETPCAP).
-        for cap in 0..=63 {
-            libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
-        }
         // Raw system calls: the C library's wrappers synchronise every thread of the process,
         // and the keeper's other threads do not exist in this copy (they would never answer).
         if plan.clear_groups
@@ -630,10 +637,8 @@ fn program_main(plan: &InitPlan, run: &RunSteps, fds: &[libc::c_int; 3], err: li
             libc::CLOSE_RANGE_CLOEXEC,
         );
     }
-    // The `sysinfo` filter first (no_new_privs), its listener to the keeper, then the policy.
-    if let Err(e) = crate::sysinfo::install(plan.sysinfo_filter, plan.sysinfo_socket)
-        .and_then(|()| crate::seccomp::install(plan.seccomp))
-    {
+    // The filter (and no_new_privs), its listener of `sysinfo` calls to the keeper.
+    if let Err(e) = crate::sysinfo::install(plan.seccomp.program(), plan.sysinfo_socket) {
         fail(Step::Seccomp, e);
     }
     let mut last = libc::ENOENT;

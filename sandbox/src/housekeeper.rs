@@ -3,11 +3,13 @@
 //!   cgroup, a uid, a network namespace, the init in its namespaces with the common part of
 //!   the root), a spare cgroup for a box built on demand, and a network namespace when the
 //!   pool has none free. Each box and cgroup is used by one run only, then removed.
-//! - **after the outcome**: the keeper reaps the init before it reads the counters (every
-//!   task of the box has then exited and been accounted), but holds a descriptor of the box's
-//!   mount namespace, so that the init's exit does not tear the box's mounts down. That
-//!   teardown (closing the descriptor), the network namespace's return to the pool and the
-//!   cgroup's removal are done here.
+//! - **after the outcome**: the keeper reads the counters once every task of the run's cgroup
+//!   has exited and been accounted (the init reports after it reaped the program; when tasks
+//!   are left, the keeper reaps the init first, whose exit kills them). It holds a descriptor of
+//!   the box's mount namespace, so that the init's exit does not tear the box's mounts down.
+//!   The reaping of an init still exiting, the uid's return, that teardown (closing the
+//!   descriptor), the network namespace's return to the pool and the cgroup's removal are done
+//!   here.
 //!
 //! The work is the same as when a run does it all itself; it only moves to another thread. A
 //! box built ahead sees the host's mounts as they were when it was built: when the host's
@@ -29,11 +31,16 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use crate::cgroup::RunCgroup;
 use crate::keeper::{Builder, Prepared};
 use crate::namespaces::LentNetwork;
+use crate::uids::UidLease;
 
-/// What remains of a run once its init is reaped and its outcome known: the box's mount
-/// namespace (held by a descriptor, so that the init's exit did not tear it down), its network
-/// namespace and its (empty) cgroup.
+/// What remains of a run once its outcome is known: its init if it is still exiting, its uid,
+/// the box's mount namespace (held by a descriptor, so that the init's exit does not tear it
+/// down), its network namespace and its (empty) cgroup.
 pub(crate) struct Leftover {
+    /// The init, when the outcome was known before its exit was reaped (see `Builder::watch`).
+    pub exiting_init: Option<i32>,
+    /// The box's uid, held until no process of the box is left.
+    pub lease: Option<UidLease>,
     pub mount_ns: Option<OwnedFd>,
     pub network: Option<LentNetwork>,
     pub cgroup: Arc<RunCgroup>,
@@ -55,9 +62,15 @@ pub(crate) fn remove_leftover_cgroups() {
 }
 
 impl Leftover {
-    /// Tears the box's mounts down (the last reference to its mount namespace), returns the
-    /// network namespace, removes the cgroup.
+    /// Reaps the init if it is still exiting and returns the uid; tears the box's mounts down
+    /// (the last reference to its mount namespace), returns the network namespace, removes the
+    /// cgroup.
     pub(crate) fn finish(self) {
+        if let Some(init) = self.exiting_init {
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(init), None);
+            crate::keeper::forget(init);
+        }
+        drop(self.lease);
         drop(self.mount_ns);
         drop(self.network);
         self.cgroup.remove();

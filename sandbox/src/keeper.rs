@@ -67,8 +67,6 @@ pub(crate) struct Builder {
     /// The mounts every box starts with (the same for every box: made once).
     base: Vec<MountOp>,
     filters: seccomp::Filters,
-    /// Hands `sysinfo` to the keeper (see `sysinfo`).
-    sysinfo_filter: Vec<seccompiler::sock_filter>,
     root_mountpoint: PathBuf,
     options: SandboxOptions,
     keeper_is_root: bool,
@@ -198,7 +196,6 @@ impl Sandbox {
             cgroups,
             base,
             filters,
-            sysinfo_filter: sysinfo::filter(),
             root_mountpoint,
             options,
             keeper_is_root,
@@ -324,6 +321,8 @@ impl Sandbox {
         // leaves the init waiting for its run, to be killed and reaped here. Never both: a pid
         // once reaped may belong to another process.
         let watched = std::cell::Cell::new(false);
+        // Whether `watch` reaped the init; when it did not, the housekeeper does (see `watch`).
+        let init_reaped = std::cell::Cell::new(true);
         let result = (|| {
             cgroup.limit(spec.limits.memory, spec.limits.processes)?;
             let run = self.builder.run_parts(spec)?;
@@ -341,6 +340,7 @@ impl Sandbox {
                 &cgroup,
                 spec,
                 &described,
+                &init_reaped,
             )
         })();
         if !watched.get() {
@@ -348,12 +348,20 @@ impl Sandbox {
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(init, None);
         }
-        // The init is reaped: no process of the box is left.
-        forget(pid);
-        drop(lease);
-        // The teardown of the box's mounts (held by `mount_ns`), the network namespace's return
-        // and the cgroup's removal happen on the housekeeper thread.
+        let exiting_init = match watched.get() && !init_reaped.get() {
+            true => Some(pid),
+            false => {
+                // The init is reaped: no process of the box is left.
+                forget(pid);
+                None
+            }
+        };
+        // The reaping of an exiting init, the uid's return, the teardown of the box's mounts
+        // (held by `mount_ns`), the network namespace's return and the cgroup's removal happen
+        // on the housekeeper thread.
         self.housekeeper.finish(Leftover {
+            exiting_init,
+            lease,
             mount_ns,
             network,
             cgroup,
@@ -405,7 +413,6 @@ impl Builder {
                 gid: INSIDE_ID,
                 clear_groups: self.keeper_is_root,
                 seccomp: &self.filters,
-                sysinfo_filter: &self.sysinfo_filter,
                 sysinfo_socket: program_socket.as_raw_fd(),
                 program_stack: program_stack.as_mut_ptr(),
                 program_stack_len: program_stack.capacity(),
@@ -495,6 +502,7 @@ impl Builder {
         cgroup: &RunCgroup,
         spec: &RunSpec,
         mounts: &[&mounts::MountOp],
+        init_reaped: &std::cell::Cell<bool>,
     ) -> Result<Outcome> {
         let init = nix::unistd::Pid::from_raw(pid);
         // Dropped after the init is reaped, on every path: no process of the box is left to
@@ -621,10 +629,18 @@ impl Builder {
         }
         let wall_time = start.elapsed();
         drop(group);
-        // The init's exit kills whatever is left of the box; once it is reaped every task of
-        // the box has exited and been accounted, and the counters are final. (Its mounts are
-        // held by the keeper's descriptor of the mount namespace: their teardown is not here.)
-        let _ = nix::sys::wait::waitpid(init, None);
+        // The init reports once it has reaped the program. When no task of the cgroup is left
+        // then (the program left no descendant behind), every measured task has exited and
+        // been accounted, and the counters are final: the init's own exit (the teardown of its
+        // namespaces) is reaped off the run's path, with the rest of the box. Otherwise the
+        // init's exit kills whatever is left of the box, and once it is reaped the counters are
+        // final. (Its mounts are held by the keeper's descriptor of the mount namespace: their
+        // teardown is not here.)
+        if got == Report::SIZE && !caller_gone && cgroup.is_empty() {
+            init_reaped.set(false);
+        } else {
+            let _ = nix::sys::wait::waitpid(init, None);
+        }
         if caller_gone {
             bail!("the caller hung up during the run: its box was killed");
         }

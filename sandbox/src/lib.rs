@@ -29,10 +29,13 @@
 //!       cgroup CPU time; answer the       its status on the report pipe and exits: the
 //!       program's `sysinfo` calls         kernel then kills every process left in the pid
 //! kill init on a limit                    namespace (its mounts stay: the keeper holds the
-//! waitpid(init), read the cgroup (CPU,    mount namespace, torn down later with the
-//! peak memory, OOM kills), classify →     cgroup's removal)
-//! Outcome; the mounts' teardown and the
-//! cgroup's removal: housekeeper thread
+//! the cgroup empty after the report, or   mount namespace, torn down later with the
+//! else waitpid(init): read the cgroup     cgroup's removal)
+//! (CPU, peak memory, OOM kills),
+//! classify → Outcome; the init's reaping
+//! (when the report came first), the
+//! mounts' teardown and the cgroup's
+//! removal: housekeeper thread
 //! ```
 //!
 //! Only the program and its descendants are in the cgroup, so CPU time and memory are the

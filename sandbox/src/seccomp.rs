@@ -16,8 +16,8 @@
 //! box at installation (measured with `ioi-run bench sandbox`). A tree needs ~7 comparisons per
 //! call. The unit tests run the compiled program in a small interpreter against the table.
 //!
-//! A second filter, installed before this one, hands `sysinfo` to the keeper, which answers it
-//! the same for every box (see `crate::sysinfo`, which builds it with the helpers here).
+//! `sysinfo` is handed to the keeper (`SECCOMP_RET_USER_NOTIF`), which answers it the same for
+//! every box (see `crate::sysinfo`, which installs the filter with its listener).
 
 use std::collections::BTreeMap;
 
@@ -153,6 +153,8 @@ pub(crate) enum Action {
     Kill,
     /// The call fails with this errno.
     Errno(i32),
+    /// The call waits for the filter's listener (the keeper) to answer it.
+    Notify,
 }
 
 impl Action {
@@ -161,6 +163,7 @@ impl Action {
             Action::Allow => libc::SECCOMP_RET_ALLOW,
             Action::Kill => libc::SECCOMP_RET_KILL_PROCESS,
             Action::Errno(e) => libc::SECCOMP_RET_ERRNO | (e as u32 & libc::SECCOMP_RET_DATA),
+            Action::Notify => libc::SECCOMP_RET_USER_NOTIF,
         }
     }
 }
@@ -298,10 +301,11 @@ fn policy() -> Policy {
     // `io_setup` adds to the host-wide `/proc/sys/fs/aio-nr`, a counter every box could both
     // change and read (the box's `/proc/sys` is masked too, see `mounts`): a channel between
     // the user processes of a Communication test. Refused softly (no kernel aio: libaio users
-    // fall back); io_uring, the other asynchronous interface, is killed above. (`sysinfo`,
-    // which would report host-wide memory and task counts, is answered by the keeper with
-    // the same values for every box: see `crate::sysinfo`.)
+    // fall back); io_uring, the other asynchronous interface, is killed above.
     add(libc::SYS_io_setup, always(Action::Errno(libc::ENOSYS)));
+    // `sysinfo` would report host-wide memory and task counts: the keeper answers it with the
+    // same values for every box (see `crate::sysinfo`).
+    add(libc::SYS_sysinfo, always(Action::Notify));
     // `preadv2(RWF_NOWAIT)` fails with EAGAIN where the data is not in the page cache: one box
     // would learn which pages of a shared system file another box has read. EOPNOTSUPP is what
     // a file without non-blocking reads answers; callers fall back to a plain read.
@@ -351,14 +355,14 @@ fn arg_low(arg: u8) -> u32 {
     }
 }
 
-pub(crate) const LD_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+const LD_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
-pub(crate) const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
 const JSET: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
-pub(crate) const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 
-pub(crate) fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
+fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
     sock_filter { code, jt, jf, k }
 }
 
@@ -490,12 +494,11 @@ pub(crate) fn build() -> Result<Filters> {
     })
 }
 
-/// Installs the filter (and no_new_privs): async-signal-safe, no allocation.
-pub(crate) fn install(filters: &Filters) -> Result<(), i32> {
-    if seccompiler::apply_filter(&filters.program).is_err() {
-        return Err(nix::errno::Errno::last_raw().max(1));
+impl Filters {
+    /// The compiled program (installed by `crate::sysinfo::install`, with its listener).
+    pub(crate) fn program(&self) -> &[sock_filter] {
+        &self.program
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -557,6 +560,7 @@ mod tests {
                     let action = match ins.k {
                         libc::SECCOMP_RET_ALLOW => Action::Allow,
                         libc::SECCOMP_RET_KILL_PROCESS => Action::Kill,
+                        libc::SECCOMP_RET_USER_NOTIF => Action::Notify,
                         k if k & libc::SECCOMP_RET_ACTION_FULL == libc::SECCOMP_RET_ERRNO => {
                             Action::Errno((k & libc::SECCOMP_RET_DATA) as i32)
                         }

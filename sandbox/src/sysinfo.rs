@@ -9,9 +9,9 @@
 //! process, no load, no uptime, unit 1.
 //!
 //! How it works:
-//! - the program installs, before the main filter, a small filter of its own (see [`filter`]):
-//!   `sysinfo` → `SECCOMP_RET_USER_NOTIF`, anything else allowed (the main filter decides).
-//!   Installed with `SECCOMP_FILTER_FLAG_NEW_LISTENER`, it yields a descriptor on which the
+//! - the program's seccomp filter (see `crate::seccomp`) answers `sysinfo` with
+//!   `SECCOMP_RET_USER_NOTIF`. Installed with `SECCOMP_FILTER_FLAG_NEW_LISTENER` (see
+//!   [`install`]), it yields a descriptor on which the
 //!   calls arrive; the program sends it to the keeper over a socket pair made before the
 //!   init's clone (`SCM_RIGHTS`) and closes its own copy before `execve` (the program never
 //!   holds the listener: it could answer its own calls). The init closes its end of the pair
@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use nix::poll::PollFlags;
 use seccompiler::sock_filter;
 
-use crate::seccomp::{op, AUDIT_ARCH, JEQ, LD_ABS, RET};
+use crate::seccomp::AUDIT_ARCH;
 
 /// What a box without a memory limit sees as its total and free memory: 4 GiB.
 pub const UNLIMITED_MEMORY: u64 = 4 << 30;
@@ -69,24 +69,9 @@ fn answer(memory: Option<u64>) -> [u8; SIZE] {
     bytes
 }
 
-/// The filter that hands `sysinfo` to the listener. No crate builds a user-notification
-/// filter (seccompiler has no such action), and it is three tests long: written here. Calls of
-/// another architecture are allowed here and killed by the main filter.
-pub(crate) fn filter() -> Vec<sock_filter> {
-    // Offsets in `struct seccomp_data`: nr, then arch.
-    vec![
-        op(LD_ABS, 0, 0, 4),
-        op(JEQ, 1, 0, AUDIT_ARCH),
-        op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
-        op(LD_ABS, 0, 0, 0),
-        op(JEQ, 0, 1, libc::SYS_sysinfo as u32),
-        op(RET, 0, 0, libc::SECCOMP_RET_USER_NOTIF),
-        op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
-    ]
-}
-
-/// In the program, before the main filter: sets no_new_privs, installs [`filter`] and sends
-/// its listener to the keeper on `socket`, keeping no copy. Raw system calls only (the program
+/// In the program, last before `execve`: sets no_new_privs, installs the seccomp `filter`
+/// with a listener for its notified calls and sends the listener to the keeper on `socket`,
+/// keeping no copy. Raw system calls only (the program
 /// shares the init's memory until it executes). Returns the errno of a failure.
 pub(crate) fn install(filter: &[sock_filter], socket: c_int) -> Result<(), i32> {
     let errno = || nix::errno::Errno::last_raw().max(1);

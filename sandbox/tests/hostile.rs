@@ -28,6 +28,30 @@ fn plain_program_runs_and_reports_usage() {
     assert_eq!(o.exit_code, Some(0));
 }
 
+/// The program holds no capability in any set (the bounding set too, which is emptied in the
+/// init before the run and inherited), whatever it executes.
+#[test]
+fn the_program_holds_no_capability() {
+    if sandbox_missing() {
+        return;
+    }
+    let b = TestBox::new();
+    let mut spec = b.spec(&["/bin/sh", "-c", "grep ^Cap /proc/self/status"]);
+    spec.limits = limits(2.0, 64);
+    spec.stdout = ioi_sandbox::Stdio::Path(b.path().join("stdout"));
+    let o = sandbox().run(&spec);
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    let status = b.read("stdout");
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        let line = status.lines().find(|l| l.starts_with(set));
+        assert_eq!(
+            line.and_then(|l| l.split_whitespace().nth(1)),
+            Some("0000000000000000"),
+            "{set} in {status}"
+        );
+    }
+}
+
 #[test]
 fn exit_code_and_signal_are_reported() {
     if sandbox_missing() {

@@ -290,12 +290,12 @@ pub fn hand_over(request: &RunRequest) -> Option<Result<Outcome>> {
     let path = socket_path()?;
     let mut conn = UnixStream::connect(&path).ok()?;
     send(&conn, request).ok()?;
-    let mut bytes = Vec::new();
-    let read = conn.read_to_end(&mut bytes);
-    let answer = match read {
-        Ok(_) => serde_json::from_slice::<Answer>(&bytes).ok(),
-        Err(_) => None,
-    };
+    // The answer is one JSON object, taken as soon as its last byte arrives (the keeper closes
+    // the connection only after that, when its thread ends).
+    let answer = serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut conn))
+        .into_iter::<Answer>()
+        .next()
+        .and_then(|answer| answer.ok());
     match answer {
         Some(Answer::Outcome(outcome)) => Some(Ok(outcome)),
         Some(Answer::Refused(_)) => None,

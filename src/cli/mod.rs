@@ -109,20 +109,16 @@ pub fn main() -> i32 {
             (cli.command, cli.globals)
         }
     };
-    output::set_color(globals.color);
-    init_logging(
-        globals.log_format,
-        globals.color,
-        matches!(command, Command::Serve(_)),
-    );
-    // The server shuts down gracefully on these signals itself (finishing in-flight requests);
-    // a sandbox command installs the handler only when it runs the box itself (handed to a
-    // keeper, an interrupt ends the command and the keeper kills the box on the hang-up).
-    if !matches!(command, Command::Serve(_) | Command::Sandbox(_)) {
-        install_interrupt_handler();
+    // A sandbox command handed to a keeper only sends its run and prints the outcome: it sets
+    // the process up (colours, logs, the interrupt handler) only when it runs the box itself
+    // (handed over, an interrupt ends the command and the keeper kills the box on the hang-up).
+    // The server shuts down gracefully on the interrupting signals itself (finishing in-flight
+    // requests).
+    if !matches!(command, Command::Sandbox(_)) {
+        settle(&globals, matches!(command, Command::Serve(_)));
     }
     let result = match command {
-        Command::Sandbox(args) => sandbox::run(args),
+        Command::Sandbox(args) => sandbox::run(args, || settle(&globals, false)),
         Command::Keeper(args) => keeper::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Bench(args) => bench::run(args),
@@ -146,6 +142,15 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             crate::error::exit_code(&e)
         }
+    }
+}
+
+/// Colours, logs and, except for a server, the interrupt handler.
+fn settle(globals: &Globals, server: bool) {
+    output::set_color(globals.color);
+    init_logging(globals.log_format, globals.color, server);
+    if !server {
+        install_interrupt_handler();
     }
 }
 
@@ -179,7 +184,7 @@ fn init_logging(format: LogFormat, color: ColorChoice, server: bool) {
 /// SIGKILL of ioi-run leaves no process behind. The judge's stop flag goes up first, in the
 /// signal handler itself, so that no run killed on the way out becomes a verdict, a saved
 /// result or a cached compile (`judge::stop`).
-pub(crate) fn install_interrupt_handler() {
+fn install_interrupt_handler() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     crate::judge::stop::register_signals(&[SIGINT, SIGTERM, SIGHUP]);
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {

@@ -59,13 +59,15 @@ pub struct Args {
     command: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<i32> {
+/// Runs the command: handed to a keeper when one takes it, else here, once `settle` has set
+/// the process up for running boxes.
+pub fn run(args: Args, settle: impl FnOnce()) -> Result<i32> {
     check_arguments(&args).map_err(crate::error::usage)?;
     let request = request(&args).map_err(crate::error::usage)?;
     let outcome = match super::keeper::hand_over(&request) {
         Some(outcome) => outcome?,
         None => {
-            super::install_interrupt_handler();
+            settle();
             run_here(&request)?
         }
     };
