@@ -321,8 +321,6 @@ impl Sandbox {
         // leaves the init waiting for its run, to be killed and reaped here. Never both: a pid
         // once reaped may belong to another process.
         let watched = std::cell::Cell::new(false);
-        // Whether `watch` reaped the init; when it did not, the housekeeper does (see `watch`).
-        let init_reaped = std::cell::Cell::new(true);
         let result = (|| {
             cgroup.limit(spec.limits.memory, spec.limits.processes)?;
             let run = self.builder.run_parts(spec)?;
@@ -340,15 +338,17 @@ impl Sandbox {
                 &cgroup,
                 spec,
                 &described,
-                &init_reaped,
             )
         })();
+        // Whether the init is still exiting (`watch` knew the outcome first): the housekeeper
+        // reaps it. On every other path it is reaped.
+        let exiting = matches!(result, Ok((_, Exit::Pending)));
         if !watched.get() {
             let init = nix::unistd::Pid::from_raw(pid);
             let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(init, None);
         }
-        let exiting_init = match watched.get() && !init_reaped.get() {
+        let exiting_init = match exiting {
             true => Some(pid),
             false => {
                 // The init is reaped: no process of the box is left.
@@ -366,8 +366,18 @@ impl Sandbox {
             network,
             cgroup,
         });
-        result.unwrap_or_else(|e| Outcome::internal(format!("{e:#}")))
+        result.map_or_else(
+            |e| Outcome::internal(format!("{e:#}")),
+            |(outcome, _)| outcome,
+        )
     }
+}
+
+/// Whether the init of a watched run was reaped, or is still exiting when the outcome is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    Reaped,
+    Pending,
 }
 
 impl Builder {
@@ -502,8 +512,7 @@ impl Builder {
         cgroup: &RunCgroup,
         spec: &RunSpec,
         mounts: &[&mounts::MountOp],
-        init_reaped: &std::cell::Cell<bool>,
-    ) -> Result<Outcome> {
+    ) -> Result<(Outcome, Exit)> {
         let init = nix::unistd::Pid::from_raw(pid);
         // Dropped after the init is reaped, on every path: no process of the box is left to
         // call `sysinfo` without its listener.
@@ -542,7 +551,7 @@ impl Builder {
         let mut caller_gone = false;
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
         // the CPU limit off or report a false peak.
-        let fail = |e: anyhow::Error| -> Result<Outcome> {
+        let fail = |e: anyhow::Error| -> Result<(Outcome, Exit)> {
             kill_init();
             let _ = nix::sys::wait::waitpid(init, None);
             Err(e)
@@ -636,11 +645,13 @@ impl Builder {
         // init's exit kills whatever is left of the box, and once it is reaped the counters are
         // final. (Its mounts are held by the keeper's descriptor of the mount namespace: their
         // teardown is not here.)
-        if got == Report::SIZE && !caller_gone && cgroup.is_empty() {
-            init_reaped.set(false);
-        } else {
-            let _ = nix::sys::wait::waitpid(init, None);
-        }
+        let exit = match got == Report::SIZE && !caller_gone && cgroup.is_empty() {
+            true => Exit::Pending,
+            false => {
+                let _ = nix::sys::wait::waitpid(init, None);
+                Exit::Reaped
+            }
+        };
         if caller_gone {
             bail!("the caller hung up during the run: its box was killed");
         }
@@ -649,12 +660,24 @@ impl Builder {
         } else {
             None
         };
-        let stats = Stats {
-            cpu: cgroup.cpu_time()?,
-            memory: cgroup.memory_peak()?,
-            oom_kills: cgroup.oom_kills()?,
+        let stats = (|| -> Result<Stats> {
+            Ok(Stats {
+                cpu: cgroup.cpu_time()?,
+                memory: cgroup.memory_peak()?,
+                oom_kills: cgroup.oom_kills()?,
+            })
+        })();
+        let stats = match (stats, exit) {
+            (Ok(stats), _) => stats,
+            // A failure is reported with the init reaped, as on every other failing path (and
+            // never reaped twice: a pid once reaped may belong to another process).
+            (Err(e), Exit::Pending) => return fail(e),
+            (Err(e), Exit::Reaped) => return Err(e),
         };
-        Ok(classify(report, limit_hit, &stats, wall_time, spec, mounts))
+        Ok((
+            classify(report, limit_hit, &stats, wall_time, spec, mounts),
+            exit,
+        ))
     }
 }
 
