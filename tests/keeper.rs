@@ -1,6 +1,7 @@
 //! `ioi-run keeper` with `ioi-run sandbox` handing runs to it: outcomes and output identical to
 //! the command's own runs, a box killed with the client that hangs up or with the keeper that
-//! dies, runs in parallel, one keeper per socket, and no terminal of the caller for the program.
+//! dies, runs in parallel, one keeper per socket, silent clients timed out, and no terminal of
+//! the caller for the program.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -23,10 +24,16 @@ fn sandbox(work: &Path, socket: Option<&Path>) -> Command {
 
 /// A keeper on a socket in `work`, listening when returned; stopped by pid when dropped.
 fn keeper(work: &Path) -> (Stopping, PathBuf) {
+    keeper_with(work, &[])
+}
+
+/// [`keeper`] with more options.
+fn keeper_with(work: &Path, options: &[&str]) -> (Stopping, PathBuf) {
     let socket = work.join("run/keeper.sock");
     let child = common::bin(work)
         .args(["keeper", "--socket"])
         .arg(&socket)
+        .args(options)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()
@@ -231,6 +238,47 @@ fn a_client_that_hangs_up_mid_run_loses_its_box() {
         .output()
         .unwrap();
     assert_eq!(common::ok(out), "next\n");
+}
+
+/// Clients that connect and send nothing hold the keeper's threads (four with `--jobs 1`) for
+/// a bounded time only: each gets a failure, and a real client is served after them.
+#[test]
+fn silent_clients_do_not_hold_the_keeper() {
+    if !is_root_or_skip("the keeper") {
+        return;
+    }
+    use std::io::Read;
+    let work = tempfile::tempdir().unwrap();
+    let (_keeper, socket) = keeper_with(work.path(), &["--jobs", "1"]);
+    let silent: Vec<_> = (0..4)
+        .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
+        .collect();
+    let mut client = Guard(
+        sandbox(work.path(), Some(&socket))
+            .args(["--", "echo", "served"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the client to be served", LIVENESS, || {
+        client.0.try_wait().unwrap().is_some()
+    });
+    let mut stdout = String::new();
+    client
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(client.0.wait().unwrap().success());
+    assert_eq!(stdout, "served\n");
+    for mut conn in silent {
+        conn.set_read_timeout(Some(LIVENESS)).unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        assert!(answer.contains("cannot read the request"), "{answer}");
+    }
 }
 
 #[test]

@@ -238,7 +238,10 @@ impl Housekeeper {
             // A box whose init died while it waited would fail its run, and an old box shows
             // the host as it was: built anew instead.
             ready.expire(MAX_AGE);
-            while let Some(prepared) = ready.boxes.pop() {
+            // The oldest first: its init has had the longest to build the common part of its
+            // box (it is shelved once cloned, and builds that part on its own).
+            while !ready.boxes.is_empty() {
+                let prepared = ready.boxes.remove(0);
                 if !prepared.exited() {
                     shelf_empty = ready.boxes.is_empty();
                     return Some(prepared);

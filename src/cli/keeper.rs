@@ -69,11 +69,21 @@ pub fn run(args: Args) -> Result<i32> {
     let slots = Slots::new(jobs.max(1));
     let owner = nix::unistd::geteuid().as_raw();
     tracing::info!(socket = %args.socket.display(), jobs, "keeper listening");
+    // A fixed set of threads take the clients, each one at a time, and keep their stacks and
+    // allocator arenas from one client to the next (a thread per client would fault both in
+    // anew, about 50 page faults a run). Clients past them wait in the listen queue, as clients
+    // past the slots wait for a slot.
+    let threads = 2 * jobs.max(1) + 2;
     std::thread::scope(|scope| {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            let (sandbox, slots) = (&sandbox, &slots);
-            scope.spawn(move || serve(sandbox, slots, owner, conn));
+        for _ in 0..threads {
+            let (listener, sandbox, slots) = (&listener, &sandbox, &slots);
+            scope.spawn(move || loop {
+                match listener.accept() {
+                    Ok((conn, _)) => serve(sandbox, slots, owner, conn),
+                    // Out of descriptors, most often: a moment for runs to end.
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            });
         }
     });
     Ok(0)
@@ -182,7 +192,7 @@ fn serve(sandbox: &Sandbox, slots: &Slots, owner: u32, mut conn: UnixStream) {
             tracing::warn!("{e:#}");
             Answer::Refused(format!("{e:#}"))
         }
-        Ok(()) => match receive(&conn) {
+        Ok(()) => match receive_within(&conn, REQUEST_TIMEOUT) {
             Err(e) => Answer::Failed(format!("{e:#}")),
             Ok((request, out, err)) => {
                 let _slot = slots.take();
@@ -217,6 +227,21 @@ fn check_peer(conn: &UnixStream, owner: u32) -> Result<()> {
 
 /// Reads a request: its length (4 bytes, little-endian) and its JSON, with the client's stdout
 /// and stderr attached to the first bytes.
+/// The longest a client may take to send its request once connected: a client that sends
+/// nothing holds one of the keeper's threads no longer than this.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`receive`], failing when the request has not come within `timeout`.
+fn receive_within(
+    conn: &UnixStream,
+    timeout: std::time::Duration,
+) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
+    conn.set_read_timeout(Some(timeout))?;
+    let request = receive(conn);
+    conn.set_read_timeout(None)?;
+    request
+}
+
 fn receive(conn: &UnixStream) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     let mut buf = vec![0u8; 64 << 10];
