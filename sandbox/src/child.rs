@@ -13,8 +13,10 @@ use crate::rlimits;
 use crate::seccomp::Filters;
 
 /// What the init is cloned with: everything every run has in common, prepared before the
-/// clone; the run's own part arrives later in the inbox (see `handover`).
-pub(crate) struct InitPlan<'a> {
+/// clone; the run's own part arrives later in the inbox (see `handover`). The init shares the
+/// keeper's memory: the plan stays where it is, untouched by the keeper, until the init is
+/// reaped (see `keeper::InitMemory`).
+pub(crate) struct InitPlan {
     /// The init reads one byte here once the keeper has written the id maps.
     pub go_read: libc::c_int,
     /// The run's message arrives here.
@@ -31,11 +33,11 @@ pub(crate) struct InitPlan<'a> {
     pub gid: libc::gid_t,
     /// Clear supplementary groups (only possible when the keeper is root).
     pub clear_groups: bool,
-    pub seccomp: &'a Filters,
+    pub seccomp: std::sync::Arc<Filters>,
     /// The program sends the listener of its `sysinfo` filter to the keeper here (see
     /// `crate::sysinfo`); the init closes it once the program is spawned.
     pub sysinfo_socket: libc::c_int,
-    /// The program's stack until it executes, in the init's copy of the keeper's memory.
+    /// The program's stack until it executes.
     pub program_stack: *mut u8,
     pub program_stack_len: usize,
     /// Room for the run's message, filled by the init.
@@ -236,8 +238,8 @@ fn close_others(keep: &[libc::c_int]) {
 }
 
 /// What the program's entry point needs (passed through `clone`'s argument).
-struct ProgramStart<'a, 'b> {
-    plan: &'a InitPlan<'b>,
+struct ProgramStart<'a> {
+    plan: &'a InitPlan,
     run: &'a RunSteps,
     fds: [libc::c_int; 3],
     err_read: libc::c_int,
@@ -276,6 +278,7 @@ fn spawn_program(start: &ProgramStart) -> libc::pid_t {
 /// run's part, forks the program, reaps until it exits, reports, exits. A list of named steps,
 /// each of which reports its failure and exits.
 pub(crate) fn init_main(plan: &mut InitPlan) -> ! {
+    default_signals();
     close_others(&plan.keep_fds);
     wait_for_go(plan);
     new_session(plan);
@@ -298,6 +301,44 @@ pub(crate) fn init_main(plan: &mut InitPlan) -> ! {
     // Exiting kills every process left in the pid namespace.
     // SAFETY: _exit.
     unsafe { libc::_exit(0) }
+}
+
+/// Every signal to its default action and none blocked, for the init and so for the program
+/// it spawns (an execve keeps what is ignored and the mask): the keeper's handlers must not run
+/// here, in the keeper's memory, and a program must not start with `SIGPIPE` ignored (as Rust
+/// programs ignore it) or with signals blocked, which would change how it ends. As the init of
+/// its pid namespace, with no handler it also receives no signal from the box.
+fn default_signals() {
+    // The kernel's `struct sigaction` all zeros: SIG_DFL, no flags, an empty mask (whatever the
+    // architecture's layout). Raw system calls: the C library refuses its own signals (32, 33).
+    let default = [0u64; 4];
+    let none = 0u64;
+    for signal in 1..=64 {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: rt_sigaction with a zeroed action on this stack; numbers the kernel has not
+        // fail (EINVAL).
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                default.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
+    // SAFETY: rt_sigprocmask with an empty set on this stack.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &none as *const u64,
+            std::ptr::null_mut::<u64>(),
+            std::mem::size_of::<u64>(),
+        )
+    };
 }
 
 /// Dies with the keeper, and waits until the keeper has written the id maps.

@@ -39,6 +39,8 @@ use crate::uids::UidLease;
 pub(crate) struct Leftover {
     /// The init, when the outcome was known before its exit was reaped (see `Builder::watch`).
     pub exiting_init: Option<i32>,
+    /// What the init ran on, released once it is reaped.
+    pub memory: crate::keeper::InitMemory,
     /// The box's uid, held until no process of the box is left.
     pub lease: Option<UidLease>,
     pub mount_ns: Option<OwnedFd>,
@@ -66,9 +68,15 @@ impl Leftover {
     /// (the last reference to its mount namespace), returns the network namespace, removes the
     /// cgroup.
     pub(crate) fn finish(self) {
-        if let Some(init) = self.exiting_init {
-            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(init), None);
-            crate::keeper::forget(init);
+        match self.exiting_init {
+            Some(init) => {
+                if nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(init), None).is_ok() {
+                    self.memory.release();
+                }
+                crate::keeper::forget(init);
+            }
+            // Reaped by the run.
+            None => self.memory.release(),
         }
         drop(self.lease);
         drop(self.mount_ns);
@@ -317,7 +325,7 @@ impl Housekeeper {
 
 /// Tops up the ready boxes, the spare cgroups and the free network namespaces. A failure
 /// here is not reported: the run that needs one builds it itself, and reports the failure.
-fn prepare(builder: &Builder, shelf: &Shelf) {
+fn prepare(builder: &Arc<Builder>, shelf: &Shelf) {
     if crate::keeper::aborted() {
         return;
     }

@@ -66,7 +66,7 @@ pub(crate) struct Builder {
     pub(crate) cgroups: CgroupRoot,
     /// The mounts every box starts with (the same for every box: made once).
     base: Vec<MountOp>,
-    filters: seccomp::Filters,
+    filters: Arc<seccomp::Filters>,
     root_mountpoint: PathBuf,
     options: SandboxOptions,
     keeper_is_root: bool,
@@ -92,7 +92,53 @@ pub(crate) struct Prepared {
     /// The box's mount namespace: held, the init's exit does not tear the box's mounts down
     /// (the housekeeper does, when this is closed).
     mount_ns: Option<OwnedFd>,
+    /// What the init runs on, released once it is reaped.
+    memory: InitMemory,
     built: Instant,
+}
+
+/// The memory an init runs on. The init is cloned sharing the keeper's address space
+/// (`CLONE_VM`, as `posix_spawn` does, but for the box's whole life): building a box then
+/// copies no page table, its exit tears none down, and the keeper's own pages are never made
+/// copy-on-write by a copy of itself (about 100 page faults a run otherwise, the keeper's and
+/// the init's). The init uses only this: its plan (the inbox included), its stack and the
+/// program's, and the host facts the plan points into (the builder's mounts and filter). So
+/// all of it stays allocated, untouched by the keeper, until the init is reaped: an
+/// `InitMemory` is freed only by [`InitMemory::release`], called once the init is reaped; one
+/// dropped otherwise (a path that lost its init) is leaked, never freed under a running init.
+pub(crate) struct InitMemory {
+    parts: Option<Box<InitParts>>,
+}
+
+struct InitParts {
+    plan: InitPlan,
+    /// The init's own stack.
+    stack: Vec<u8>,
+    /// The program's stack between its clone and its execve (see `child::spawn_program`):
+    /// held, the plan points into it.
+    _program_stack: Vec<u8>,
+    /// What the plan's mounts point into.
+    _builder: Arc<Builder>,
+}
+
+// SAFETY: the raw pointers of the plan point into `program_stack` and into the builder, both
+// owned here; nothing in it is tied to the thread that made it.
+unsafe impl Send for InitMemory {}
+
+impl InitMemory {
+    /// Frees the memory: only once the init that ran on it is reaped.
+    pub(crate) fn release(mut self) {
+        drop(self.parts.take());
+    }
+}
+
+impl Drop for InitMemory {
+    fn drop(&mut self) {
+        // Not released: an init may still run on it. Leaked rather than freed.
+        if let Some(parts) = self.parts.take() {
+            std::mem::forget(parts);
+        }
+    }
 }
 
 impl Prepared {
@@ -116,7 +162,9 @@ impl Prepared {
     pub(crate) fn discard(self) {
         let init = nix::unistd::Pid::from_raw(self.pid);
         let _ = nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(init, None);
+        if nix::sys::wait::waitpid(init, None).is_ok() {
+            self.memory.release();
+        }
         drop(self.network);
         self.cgroup.remove();
         forget(self.pid);
@@ -195,7 +243,7 @@ impl Sandbox {
         let builder = Arc::new(Builder {
             cgroups,
             base,
-            filters,
+            filters: Arc::new(filters),
             root_mountpoint,
             options,
             keeper_is_root,
@@ -315,6 +363,7 @@ impl Sandbox {
             lease,
             network,
             mount_ns,
+            memory,
             built: _,
         } = prepared;
         // Whether `watch` took the init over (it reaps it on every path): before that, a failure
@@ -361,6 +410,7 @@ impl Sandbox {
         // on the housekeeper thread.
         self.housekeeper.finish(Leftover {
             exiting_init,
+            memory,
             lease,
             mount_ns,
             network,
@@ -385,7 +435,7 @@ impl Builder {
     /// a uid, a network namespace, the init cloned into its namespaces with the descriptors
     /// `fds` of the caller kept open, its id maps written; the init then builds the common
     /// part of the box and waits for the run.
-    pub(crate) fn prepare(&self, cgroup: RunCgroup, fds: &[i32]) -> Result<Prepared> {
+    pub(crate) fn prepare(self: &Arc<Self>, cgroup: RunCgroup, fds: &[i32]) -> Result<Prepared> {
         let cgroup = Arc::new(cgroup);
         let prepared = (|| {
             let lease = self.uids.as_ref().map(|pool| pool.lease()).transpose()?;
@@ -397,11 +447,11 @@ impl Builder {
             let (run_read, run_write) = pipe()?;
             let (report_read, report_write) = pipe()?;
             let (sysinfo_socket, program_socket) = sysinfo::socket_pair()?;
-            // The program's stack between its clone and its execve (see
-            // child::spawn_program), in the init's copy of this memory. Not zeroed: only the
-            // child writes it, before it reads it, and zeroing would fault in 64 pages here
-            // that the init never shares.
+            // The stacks of the init and of the program until its execve. Not zeroed: only the
+            // child writes a stack, before it reads it, and zeroing would fault in pages that
+            // are never used.
             let mut program_stack: Vec<u8> = Vec::with_capacity(256 << 10);
+            let stack: Vec<u8> = Vec::with_capacity(256 << 10);
             let mut keep_fds: Vec<i32> = vec![
                 go_read.as_raw_fd(),
                 run_read.as_raw_fd(),
@@ -411,7 +461,7 @@ impl Builder {
             keep_fds.extend(cgroup::raw(&procs));
             keep_fds.extend(fds);
             keep_fds.sort_unstable();
-            let mut plan = InitPlan {
+            let plan = InitPlan {
                 go_read: go_read.as_raw_fd(),
                 run_read: run_read.as_raw_fd(),
                 report_write: report_write.as_raw_fd(),
@@ -422,15 +472,31 @@ impl Builder {
                 uid: INSIDE_ID,
                 gid: INSIDE_ID,
                 clear_groups: self.keeper_is_root,
-                seccomp: &self.filters,
+                seccomp: self.filters.clone(),
                 sysinfo_socket: program_socket.as_raw_fd(),
                 program_stack: program_stack.as_mut_ptr(),
                 program_stack_len: program_stack.capacity(),
                 inbox: Inbox::new(),
             };
-            let pid = clone_init(&mut plan, network.as_ref())?;
-            // The init has its copies; the keeper's would keep the pipes open.
-            drop((go_read, run_read, report_write, program_socket, procs, plan));
+            let mut memory = InitMemory {
+                parts: Some(Box::new(InitParts {
+                    plan,
+                    stack,
+                    _program_stack: program_stack,
+                    _builder: self.clone(),
+                })),
+            };
+            let pid = match clone_init(&mut memory, network.as_ref()) {
+                Ok(pid) => pid,
+                Err(e) => {
+                    // No init runs on it.
+                    memory.release();
+                    return Err(e);
+                }
+            };
+            // The init has its own descriptor table; the keeper's copies would keep the
+            // pipes open.
+            drop((go_read, run_read, report_write, program_socket, procs));
             if let Ok(mut map) = active().lock() {
                 map.insert(pid, cgroup.clone());
             }
@@ -446,6 +512,7 @@ impl Builder {
                 lease,
                 network,
                 mount_ns,
+                memory,
                 built: Instant::now(),
             };
             if aborted() {
@@ -830,7 +897,7 @@ fn classify(
 /// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
 /// (lent from the pool) or a new network namespace. Returns the init's pid; the init itself
 /// never returns from here.
-fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) -> Result<i32> {
+fn clone_init(memory: &mut InitMemory, network: Option<&namespaces::LentNetwork>) -> Result<i32> {
     let new_network = if network.is_some() {
         0
     } else {
@@ -842,23 +909,26 @@ fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) ->
         | new_network
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS;
+    let parts = memory
+        .parts
+        .as_mut()
+        .context("the init's memory is already released")?;
+    // The stack grows down from the 16-byte aligned end of its buffer.
+    let top = (parts.stack.as_mut_ptr() as usize + parts.stack.capacity()) & !15;
+    let plan: *mut InitPlan = &mut parts.plan;
     // The calling thread enters the lent namespace just for the clone.
     let in_network = network.map(|n| n.enter()).transpose()?;
-    // SAFETY: a fork-like clone (no CLONE_VM, no new stack); the child only runs
-    // `init_main`, which is async-signal-safe, and never returns.
+    // SAFETY: the child runs `init_main` on its own stack, sharing this memory: it only makes
+    // raw system calls on the plan, which nothing else touches until the child is reaped (see
+    // `InitMemory`), and never returns. No `atfork` handlers run.
     let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            (flags | libc::SIGCHLD) as libc::c_ulong,
-            0usize,
-            0usize,
-            0usize,
-            0usize,
+        libc::clone(
+            init_entry,
+            top as *mut libc::c_void,
+            flags | libc::CLONE_VM | libc::SIGCHLD,
+            plan.cast(),
         )
-    } as i32;
-    if pid == 0 {
-        child::init_main(plan);
-    }
+    };
     let errno = nix::errno::Errno::last();
     // Back to the keeper's own network namespace (the child never gets here).
     drop(in_network);
@@ -869,6 +939,12 @@ fn clone_init(plan: &mut InitPlan, network: Option<&namespaces::LentNetwork>) ->
         );
     }
     Ok(pid)
+}
+
+extern "C" fn init_entry(plan: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `plan` is the `InitPlan` of the init's memory, which stays allocated and
+    // untouched by the keeper until this process is reaped.
+    child::init_main(unsafe { &mut *plan.cast::<InitPlan>() })
 }
 
 /// Why [`poll_until`] returned.

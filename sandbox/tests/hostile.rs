@@ -29,20 +29,30 @@ fn plain_program_runs_and_reports_usage() {
 }
 
 /// The program holds no capability in any set (the bounding set too, which is emptied in the
-/// init before the run and inherited), whatever it executes.
+/// init before the run and inherited), whatever it executes; and it starts as a program started
+/// from a shell does: no signal ignored (the keeper, a Rust program, ignores SIGPIPE) and none
+/// blocked.
 #[test]
-fn the_program_holds_no_capability() {
+fn the_program_holds_no_capability_and_starts_with_default_signals() {
     if sandbox_missing() {
         return;
     }
     let b = TestBox::new();
-    let mut spec = b.spec(&["/bin/sh", "-c", "grep ^Cap /proc/self/status"]);
+    let mut spec = b.spec(&[
+        "/bin/grep",
+        "-E",
+        "^(Cap|SigIgn|SigBlk)",
+        "/proc/self/status",
+    ]);
     spec.limits = limits(2.0, 64);
     spec.stdout = ioi_sandbox::Stdio::Path(b.path().join("stdout"));
     let o = sandbox().run(&spec);
     assert_eq!(o.status, Termination::Ok, "{o:?}");
     let status = b.read("stdout");
-    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+    let sets = [
+        "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "SigIgn", "SigBlk",
+    ];
+    for set in sets {
         let line = status.lines().find(|l| l.starts_with(set));
         assert_eq!(
             line.and_then(|l| l.split_whitespace().nth(1)),
