@@ -8,7 +8,7 @@
 //! housekeeper thread, so that a run only pays for the second; a box is still used by one run
 //! only, and nothing of a run outlives it.
 //!
-//! The init may not allocate (it is a copy of a multi-threaded process), so the keeper reserves
+//! The init may not allocate (it shares the memory of a multi-threaded process), so the keeper reserves
 //! an [`Inbox`] before the clone: room for the message and for what it decodes to. The init
 //! reads into it and decodes without allocating (only pushes within reserved capacity), and
 //! refuses a message that is malformed or too large for the room.

@@ -111,9 +111,9 @@ struct Shelf {
 
 /// The longest a box waits for its run. Besides the mount table, which is watched, a box keeps
 /// what the host was like when it was built (the inodes of the `/etc` files it binds, which a
-/// package manager replaces by renaming), and its init, a copy-on-write copy of the caller,
-/// keeps the caller's memory of that time resident: so boxes are not kept long. A busy sandbox
-/// uses them within milliseconds; an idle one lets them go.
+/// package manager replaces by renaming), and its init holds a uid, a cgroup and its reserved
+/// memory: so boxes are not kept long. A busy sandbox uses them within milliseconds; an idle
+/// one lets them go.
 const MAX_AGE: Duration = Duration::from_secs(2);
 
 /// The longest a run waits for the box being built before building its own.

@@ -563,7 +563,7 @@ pub(crate) fn apply(op: MountStep) -> Result<(), i32> {
                 check(libc::mount(null(), path, null(), flags, null()))
             }
             // hidepid=invisible: the program sees only processes it could trace (its own),
-            // never the init, a copy of the caller whose command line and environment are
+            // never the init, a clone of the caller whose command line and environment are
             // the host's.
             MountStep::Proc { path } => check(libc::mount(
                 c"proc".as_ptr(),

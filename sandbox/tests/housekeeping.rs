@@ -301,8 +301,7 @@ fn a_box_being_built_when_the_host_mounts_is_not_used_after_the_mount() {
     );
 }
 
-/// A box built ahead whose init died while it waited for its run (killed from outside: the
-/// host's OOM killer sees every waiting init as large as the keeper it is a copy of) is not
+/// A box built ahead whose init died while it waited for its run (killed from outside) is not
 /// handed a run: the run gets a box that works. Fails when the run is answered "the sandbox
 /// init died without reporting" (an internal error) instead.
 #[test]
@@ -349,8 +348,8 @@ fn a_run_is_not_given_a_box_whose_init_died_while_waiting() {
     assert_eq!(own_children(), vec![], "processes left behind");
 }
 
-/// An idle sandbox lets its boxes go: each waiting init is a copy of the caller holding its
-/// memory of that time, and shows the host as it was, so none waits more than a few seconds
+/// An idle sandbox lets its boxes go: each waiting init holds a uid, a cgroup and memory, and
+/// shows the host as it was, so none waits more than a few seconds
 /// (2 s, checked at least every 2 s). The next run still gets a box.
 #[test]
 fn an_idle_sandbox_keeps_no_box_waiting() {

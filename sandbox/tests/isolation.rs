@@ -402,7 +402,7 @@ fn the_box_learns_no_host_path_and_no_host_command_line() {
         out.contains("environ:PATH=/usr/local/bin:/usr/bin:/bin \n"),
         "{out}"
     );
-    // Only the program itself: the init, a copy of the caller, is invisible.
+    // Only the program itself: the init, a clone of the caller, is invisible.
     assert!(out.contains("pids:1\n"), "{out}");
 }
 
