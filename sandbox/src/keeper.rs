@@ -16,7 +16,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::cgroup::{self, CgroupRoot, CgroupVersion, RunCgroup};
 use crate::child::{self, InitPlan, Report, Step};
-use crate::handover::{Inbox, RunParts, StdioPlan};
+use crate::handover::{self, Inbox, RunParts, StdioPlan};
 use crate::housekeeper::{Housekeeper, Leftover};
 use crate::mounts::{self, MountOp, SystemLayout};
 use crate::namespaces;
@@ -451,7 +451,14 @@ impl Builder {
             // child writes a stack, before it reads it, and zeroing would fault in pages that
             // are never used.
             let mut program_stack: Vec<u8> = Vec::with_capacity(256 << 10);
-            let stack: Vec<u8> = Vec::with_capacity(256 << 10);
+            let mut stack: Vec<u8> = Vec::with_capacity(256 << 10);
+            // Except their tops, written here (off the run's path): a stack grows down from
+            // there, and the pages a run uses then exist.
+            for stack in [&mut program_stack, &mut stack] {
+                let room = stack.spare_capacity_mut();
+                let top = room.len().saturating_sub(handover::TOUCHED);
+                handover::touch(&mut room[top..], handover::TOUCHED);
+            }
             let mut keep_fds: Vec<i32> = vec![
                 go_read.as_raw_fd(),
                 run_read.as_raw_fd(),
