@@ -106,6 +106,8 @@ pub(crate) struct Prepared {
 /// all of it stays allocated, untouched by the keeper, until the init is reaped: an
 /// `InitMemory` is freed only by [`InitMemory::release`], called once the init is reaped; one
 /// dropped otherwise (a path that lost its init) is leaked, never freed under a running init.
+/// The init also shares the cloning thread's thread-local storage: see
+/// [`clone_on_the_cloner`].
 pub(crate) struct InitMemory {
     parts: Option<Box<InitParts>>,
 }
@@ -493,7 +495,7 @@ impl Builder {
                     _builder: self.clone(),
                 })),
             };
-            let pid = match clone_init(&mut memory, network.as_ref()) {
+            let pid = match clone_on_the_cloner(&mut memory, network.as_ref()) {
                 Ok(pid) => pid,
                 Err(e) => {
                     // No init runs on it.
@@ -904,6 +906,61 @@ fn classify(
 /// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
 /// (lent from the pool) or a new network namespace. Returns the init's pid; the init itself
 /// never returns from here.
+/// Clones an init on the thread every init is cloned from. An init shares the memory of the
+/// thread that clones it, and so its thread-local storage: the C library's `errno`, which the
+/// init's and its program's failing calls write. Cloned from a thread of their own, which
+/// does nothing else, they never write over the `errno` of a thread of the keeper between a
+/// failing call of that thread and its reading of `errno`. That thread lives as long as the
+/// process, and every init dies with it (`PR_SET_PDEATHSIG`): no init survives the keeper,
+/// even after a crash.
+fn clone_on_the_cloner(
+    memory: &mut InitMemory,
+    network: Option<&namespaces::LentNetwork>,
+) -> Result<i32> {
+    struct Job {
+        memory: *mut InitMemory,
+        network: Option<*const namespaces::LentNetwork>,
+        reply: std::sync::mpsc::SyncSender<Result<i32>>,
+    }
+    // SAFETY: the pointers are used on the cloner thread while the requester waits for the
+    // reply, holding what they point to.
+    unsafe impl Send for Job {}
+    static CLONER: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>> = OnceLock::new();
+    let cloner = CLONER.get_or_init(|| {
+        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("ioi-sandbox-cloner".into())
+            .spawn(move || {
+                for job in inbox {
+                    // SAFETY: see `Job`.
+                    let result = unsafe {
+                        clone_init(&mut *job.memory, job.network.map(|network| &*network))
+                    };
+                    let _ = job.reply.send(result);
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(jobs))
+    });
+    let cloner = cloner
+        .as_ref()
+        .context("cannot start the thread that clones the boxes' inits")?;
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    let job = Job {
+        memory,
+        network: network.map(|network| network as *const _),
+        reply,
+    };
+    cloner
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the thread that clones the boxes' inits failed"))?
+        .send(job)
+        .map_err(|_| anyhow::anyhow!("the thread that clones the boxes' inits is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| anyhow::anyhow!("the thread that clones the boxes' inits is gone"))?
+}
+
 fn clone_init(memory: &mut InitMemory, network: Option<&namespaces::LentNetwork>) -> Result<i32> {
     let new_network = if network.is_some() {
         0
