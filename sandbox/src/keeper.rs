@@ -107,7 +107,7 @@ pub(crate) struct Prepared {
 /// `InitMemory` is freed only by [`InitMemory::release`], called once the init is reaped; one
 /// dropped otherwise (a path that lost its init) is leaked, never freed under a running init.
 /// The init also shares the cloning thread's thread-local storage: see
-/// [`clone_on_the_cloner`].
+/// [`clone_on_a_thread_of_its_own`].
 pub(crate) struct InitMemory {
     parts: Option<Box<InitParts>>,
 }
@@ -121,6 +121,9 @@ struct InitParts {
     _program_stack: Vec<u8>,
     /// What the plan's mounts point into.
     _builder: Arc<Builder>,
+    /// Dropped, ends the thread the init was cloned from (see
+    /// [`clone_on_a_thread_of_its_own`]).
+    thread: Option<std::sync::mpsc::Sender<()>>,
 }
 
 // SAFETY: the raw pointers of the plan point into `program_stack` and into the builder, both
@@ -493,9 +496,10 @@ impl Builder {
                     stack,
                     _program_stack: program_stack,
                     _builder: self.clone(),
+                    thread: None,
                 })),
             };
-            let pid = match clone_on_the_cloner(&mut memory, network.as_ref()) {
+            let pid = match clone_on_a_thread_of_its_own(&mut memory, network.as_ref()) {
                 Ok(pid) => pid,
                 Err(e) => {
                     // No init runs on it.
@@ -903,64 +907,57 @@ fn classify(
     out
 }
 
-/// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
-/// (lent from the pool) or a new network namespace. Returns the init's pid; the init itself
-/// never returns from here.
-/// Clones an init on the thread every init is cloned from. An init shares the memory of the
-/// thread that clones it, and so its thread-local storage: the C library's `errno`, which the
-/// init's and its program's failing calls write. Cloned from a thread of their own, which
-/// does nothing else, they never write over the `errno` of a thread of the keeper between a
-/// failing call of that thread and its reading of `errno`. That thread lives as long as the
-/// process, and every init dies with it (`PR_SET_PDEATHSIG`): no init survives the keeper,
-/// even after a crash.
-fn clone_on_the_cloner(
+/// Clones an init on a thread of its own, which then waits, doing nothing, until the init is
+/// reaped ([`InitMemory::release`] ends it). An init shares the memory of the thread that
+/// clones it, and so that thread's thread-local storage: the C library's `errno`, which the
+/// init and its program read after their own failing calls (a `mkdir` that finds its folder,
+/// an `execve` of a `PATH` candidate that does not exist). Each init on its own thread, no
+/// other process or thread writes that `errno` meanwhile. The init dies with that thread
+/// (`PR_SET_PDEATHSIG`), which outlives it: no init survives the keeper, even after a crash.
+fn clone_on_a_thread_of_its_own(
     memory: &mut InitMemory,
     network: Option<&namespaces::LentNetwork>,
 ) -> Result<i32> {
     struct Job {
         memory: *mut InitMemory,
         network: Option<*const namespaces::LentNetwork>,
-        reply: std::sync::mpsc::SyncSender<Result<i32>>,
     }
-    // SAFETY: the pointers are used on the cloner thread while the requester waits for the
-    // reply, holding what they point to.
+    // SAFETY: the pointers are used on the new thread only before it answers, while the
+    // requester waits for the answer, holding what they point to.
     unsafe impl Send for Job {}
-    static CLONER: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>> = OnceLock::new();
-    let cloner = CLONER.get_or_init(|| {
-        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("ioi-sandbox-cloner".into())
-            .spawn(move || {
-                for job in inbox {
-                    // SAFETY: see `Job`.
-                    let result = unsafe {
-                        clone_init(&mut *job.memory, job.network.map(|network| &*network))
-                    };
-                    let _ = job.reply.send(result);
-                }
-            })
-            .ok()
-            .map(|_| Mutex::new(jobs))
-    });
-    let cloner = cloner
-        .as_ref()
-        .context("cannot start the thread that clones the boxes' inits")?;
-    let (reply, answer) = std::sync::mpsc::sync_channel(1);
     let job = Job {
         memory,
         network: network.map(|network| network as *const _),
-        reply,
     };
-    cloner
-        .lock()
-        .map_err(|_| anyhow::anyhow!("the thread that clones the boxes' inits failed"))?
-        .send(job)
-        .map_err(|_| anyhow::anyhow!("the thread that clones the boxes' inits is gone"))?;
-    answer
+    let (answer, cloned) = std::sync::mpsc::sync_channel::<Result<i32>>(1);
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("ioi-sandbox-init".into())
+        .stack_size(64 << 10)
+        .spawn(move || {
+            let job = job;
+            // SAFETY: see `Job`.
+            let result = unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) };
+            let alive = result.is_ok();
+            let _ = answer.send(result);
+            if alive {
+                // Until the init is reaped and its memory released.
+                let _ = released.recv();
+            }
+        })
+        .context("cannot start a thread for a box's init")?;
+    let pid = cloned
         .recv()
-        .map_err(|_| anyhow::anyhow!("the thread that clones the boxes' inits is gone"))?
+        .map_err(|_| anyhow::anyhow!("the thread of a box's init stopped"))??;
+    if let Some(parts) = memory.parts.as_mut() {
+        parts.thread = Some(release);
+    }
+    Ok(pid)
 }
 
+/// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
+/// (lent from the pool) or a new network namespace. Returns the init's pid; the init itself
+/// never returns from here.
 fn clone_init(memory: &mut InitMemory, network: Option<&namespaces::LentNetwork>) -> Result<i32> {
     let new_network = if network.is_some() {
         0

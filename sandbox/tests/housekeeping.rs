@@ -103,6 +103,56 @@ fn a_dropped_sandbox_leaves_no_cgroup_and_no_process() {
 
 /// The outcome counts every process of the box: a child that burnt CPU and was waited for by
 /// the program, the last thing the program did, is in the CPU time.
+/// No two inits are children of one thread. An init shares the memory of the thread that
+/// cloned it, and so that thread's `errno`, which the init reads after calls that fail on its
+/// normal path (a `mkdir` that finds its folder, an `execve` of a `PATH` candidate that does not
+/// exist): two inits of one thread could read each other's. Checked on runs in progress and the
+/// boxes built ahead beside them, with `/proc/self/task/*/children`.
+#[test]
+fn no_two_inits_share_the_thread_that_cloned_them() {
+    if sandbox_missing() {
+        return;
+    }
+    let children_by_thread = || -> Vec<(String, Vec<String>)> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .map(|task| {
+                let children = std::fs::read_to_string(task.path().join("children"))
+                    .expect("/proc/self/task/*/children (CONFIG_PROC_CHILDREN)");
+                let tid = task.file_name().to_string_lossy().into_owned();
+                (tid, children.split_whitespace().map(String::from).collect())
+            })
+            .collect()
+    };
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    // Runs in progress, and the boxes built ahead beside them.
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..3)
+            .map(|_| scope.spawn(|| shell(&sandbox, "sleep 1", 10.0)))
+            .collect();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while own_children().len() < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the runs did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        for (tid, children) in children_by_thread() {
+            assert!(
+                children.len() <= 1,
+                "thread {tid} has the inits {children:?}"
+            );
+        }
+        for run in runs {
+            let o = run.join().unwrap();
+            assert_eq!(o.status, Termination::Ok, "{o:?}");
+        }
+    });
+}
+
 #[test]
 fn the_outcome_counts_a_child_the_program_waited_for() {
     if sandbox_missing() {
