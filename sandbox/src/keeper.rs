@@ -908,44 +908,46 @@ fn classify(
 }
 
 /// Clones an init on a thread of its own, which then waits, doing nothing, until the init is
-/// reaped ([`InitMemory::release`] ends it). An init shares the memory of the thread that
+/// reaped ([`InitMemory::release`] lets it go). An init shares the memory of the thread that
 /// clones it, and so that thread's thread-local storage: the C library's `errno`, which the
 /// init and its program read after their own failing calls (a `mkdir` that finds its folder,
 /// an `execve` of a `PATH` candidate that does not exist). Each init on its own thread, no
-/// other process or thread writes that `errno` meanwhile. The init dies with that thread
-/// (`PR_SET_PDEATHSIG`), which outlives it: no init survives the keeper, even after a crash.
+/// other process or thread writes that `errno` meanwhile. The threads are kept for the next
+/// inits (a thread is started only when none is free) and live as long as the process; an
+/// init dies with its thread (`PR_SET_PDEATHSIG`): no init survives the keeper, even after a
+/// crash.
 fn clone_on_a_thread_of_its_own(
     memory: &mut InitMemory,
     network: Option<&namespaces::LentNetwork>,
 ) -> Result<i32> {
-    struct Job {
-        memory: *mut InitMemory,
-        network: Option<*const namespaces::LentNetwork>,
-    }
-    // SAFETY: the pointers are used on the new thread only before it answers, while the
-    // requester waits for the answer, holding what they point to.
-    unsafe impl Send for Job {}
-    let job = Job {
-        memory,
-        network: network.map(|network| network as *const _),
-    };
     let (answer, cloned) = std::sync::mpsc::sync_channel::<Result<i32>>(1);
     let (release, released) = std::sync::mpsc::channel::<()>();
-    std::thread::Builder::new()
-        .name("ioi-sandbox-init".into())
-        .stack_size(64 << 10)
-        .spawn(move || {
-            let job = job;
-            // SAFETY: see `Job`.
-            let result = unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) };
-            let alive = result.is_ok();
-            let _ = answer.send(result);
-            if alive {
-                // Until the init is reaped and its memory released.
-                let _ = released.recv();
-            }
-        })
-        .context("cannot start a thread for a box's init")?;
+    let job = CloneJob {
+        memory,
+        network: network.map(|network| network as *const _),
+        answer,
+        released,
+    };
+    let free = FREE_INIT_THREADS
+        .lock()
+        .ok()
+        .and_then(|mut free| free.pop());
+    let job = match free {
+        Some(thread) => match thread.send(job) {
+            Ok(()) => None,
+            Err(std::sync::mpsc::SendError(job)) => Some(job),
+        },
+        None => Some(job),
+    };
+    if let Some(job) = job {
+        let (thread, jobs) = std::sync::mpsc::channel::<CloneJob>();
+        thread.send(job).ok();
+        std::thread::Builder::new()
+            .name("ioi-sandbox-init".into())
+            .stack_size(64 << 10)
+            .spawn(move || init_thread(thread, jobs))
+            .context("cannot start a thread for a box's init")?;
+    }
     let pid = cloned
         .recv()
         .map_err(|_| anyhow::anyhow!("the thread of a box's init stopped"))??;
@@ -953,6 +955,40 @@ fn clone_on_a_thread_of_its_own(
         parts.thread = Some(release);
     }
     Ok(pid)
+}
+
+/// An init to clone, for a thread of [`clone_on_a_thread_of_its_own`].
+struct CloneJob {
+    memory: *mut InitMemory,
+    network: Option<*const namespaces::LentNetwork>,
+    answer: std::sync::mpsc::SyncSender<Result<i32>>,
+    /// Ends (its sender dropped) once the init is reaped.
+    released: std::sync::mpsc::Receiver<()>,
+}
+
+// SAFETY: the pointers are used on the init's thread only before it answers, while the
+// requester waits for the answer, holding what they point to.
+unsafe impl Send for CloneJob {}
+
+/// The threads whose last init is reaped, each ready to clone the next.
+static FREE_INIT_THREADS: Mutex<Vec<std::sync::mpsc::Sender<CloneJob>>> = Mutex::new(Vec::new());
+
+/// A thread of [`clone_on_a_thread_of_its_own`]: clones one init at a time, and waits until it
+/// is reaped before it offers itself for the next.
+fn init_thread(me: std::sync::mpsc::Sender<CloneJob>, jobs: std::sync::mpsc::Receiver<CloneJob>) {
+    while let Ok(job) = jobs.recv() {
+        // SAFETY: see `CloneJob`.
+        let result = unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) };
+        let alive = result.is_ok();
+        let _ = job.answer.send(result);
+        if alive {
+            let _ = job.released.recv();
+        }
+        match FREE_INIT_THREADS.lock() {
+            Ok(mut free) => free.push(me.clone()),
+            Err(_) => return,
+        }
+    }
 }
 
 /// Clones the init into new user, pid, mount, ipc and uts namespaces, and into `network`
