@@ -208,6 +208,9 @@ fn serve(sandbox: &Sandbox, slots: &Slots, owner: u32, mut conn: UnixStream) {
         // A client gone is no error of the keeper's: its box is already killed.
         let _ = conn.write_all(&bytes);
     }
+    drop(conn);
+    // The next run's box folder, now that this client has its answer.
+    run_request::make_spare_box(sandbox);
 }
 
 /// Accepts only a peer of the keeper's own uid: a keeper run by root must not run boxes, open

@@ -58,11 +58,7 @@ pub fn execute(
     let mut temp_box = None;
     let box_dir = match &request.box_dir {
         Some(dir) => dir.clone(),
-        None => {
-            let dir = crate::scratch::tempdir("box")?;
-            sandbox.give_to_box(dir.path())?;
-            temp_box.insert(dir).path().to_path_buf()
-        }
+        None => temp_box.insert(fresh_box(sandbox)?).path().to_path_buf(),
     };
     let mut spec = RunSpec::new(&box_dir, request.argv.iter().cloned());
     for (name, value) in &request.env {
@@ -126,6 +122,34 @@ pub fn execute(
         );
     }
     Ok(outcome)
+}
+
+/// A box folder made ahead by [`make_spare_box`], for the next run without `--box`.
+static SPARE_BOX: std::sync::Mutex<Option<tempfile::TempDir>> = std::sync::Mutex::new(None);
+
+/// Makes the box folder of the next run without `--box` now, off its path (a keeper does, once
+/// it has answered a client).
+pub fn make_spare_box(sandbox: &Sandbox) {
+    let Ok(mut spare) = SPARE_BOX.lock() else {
+        return;
+    };
+    if spare.is_none() {
+        *spare = new_box(sandbox).ok();
+    }
+}
+
+/// A fresh temporary box folder, given to the sandbox user: the spare when there is one.
+fn fresh_box(sandbox: &Sandbox) -> Result<tempfile::TempDir> {
+    match SPARE_BOX.lock().ok().and_then(|mut spare| spare.take()) {
+        Some(dir) => Ok(dir),
+        None => new_box(sandbox),
+    }
+}
+
+fn new_box(sandbox: &Sandbox) -> Result<tempfile::TempDir> {
+    let dir = crate::scratch::tempdir("box")?;
+    sandbox.give_to_box(dir.path())?;
+    Ok(dir)
 }
 
 /// Whether the caller's stream `to` is `/dev/null` and no output limit is set: then the box
