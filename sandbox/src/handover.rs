@@ -198,7 +198,7 @@ impl Inbox {
 }
 
 /// How much of a room reserved for a child is written ahead: a page fault each 4 KiB (about
-/// 10 µs on a VM) that a run no longer pays on its path.
+/// 10 µs on a VM) that a run does not pay on its path.
 pub(crate) const TOUCHED: usize = 16 << 10;
 
 /// Writes one byte in each page of the first `len` bytes of `room` (all of it when shorter),

@@ -228,10 +228,8 @@ fn check_peer(conn: &UnixStream, owner: u32) -> Result<()> {
     Ok(())
 }
 
-/// Reads a request: its length (4 bytes, little-endian) and its JSON, with the client's stdout
-/// and stderr attached to the first bytes.
 /// The longest a client may take to send its request once connected: a client that sends
-/// nothing holds one of the keeper's threads no longer than this.
+/// nothing holds one of the keeper's threads for no longer than this.
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// [`receive`], failing when the request has not come within `timeout`.
@@ -245,6 +243,8 @@ fn receive_within(
     request
 }
 
+/// Reads a request: its length (4 bytes, little-endian) and its JSON, with the client's stdout
+/// and stderr attached to the first bytes.
 fn receive(conn: &UnixStream) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     let mut buf = vec![0u8; 64 << 10];
