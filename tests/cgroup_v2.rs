@@ -213,7 +213,7 @@ fn v2_root_in_a_container_whose_root_cgroup_holds_processes() {
     assert_step_ok(out, "alone-doctor", &["This host can judge"]);
     // Behind the Dockerfile's entrypoint, everything works.
     assert_step_ok(out, "doctor", &["This host can judge"]);
-    assert_hostile(out, "hostile", 4);
+    assert_hostile(out, "hostile", 5);
     assert_judged(out, "judge-", &["ac.cpp", "mle.cpp", "burn_tle.cpp"]);
 }
 
@@ -234,7 +234,7 @@ fn v2_normal_user_in_a_delegated_scope() {
         ],
     );
     assert_step_ok(out, "doctor", &["This host can judge"]);
-    assert_hostile(out, "hostile", 4);
+    assert_hostile(out, "hostile", 5);
     assert_judged(out, "judge-", &["ac.cpp", "mle.cpp", "burn_tle.cpp"]);
     // doctor detects twice: one leaf at most, never a nested one.
     let leftover = std::fs::read_to_string(out.join("leftover.out")).expect("leftover.out");

@@ -62,6 +62,25 @@ fn the_program_holds_no_capability_and_starts_with_default_signals() {
     }
 }
 
+/// The program cannot reach its box's init, a clone of the keeper (as root sharing its memory,
+/// without root the one uid of the box): `/proc/1` is not visible, and its memory cannot be
+/// opened. Also run as a normal user in the cgroup-v2 guest (tests/v2vm/guest.sh).
+#[test]
+fn the_program_cannot_reach_its_init() {
+    if sandbox_missing() {
+        return;
+    }
+    let b = TestBox::new();
+    let script = "if [ -e /proc/1 ]; then echo VISIBLE; fi; \
+                  if (exec 3</proc/1/mem) 2>/dev/null; then echo OPENED; fi; echo END";
+    let mut spec = b.spec(&["/bin/sh", "-c", script]);
+    spec.limits = limits(2.0, 64);
+    spec.stdout = Stdio::Path(b.path().join("stdout"));
+    let o = sandbox().run(&spec);
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    assert_eq!(b.read("stdout"), "END\n");
+}
+
 #[test]
 fn exit_code_and_signal_are_reported() {
     if sandbox_missing() {

@@ -25,7 +25,8 @@ HOSTILE_ALL="fork_bomb_is_contained_by_the_pids_limit memory_bomb_touching_pages
  kill_minus_one_reaches_nothing_outside double_forked_daemon_does_not_survive
  plain_program_runs_and_reports_usage clone3_answers_enosys_and_x32_calls_are_killed"
 HOSTILE_FEW="memory_bomb_touching_pages_is_memory_limit plain_program_runs_and_reports_usage
- fork_bomb_is_contained_by_the_pids_limit threads_burning_cpu_hit_the_time_limit"
+ fork_bomb_is_contained_by_the_pids_limit threads_burning_cpu_hit_the_time_limit
+ the_program_cannot_reach_its_init"
 SOLUTIONS_ALL="ac.cpp ordered_pa.cpp int_overflow.cpp burn_tle.cpp mle.cpp segv.cpp ce.cpp"
 SOLUTIONS_FEW="ac.cpp mle.cpp burn_tle.cpp"
 
