@@ -33,11 +33,6 @@ pub(crate) struct InitPlan {
     pub gid: libc::gid_t,
     /// Clear supplementary groups (only possible when the keeper is root).
     pub clear_groups: bool,
-    /// Make the init undumpable once its id maps are written: without root, the init and the
-    /// program are the one uid mapped into the box, and an undumpable init's memory and `/proc`
-    /// entries are out of the program's reach (its memory is a copy of the keeper's then, see
-    /// `keeper::clone_init`).
-    pub undumpable: bool,
     pub seccomp: std::sync::Arc<Filters>,
     /// The program sends the listener of its `sysinfo` filter to the keeper here (see
     /// `crate::sysinfo`); the init closes it once the program is spawned.
@@ -286,10 +281,6 @@ pub(crate) fn init_main(plan: &mut InitPlan) -> ! {
     default_signals();
     close_others(&plan.keep_fds);
     wait_for_go(plan);
-    if plan.undumpable {
-        // SAFETY: prctl on plain values, on this process's own memory (not shared: see above).
-        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
-    }
     new_session(plan);
     name_the_host_and_privatise_mounts(plan);
     build(plan, &plan.mounts, 0);
@@ -452,9 +443,11 @@ fn build(plan: &InitPlan, steps: &[MountStep], first: usize) {
 /// run's mounts, are not in that set and stay.
 fn empty_the_bounding_set() {
     for cap in 0..=63 {
-        // SAFETY: prctl on plain values. Numbers past the kernel's last capability fail
-        // (EINVAL) and are nothing to drop.
-        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
+        // SAFETY: prctl on plain values. The first number past the kernel's last capability
+        // fails (EINVAL): nothing is left to drop.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) } != 0 {
+            break;
+        }
     }
 }
 

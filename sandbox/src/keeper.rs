@@ -97,12 +97,13 @@ pub(crate) struct Prepared {
     built: Instant,
 }
 
-/// The memory an init runs on. As root, the init is cloned sharing the keeper's address space
-/// (`CLONE_VM`, as `posix_spawn` does, but for the box's whole life; without root it gets a copy,
-/// see `clone_init`): building a box then
+/// The memory an init runs on. The init is cloned sharing the keeper's address space
+/// (`CLONE_VM`, as `posix_spawn` does, but for the box's whole life): building a box then
 /// copies no page table, its exit tears none down, and the keeper's own pages are never made
 /// copy-on-write by a copy of itself (about 100 page faults a run otherwise, the keeper's and
-/// the init's). The init uses only this: its plan (the inbox included), its stack and the
+/// the init's). The program cannot reach that memory: the init holds capabilities the program
+/// lacks, so its `/proc` entry is hidden from the program and its memory cannot be opened,
+/// whether the program runs as another uid (the keeper root) or as the same one. The init uses only this: its plan (the inbox included), its stack and the
 /// program's, and the host facts the plan points into (the builder's mounts and filter). So
 /// all of it stays allocated, untouched by the keeper, until the init is reaped: an
 /// `InitMemory` is freed only by [`InitMemory::release`], called once the init is reaped; one
@@ -120,8 +121,8 @@ struct InitParts {
     /// The program's stack between its clone and its execve (see `child::spawn_program`):
     /// held, the plan points into it.
     _program_stack: Vec<u8>,
-    /// What the plan's mounts point into; whether the init may share the keeper's memory.
-    builder: Arc<Builder>,
+    /// What the plan's mounts point into.
+    _builder: Arc<Builder>,
     /// Dropped, ends the thread the init was cloned from (see
     /// [`clone_on_a_thread_of_its_own`]).
     thread: Option<std::sync::mpsc::Sender<()>>,
@@ -485,7 +486,6 @@ impl Builder {
                 uid: INSIDE_ID,
                 gid: INSIDE_ID,
                 clear_groups: self.keeper_is_root,
-                undumpable: !self.keeper_is_root,
                 seccomp: self.filters.clone(),
                 sysinfo_socket: program_socket.as_raw_fd(),
                 program_stack: program_stack.as_mut_ptr(),
@@ -497,7 +497,7 @@ impl Builder {
                     plan,
                     stack,
                     _program_stack: program_stack,
-                    builder: self.clone(),
+                    _builder: self.clone(),
                     thread: None,
                 })),
             };
@@ -1012,16 +1012,6 @@ fn clone_init(memory: &mut InitMemory, network: Option<&namespaces::LentNetwork>
         .parts
         .as_mut()
         .context("the init's memory is already released")?;
-    // The init shares the keeper's memory only when the keeper is root: the init then runs as
-    // root and the program as a uid of its own. The init's capabilities already keep a program
-    // out of its memory (`/proc/1/mem` of a process with capabilities the caller lacks cannot
-    // be opened), but without root the init and the program are the one uid mapped into the
-    // box: as a second wall, the init then gets a copy of the memory, made undumpable once its
-    // id maps are written (see `InitPlan::undumpable`).
-    let share = match parts.builder.keeper_is_root {
-        true => libc::CLONE_VM,
-        false => 0,
-    };
     // The stack grows down from the 16-byte aligned end of its buffer.
     let top = (parts.stack.as_mut_ptr() as usize + parts.stack.capacity()) & !15;
     let plan: *mut InitPlan = &mut parts.plan;
@@ -1034,7 +1024,7 @@ fn clone_init(memory: &mut InitMemory, network: Option<&namespaces::LentNetwork>
         libc::clone(
             init_entry,
             top as *mut libc::c_void,
-            flags | share | libc::SIGCHLD,
+            flags | libc::CLONE_VM | libc::SIGCHLD,
             plan.cast(),
         )
     };

@@ -50,9 +50,8 @@
 //!
 //! Between `clone` and `execve` the child only makes raw system calls on data prepared before
 //! the clone, or received into room reserved before it (see `handover`): it shares the memory
-//! of a multi-threaded caller and must not allocate. As root, the init is cloned sharing the
-//! caller's memory (`CLONE_VM`; without root it gets an undumpable copy, see
-//! `keeper::clone_init`) on a stack of its own, its plan and stacks held until it is reaped (see
+//! of a multi-threaded caller and must not allocate. The init is cloned sharing the caller's
+//! memory (`CLONE_VM`) on a stack of its own, its plan and stacks held until it is reaped (see
 //! `keeper::InitMemory`); the program shares it too until it executes (posix_spawn's way). So
 //! no page table is copied per box and the caller's pages are never made copy-on-write. (The
 //! host's OOM killer, which kills every process of a memory it picks, would take the keeper

@@ -38,15 +38,13 @@ fn the_program_holds_no_capability_and_starts_with_default_signals() {
         return;
     }
     let b = TestBox::new();
-    let mut spec = b.spec(&[
+    let argv = [
         "/bin/grep",
         "-E",
         "^(Cap|SigIgn|SigBlk)",
         "/proc/self/status",
-    ]);
-    spec.limits = limits(2.0, 64);
-    spec.stdout = ioi_sandbox::Stdio::Path(b.path().join("stdout"));
-    let o = sandbox().run(&spec);
+    ];
+    let o = b.run(&argv, limits(2.0, 64));
     assert_eq!(o.status, Termination::Ok, "{o:?}");
     let status = b.read("stdout");
     let sets = [
@@ -62,9 +60,10 @@ fn the_program_holds_no_capability_and_starts_with_default_signals() {
     }
 }
 
-/// The program cannot reach its box's init, a clone of the keeper (as root sharing its memory,
-/// without root the one uid of the box): `/proc/1` is not visible, and its memory cannot be
-/// opened. Also run as a normal user in the cgroup-v2 guest (tests/v2vm/guest.sh).
+/// The program cannot reach its box's init, which shares the keeper's memory: `/proc/1` is not
+/// visible, and its memory cannot be opened (the init holds capabilities the program lacks).
+/// Also run as a normal user in the cgroup-v2 guest (tests/v2vm/guest.sh), where the init and
+/// the program are the same uid.
 #[test]
 fn the_program_cannot_reach_its_init() {
     if sandbox_missing() {
@@ -73,10 +72,7 @@ fn the_program_cannot_reach_its_init() {
     let b = TestBox::new();
     let script = "if [ -e /proc/1 ]; then echo VISIBLE; fi; \
                   if (exec 3</proc/1/mem) 2>/dev/null; then echo OPENED; fi; echo END";
-    let mut spec = b.spec(&["/bin/sh", "-c", script]);
-    spec.limits = limits(2.0, 64);
-    spec.stdout = Stdio::Path(b.path().join("stdout"));
-    let o = sandbox().run(&spec);
+    let o = b.run(&["/bin/sh", "-c", script], limits(2.0, 64));
     assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert_eq!(b.read("stdout"), "END\n");
 }

@@ -96,14 +96,20 @@ impl TestBox {
         RunSpec::new(self.path(), argv.iter().copied())
     }
 
-    /// Compiles and runs `source` with the given limits.
-    pub fn run_cpp(&self, source: &str, limits: Limits) -> Outcome {
-        self.compile(source);
-        let mut spec = self.spec(&["./prog"]);
+    /// Runs `argv` in the box with the given limits, its stdout and stderr in the box's files
+    /// `stdout` and `stderr` (see [`TestBox::read`]).
+    pub fn run(&self, argv: &[&str], limits: Limits) -> Outcome {
+        let mut spec = self.spec(argv);
         spec.limits = limits;
         spec.stdout = ioi_sandbox::Stdio::Path(self.path().join("stdout"));
         spec.stderr = ioi_sandbox::Stdio::Path(self.path().join("stderr"));
         sandbox().run(&spec)
+    }
+
+    /// Compiles and runs `source` with the given limits.
+    pub fn run_cpp(&self, source: &str, limits: Limits) -> Outcome {
+        self.compile(source);
+        self.run(&["./prog"], limits)
     }
 
     pub fn read(&self, name: &str) -> String {
