@@ -1,5 +1,6 @@
 //! The sandbox on a real cgroup v2 kernel, in the host situations our users have: boots
-//! `tools/v2vm/run.sh` (a throw-away Debian 6.1 user-mode Linux with cgroup v2 only) and runs
+//! `tools/v2vm/run.sh` (a throw-away Debian 6.1 kernel with cgroup v2 only, under whichever back
+//! end boots on this host: qemu with KVM, user-mode Linux, or qemu emulating the CPU) and runs
 //! `tests/v2vm/guest.sh` there with the already built `ioi-run` and sandbox test binaries:
 //! doctor, the hostile tests and the judge fixture (every verdict kind)
 //! - as root from a session scope, plus a chroot and the sampled peak memory of kernels before
@@ -75,7 +76,7 @@ fn run_scenario(scenario: &str) -> Option<tempfile::TempDir> {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .expect("chmod the result folder");
-    let status = Command::new(vm_script())
+    let output = Command::new(vm_script())
         .arg("bash")
         .arg(project().join("tests/v2vm/guest.sh"))
         .arg(scenario)
@@ -85,14 +86,21 @@ fn run_scenario(scenario: &str) -> Option<tempfile::TempDir> {
         .arg(out.path())
         .current_dir(project())
         .env("V2VM_SHARE", out.path())
-        .status()
+        .output()
         .expect("the VM script runs");
+    let log = String::from_utf8_lossy(&output.stderr);
+    eprint!("{}{log}", String::from_utf8_lossy(&output.stdout));
+    let status = output.status;
     if !status.success() {
         // The status is the guest script's; a VM that fails after the guest wrote its last
         // marker has done all the work, and each step's result is checked on its own by the
-        // caller.
+        // caller. A guest that did not finish says why in one line.
         let finished = out.path().join(format!("finished-{scenario}")).exists();
-        assert!(finished, "the {scenario} guest failed: {status}");
+        let why = log
+            .lines()
+            .find(|line| line.contains("did not finish"))
+            .unwrap_or("no reason given");
+        assert!(finished, "the {scenario} guest failed ({status}): {why}");
         eprintln!(
             "the VM exited with {status} after the {scenario} guest had finished every step; \
              the steps' results are checked one by one"
@@ -242,4 +250,32 @@ fn v2_normal_user_in_a_delegated_scope() {
         !leftover.contains("ioi-run-keeper/ioi-run-keeper") && !leftover.contains("keeper/keeper"),
         "nested cgroups left behind: {leftover}"
     );
+}
+
+/// A guest whose kernel cannot start its init (here: an init that does not exist) is a failure
+/// said in one line, the kernel's own reason, never the kernel's panic dump.
+#[test]
+fn a_guest_that_cannot_boot_says_why_in_one_line() {
+    if let Some(reason) = missing() {
+        common::skip(&reason);
+        return;
+    }
+    let output = Command::new(vm_script())
+        .arg("true")
+        .env("V2VM_APPEND", "rdinit=/nonexistent")
+        .output()
+        .expect("the VM script runs");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(125), "{log}");
+    let reasons: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("Kernel panic") || line.contains("did not finish"))
+        .collect();
+    assert_eq!(reasons.len(), 1, "{log}");
+    assert!(
+        reasons[0].contains("did not finish: Kernel panic - not syncing: "),
+        "{log}"
+    );
+    assert!(!log.contains("Call Trace"), "{log}");
+    assert!(output.stdout.is_empty(), "{log}");
 }

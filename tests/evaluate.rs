@@ -90,6 +90,9 @@ fn assert_matches_expected(rows: &[Map<String, Value>]) {
 
 #[test]
 fn demo_evaluates_to_the_expected_results_and_reports() {
+    if !common::is_root_or_skip("evaluating") {
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
     let out_dir = work.path().join("demo-results");
     let stdout = ok(bin(work.path())
@@ -203,6 +206,9 @@ fn parquet_inputs(work: &Path) -> (PathBuf, PathBuf, PathBuf) {
 
 #[test]
 fn parquet_submissions_and_problems_give_the_expected_results() {
+    if !common::is_root_or_skip("evaluating") {
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
     let (subs, problems, tests) = parquet_inputs(work.path());
     let out = work.path().join("out");
@@ -223,6 +229,9 @@ fn parquet_submissions_and_problems_give_the_expected_results() {
 
 #[test]
 fn a_killed_run_resumes_without_losing_or_doubling_lines() {
+    if !common::is_root_or_skip("evaluating") {
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     let results = out.join("submissions.jsonl");
@@ -281,6 +290,9 @@ fn a_killed_run_resumes_without_losing_or_doubling_lines() {
 
 #[test]
 fn override_keeps_a_backup_and_dry_run_judges_nothing() {
+    if !common::is_root_or_skip("evaluating") {
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
     let (subs, problems, tests) = parquet_inputs(work.path());
     let out = work.path().join("out");
@@ -321,6 +333,9 @@ fn override_keeps_a_backup_and_dry_run_judges_nothing() {
 
 #[test]
 fn code_is_extracted_from_generation_and_includes_added() {
+    if !common::is_root_or_skip("evaluating") {
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
     let demo = work.path().join("demo");
     ioi_run::evaluate::demo::extract(&demo).unwrap();

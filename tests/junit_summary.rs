@@ -54,7 +54,7 @@ fn skipped_tests_are_counted_and_named_apart_from_passed_ones() {
             "Skipped tests (each prints why; install what it names to run it):",
             "  ioi-run::cgroup_v2::v2_root_in_a_session_scope: the v2 VM is not installed \
              (run tools/v2vm/run.sh --prepare & retry \"here\")",
-            "2 passed, 1 failed, 1 skipped",
+            "4 tests run: 2 passed, 1 failed, 1 skipped",
         ]
     );
 }

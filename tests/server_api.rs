@@ -580,9 +580,13 @@ fn a_request_beyond_the_queue_waits_for_room_instead_of_failing() {
     let body = nile_request("x", "1").to_string();
     let (sender, second) = mpsc::channel();
     let client = std::thread::spawn(move || sender.send(post(&url, &body)).unwrap());
-    // The second request finds no room: it is neither answered nor executed while the first
-    // one holds the only slot.
-    assert!(second.recv_timeout(Duration::from_millis(500)).is_err());
+    // The second request finds no room: the server counts it as waiting, and it is neither
+    // answered nor executed while the first one holds the only slot.
+    let metrics = server.url("execute").replace("/api/v2/execute", "/metrics");
+    common::wait_until("the second request queued", Duration::from_secs(60), || {
+        queue_depth(&metrics) == 1.0
+    });
+    assert!(matches!(second.try_recv(), Err(mpsc::TryRecvError::Empty)));
     assert_eq!(fake.jobs().len(), 1);
     gate.open();
     assert_eq!(first.join().unwrap().0, 200);
@@ -796,4 +800,18 @@ fn the_server_gives_the_memory_of_large_requests_back() {
         before >> 20
     );
     server.stop().unwrap();
+}
+
+/// The `ioi_run_queue_depth` gauge of a server's `/metrics`.
+fn queue_depth(metrics_url: &str) -> f64 {
+    let text = common::agent()
+        .get(metrics_url)
+        .call()
+        .expect("GET /metrics")
+        .into_string()
+        .expect("the metrics are text");
+    text.lines()
+        .find_map(|line| line.strip_prefix("ioi_run_queue_depth "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no ioi_run_queue_depth in:\n{text}"))
 }

@@ -83,14 +83,12 @@ fn a_dropped_sandbox_leaves_no_cgroup_and_no_process() {
     assert_eq!(o.status, Termination::WallTimeLimit, "{o:?}");
     let o = shell(&sandbox, "exit 3", 5.0);
     assert_eq!(o.exit_code, Some(3), "{o:?}");
-    // The housekeeper makes spares in the background: give it a moment.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while own_run_cgroups().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(
-        !own_run_cgroups().is_empty(),
-        "no spare cgroup was made ahead of the next run"
+    // The housekeeper makes spares in the background, however long a loaded host makes it take
+    // (the bound is liveness, never speed).
+    wait_until(
+        "a spare cgroup made ahead of the next run",
+        LIVENESS,
+        || !own_run_cgroups().is_empty(),
     );
     drop(sandbox);
     assert_eq!(
@@ -129,9 +127,9 @@ fn no_two_inits_share_the_thread_that_cloned_them() {
     // Runs in progress, and the boxes built ahead beside them.
     std::thread::scope(|scope| {
         let runs: Vec<_> = (0..3)
-            .map(|_| scope.spawn(|| shell(&sandbox, "sleep 1", 10.0)))
+            .map(|_| scope.spawn(|| shell(&sandbox, "sleep 3", 60.0)))
             .collect();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + LIVENESS;
         while own_children().len() < 3 {
             assert!(
                 std::time::Instant::now() < deadline,
@@ -367,7 +365,7 @@ fn a_run_is_not_given_a_box_whose_init_died_while_waiting() {
     let spec = RunSpec::in_tmpfs(16 << 20, ["/bin/true"]);
     assert_eq!(sandbox.run(&spec).status, Termination::Ok);
     // The next box is built and waits; the last run's init is reaped: one child is left.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + LIVENESS;
     let waiting = loop {
         let children = own_children();
         if let [(pid, state)] = children.as_slice() {
@@ -408,15 +406,10 @@ fn an_idle_sandbox_keeps_no_box_waiting() {
     }
     let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
     assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
-    let deadline = std::time::Instant::now() + Duration::from_secs(3);
-    while own_children().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!own_children().is_empty(), "no box was built ahead");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !own_children().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(own_children(), vec![], "boxes still wait after 10 s idle");
+    wait_until("a box built ahead", LIVENESS, || !own_children().is_empty());
+    // Let go however loaded the host is; a box that is never let go fails at the bound.
+    wait_until("no box waiting once idle", LIVENESS, || {
+        own_children().is_empty()
+    });
     assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
 }

@@ -414,13 +414,15 @@ fn a_busy_host_changes_no_verdict_and_still_stops_sleepers() {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let _busy = BusyLoops::start(4 * cores);
+    let _busy = BusyLoops::start(8 * cores);
     let b = TestBox::new();
-    // 80 % of a 0.5 s limit in CPU time: with several busy loops per core, it takes far
-    // longer than the wall limit (3 × 0.5 + 1 s) of wall-clock time to get it.
+    // 0.3 s of a 0.5 s limit in CPU time, counted by the program's own CPU clock, so that
+    // load cannot change what it uses. Beside eight busy loops per core it gets a ninth of a
+    // core or less: longer than the wall limit (3 × 0.5 + 1 s) of wall-clock time, which the
+    // time spent waiting for a CPU does not count against.
     let cpu_bound = r#"#include <ctime>
         static double cpu(){ timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
-        int main(){ volatile unsigned long x = 0; while (cpu() < 0.4) x++; }"#;
+        int main(){ volatile unsigned long x = 0; while (cpu() < 0.3) x++; }"#;
     b.compile(cpu_bound);
     for run in 0..4 {
         let mut spec = b.spec(&["./prog"]);

@@ -219,3 +219,16 @@ impl Drop for BusyLoops {
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+/// The bound of [`wait_until`]: how long a test waits for something that must happen, however
+/// loaded the host is. Reaching it is a failure of liveness, never a measure of speed.
+pub const LIVENESS: Duration = Duration::from_secs(120);
+
+/// Polls `done` until it holds; fails the test after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
