@@ -266,7 +266,7 @@ impl CompileCache {
         profile: CompileProfile,
         language: Language,
     ) -> Result<Compiled> {
-        let graders = problem.graders_for(language);
+        let graders = problem.grader_files_at(&language.grader_paths());
         if graders.is_empty() && !problem.compiled_graders().is_empty() {
             let cpp: Vec<&str> = problem
                 .compiled_graders()

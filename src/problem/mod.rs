@@ -135,14 +135,9 @@ impl Problem {
             .collect()
     }
 
-    /// Grader sources a submission in `language` is linked with (`graders/grader.c` and/or
-    /// `graders/stub.c` for C), in that order.
-    pub fn graders_for(&self, language: crate::judge::compile::Language) -> Vec<&GraderFile> {
-        language
-            .grader_paths()
-            .iter()
-            .filter_map(|p| self.grader_file(p))
-            .collect()
+    /// The grader files at `paths` that the problem has, in that order.
+    pub fn grader_files_at(&self, paths: &[&str]) -> Vec<&GraderFile> {
+        paths.iter().filter_map(|p| self.grader_file(p)).collect()
     }
 
     /// Every distinct test name, in the order subtasks first use them.
