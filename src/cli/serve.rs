@@ -98,6 +98,8 @@ pub fn run(args: Args) -> Result<i32> {
             options.max_queue
         );
         eprintln!("PISTON_ENDPOINTS={}", endpoints.join(","));
+        // verl's `reward_model.sandbox_fusion.url` (docs/run-code-api.md): one URL.
+        eprintln!("SANDBOX_FUSION_URL=http://{}/run_code", server.local_addr());
         tokio::spawn(stop_on_signals(server.shutdown_handle()));
         server.wait().await
     });
