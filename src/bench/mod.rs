@@ -6,7 +6,8 @@
 //! processes), to show how much of the workers' time goes into runs. `judge`: one submission
 //! on ~100 tests against a Piston-style compile-and-run per test. `evaluate`: dataset
 //! throughput on the scaled demo. `shards`: the cost of sharding. `serve`: the HTTP server's
-//! throughput with the real judge. `sandbox`: the sandbox's cost per run and of the `sandbox`
+//! throughput with the real judge (Piston's routes, and SandboxFusion's `/run_code` on a verl-like
+//! batch in `serve_run_code`). `sandbox`: the sandbox's cost per run and of the `sandbox`
 //! command. `stress`: verdicts of the fixture set beside busy loops against the same on the machine
 //! as it is. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
 //! reference workload (`doctor`'s suggested `--time-scale`).
@@ -19,6 +20,7 @@ pub mod load;
 pub mod sandbox;
 pub mod scheduler;
 pub mod serve;
+pub mod serve_run_code;
 pub mod shards;
 pub mod speed;
 pub mod stress;

@@ -8,6 +8,8 @@
 //! (the submission compiled once, as in real use); compiles per distinct submission when many
 //! submissions are judged at once, test by test (must be 1); and what compiling once saves over
 //! compiling per request (each request made unique by a comment, so the cache never hits).
+//! `--api run-code` measures SandboxFusion's `/run_code` instead, on a verl-like batch
+//! ([`super::serve_run_code`]); `--api all` measures both on one server.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,6 +22,8 @@ use crate::judge::JudgeOptions;
 use crate::output::outln;
 use crate::server::piston::client_view;
 use crate::server::{JudgeExecutor, Response, ServeOptions, Server};
+
+use super::serve_run_code::RunCodeBatch;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -34,6 +38,21 @@ pub struct BenchServeOptions {
     pub endpoints: usize,
     /// Requests of the compile-once vs compile-per-request comparison (each compiles ~1 s).
     pub compile_requests: usize,
+    /// Which API to measure.
+    pub api: ServeApi,
+    /// The verl-like batch of the `/run_code` figures.
+    pub run_code: RunCodeBatch,
+}
+
+/// The APIs `bench serve` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServeApi {
+    /// Piston's `/api/v2/execute` (IOI and Codeforces requests).
+    Piston,
+    /// SandboxFusion's `/run_code` (verl's code reward).
+    RunCode,
+    /// Both, one after the other, on one server.
+    All,
 }
 
 /// Numbers in the test: enough that reading them takes about 10 ms.
@@ -237,14 +256,22 @@ pub fn bench_serve(options: &BenchServeOptions) -> Result<()> {
     serve.max_queue = serve
         .max_queue
         .max(2 * most_clients)
-        .max(DISTINCT_SUBMISSIONS * TESTS_PER_SUBMISSION);
+        .max(DISTINCT_SUBMISSIONS * TESTS_PER_SUBMISSION)
+        .max(options.run_code.max_concurrent);
     let server = runtime.block_on(Server::start(serve, executor.clone()))?;
     let urls: Vec<String> = server
         .local_addrs()
         .iter()
         .map(|addr| format!("http://{addr}/api/v2/execute"))
         .collect();
-    let result = measure(options, &urls, &executor);
+    let run_code_url = format!("http://{}/run_code", server.local_addr());
+    let mut result = Ok(());
+    if options.api != ServeApi::RunCode {
+        result = measure(options, &urls, &executor);
+    }
+    if result.is_ok() && options.api != ServeApi::Piston {
+        result = super::serve_run_code::measure(&options.run_code, &run_code_url, &executor);
+    }
     server.shutdown_handle().shutdown();
     runtime
         .block_on(server.wait())

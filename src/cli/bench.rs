@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::bench::serve::BenchServeOptions;
+use crate::bench::serve::{BenchServeOptions, ServeApi};
+use crate::bench::serve_run_code::RunCodeBatch;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -136,7 +137,8 @@ enum What {
     },
     /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
     /// clients spread over several endpoints of one server), compiles per distinct submission,
-    /// and the gain of compiling a submission once over compiling it per request.
+    /// and the gain of compiling a submission once over compiling it per request; for
+    /// SandboxFusion's /run_code, latency and that gain on a verl-like batch.
     Serve {
         /// Executions at once in the server [default: the number of cores].
         #[arg(long, short = 'j', value_parser = super::job_count)]
@@ -153,6 +155,18 @@ enum What {
         /// Requests in the compile-once vs compile-per-request comparison.
         #[arg(long, default_value_t = 12)]
         compile_requests: usize,
+        /// The API to measure: Piston's execute, SandboxFusion's /run_code (verl), or both.
+        #[arg(long, value_enum, default_value = "all")]
+        api: ServeApi,
+        /// /run_code batch: distinct C++ programs (completions).
+        #[arg(long, default_value_t = 16)]
+        completions: usize,
+        /// /run_code batch: test cases per program, one request each.
+        #[arg(long, default_value_t = 10)]
+        test_cases: usize,
+        /// /run_code batch: requests in flight (verl's sandbox_fusion.max_concurrent).
+        #[arg(long, default_value_t = 64)]
+        max_concurrent: usize,
     },
 }
 
@@ -246,6 +260,10 @@ pub fn run(args: Args) -> Result<i32> {
             clients,
             endpoints,
             compile_requests,
+            api,
+            completions,
+            test_cases,
+            max_concurrent,
         } => {
             crate::bench::serve::bench_serve(&BenchServeOptions {
                 jobs: super::jobs_or_default(jobs),
@@ -253,6 +271,12 @@ pub fn run(args: Args) -> Result<i32> {
                 clients,
                 endpoints: endpoints.max(1),
                 compile_requests,
+                api,
+                run_code: RunCodeBatch {
+                    completions: completions.max(1),
+                    test_cases: test_cases.max(1),
+                    max_concurrent: max_concurrent.max(1),
+                },
             })?;
             Ok(0)
         }

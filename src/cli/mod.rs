@@ -93,7 +93,7 @@ enum Command {
     /// Run on a Slurm cluster: evaluate as a job array of shards, or serve a fleet of workers.
     Slurm(slurm::Args),
     /// Serve the Piston HTTP API (drop-in for Piston workers running the IOI or Codeforces
-    /// package).
+    /// package) and SandboxFusion's /run_code (verl's code rewards).
     Serve(serve::Args),
 }
 

@@ -97,6 +97,9 @@ pub fn run(args: Args) -> Result<i32> {
             options.jobs,
             options.max_queue
         );
+        // verl's `reward_model.sandbox_fusion.url` (docs/run-code-api.md): one URL. Before
+        // PISTON_ENDPOINTS, which clients read as the last line before the log.
+        eprintln!("SANDBOX_FUSION_URL=http://{}/run_code", server.local_addr());
         eprintln!("PISTON_ENDPOINTS={}", endpoints.join(","));
         tokio::spawn(stop_on_signals(server.shutdown_handle()));
         server.wait().await

@@ -46,7 +46,7 @@ const CHECKER_MEMORY: u64 = 2 << 30;
 /// Scratch space of a box whose files are all bound in.
 const SMALL_BOX_BYTES: u64 = 64 << 20;
 /// Python must not write `__pycache__` anywhere, and must not look at the caller's settings.
-const PYTHON_ENV: [(&str, &str); 3] = [
+pub(super) const PYTHON_ENV: [(&str, &str); 3] = [
     ("PYTHONDONTWRITEBYTECODE", "1"),
     ("PYTHONIOENCODING", "utf-8"),
     ("HOME", "/box"),
@@ -240,7 +240,7 @@ impl JudgeExecutor {
 }
 
 /// The box sees the host's `/usr` only: a `python3` from pyenv or conda is not there.
-fn python3_in_box() -> Result<(), RequestError> {
+pub(super) fn python3_in_box() -> Result<(), RequestError> {
     let found = ["/usr/local/bin/python3", "/usr/bin/python3", "/bin/python3"]
         .iter()
         .any(|path| Path::new(path).exists());

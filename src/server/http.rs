@@ -39,7 +39,11 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::metrics::{self, Metrics, RequestOutcome, Served};
-use super::{parse_execute, Executor, RequestError, Response, Runtime};
+use super::sandbox_fusion::{parse_run_code, RunCodeRequest};
+use super::{
+    parse_execute, ExecuteRequest, Executor, RequestError, Response, RunCodeJob, RunCodeReply,
+    Runtime,
+};
 
 /// Default largest request body: tests reach ~22 MB of input plus ~10 MB of output, and
 /// Piston deployments for IOI raised their limit to 512 MB.
@@ -267,6 +271,7 @@ fn router(state: AppState) -> Router {
             ),
         )
         .route("/api/v2/execute", allow(post(execute), "POST"))
+        .route("/run_code", allow(post(run_code), "POST"))
         .route("/metrics", allow(get(render_metrics), "GET, HEAD"))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), observe))
@@ -381,11 +386,20 @@ fn package_request(body: &[u8]) -> Result<Json<Value>, ApiError> {
 
 async fn execute(State(state): State<AppState>, request: Request) -> HttpResponse {
     let mut served = Served {
-        runtime: None,
+        language: None,
         outcome: RequestOutcome::InternalError,
         queue_wait: None,
     };
-    let mut answer = match execute_request(&state, request, &mut served).await {
+    let parse = |body: &[u8]| {
+        let request = parse_execute(body)?;
+        Ok((request.runtime.language(), Parsed::Execute(request)))
+    };
+    let run = |executor: &dyn Executor, request: ExecuteRequest| {
+        executor
+            .execute(request.job)
+            .map(|response| (request.runtime, response))
+    };
+    let mut answer = match admit_and_run(&state, request, &mut served, parse, run).await {
         Ok((runtime, response)) => {
             served.outcome = RequestOutcome::of(runtime, &response);
             Json(reply(runtime, response)).into_response()
@@ -399,13 +413,71 @@ async fn execute(State(state): State<AppState>, request: Request) -> HttpRespons
     answer
 }
 
+/// SandboxFusion's `/run_code` (docs/run-code-api.md): admitted, queued and counted like an
+/// execute request. Its answers are SandboxFusion's: a language not served and a failure of
+/// the server are `SandboxError` (HTTP 200), as SandboxFusion reports them; a malformed
+/// request is a 4xx naming the field, and a full server 503, as on the Piston routes.
+async fn run_code(State(state): State<AppState>, request: Request) -> HttpResponse {
+    let mut served = Served {
+        language: None,
+        outcome: RequestOutcome::InternalError,
+        queue_wait: None,
+    };
+    let mut unserved = false;
+    let parse = |body: &[u8]| {
+        Ok(match parse_run_code(body)? {
+            RunCodeRequest::Run(job) => (job.language.as_str(), Parsed::Execute(job)),
+            RunCodeRequest::Unserved { language } => {
+                unserved = true;
+                ("unknown", Parsed::Answer(RunCodeReply::unserved(&language)))
+            }
+        })
+    };
+    let run = |executor: &dyn Executor, job: RunCodeJob| executor.run_code(job);
+    let answered = admit_and_run(&state, request, &mut served, parse, run).await;
+    let reply = match answered {
+        Ok(reply) => reply,
+        Err(error) if error.status.is_server_error() && error.retry_after.is_none() => {
+            RunCodeReply::sandbox_error(error.message)
+        }
+        Err(error) => {
+            served.outcome = error.outcome();
+            let mut answer = error.into_response();
+            answer.extensions_mut().insert(served);
+            return answer;
+        }
+    };
+    served.outcome = match unserved {
+        true => RequestOutcome::BadRequest,
+        false => reply.outcome(),
+    };
+    let mut answer = Json(reply).into_response();
+    answer.extensions_mut().insert(served);
+    answer
+}
+
+/// What a route makes of a request body: a job for the executor, or an answer that needs no
+/// execution (and no execution slot).
+enum Parsed<J, R> {
+    Execute(J),
+    Answer(R),
+}
+
 /// Admits, reads, parses and executes one request, noting in `served` what it learns on the
-/// way (the language once parsed, the time spent waiting).
-async fn execute_request(
+/// way (the language once parsed, the time spent waiting). `parse` gives the `language` label
+/// with what the body asks; `run` executes a job on a blocking thread, holding the request's
+/// slot.
+async fn admit_and_run<J, R>(
     state: &AppState,
     request: Request,
     served: &mut Served,
-) -> Result<(Runtime, Response), ApiError> {
+    parse: impl FnOnce(&[u8]) -> Result<(&'static str, Parsed<J, R>), RequestError>,
+    run: impl FnOnce(&dyn Executor, J) -> Result<R, RequestError> + Send + 'static,
+) -> Result<R, ApiError>
+where
+    J: Send + 'static,
+    R: Send + 'static,
+{
     let declared = declared_length(&request)?;
     if declared.is_some_and(|length| length > state.max_body) {
         return Err(too_large(state.max_body));
@@ -420,13 +492,17 @@ async fn execute_request(
     let mut trim = GiveMemoryBack(declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
     let body = read_body(request.into_body(), state.max_body).await?;
     trim.0 = body.len() >= TRIM_AFTER_BYTES;
-    let request = parse_execute(&body);
+    let parsed = parse(&body);
     drop(body);
     // The body is parsed: only what the job holds stays (the test files, which the executor
     // writes out and drops).
     drop(buffered);
-    let request = request?;
-    served.runtime = Some(request.runtime);
+    let (language, parsed) = parsed?;
+    served.language = Some(language);
+    let job = match parsed {
+        Parsed::Execute(job) => job,
+        Parsed::Answer(answer) => return Ok(answer),
+    };
     let waiting = Instant::now();
     let running = state
         .running
@@ -437,29 +513,25 @@ async fn execute_request(
     served.queue_wait = served.queue_wait.map(|wait| wait + waiting.elapsed());
     drop(queued);
     let executor = Arc::clone(&state.executor);
-    let job = request.job;
     let execution = state.metrics.running();
     let executed = tokio::task::spawn_blocking(move || {
         let _permits = (admitted, running, execution);
-        executor.execute(job)
+        run(executor.as_ref(), job)
     })
     .await;
-    let response = match executed {
-        Ok(result) => result?,
+    match executed {
+        Ok(result) => Ok(result?),
         Err(e) if e.is_panic() => {
             let message = panic_message(e.into_panic());
             tracing::error!("the executor panicked: {message}");
-            return Err(ApiError::internal(format!(
+            Err(ApiError::internal(format!(
                 "the executor panicked: {message}"
-            )));
-        }
-        Err(e) => {
-            return Err(ApiError::internal(format!(
-                "the execution was cancelled: {e}"
             )))
         }
-    };
-    Ok((request.runtime, response))
+        Err(e) => Err(ApiError::internal(format!(
+            "the execution was cancelled: {e}"
+        ))),
+    }
 }
 
 /// The request's `Content-Length`, if it sent one.
@@ -568,7 +640,7 @@ async fn not_found(request: Request) -> ApiError {
         StatusCode::NOT_FOUND,
         format!(
             "no route {} {}: the API is GET /api/v2/runtimes, GET|POST|DELETE /api/v2/packages, \
-             POST /api/v2/execute, GET /metrics",
+             POST /api/v2/execute, POST /run_code, GET /metrics",
             request.method(),
             request.uri().path()
         ),

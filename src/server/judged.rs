@@ -190,7 +190,7 @@ impl JudgeExecutor {
 /// Writes the request's files under `dir` (readable by every box uid whatever the umask) and
 /// returns the entries directly under it, each to be bound read-only into the box under the
 /// same name. File names are relative without `..` (checked when the request was parsed).
-fn stage_files(dir: &Path, files: &[(&str, &[u8])]) -> anyhow::Result<Vec<String>> {
+pub(super) fn stage_files(dir: &Path, files: &[(&str, &[u8])]) -> anyhow::Result<Vec<String>> {
     let mut entries: Vec<String> = Vec::new();
     open_folder(dir)?;
     for (name, content) in files {
@@ -243,6 +243,10 @@ impl Executor for JudgeExecutor {
             Job::Plain(job) => self.run_plain(job),
             Job::Codeforces(job) => self.judge_codeforces(job).map(|v| v.response()),
         }
+    }
+
+    fn run_code(&self, job: super::RunCodeJob) -> Result<super::RunCodeReply, RequestError> {
+        self.run_sandbox_fusion(job)
     }
 
     fn compile_cache(&self) -> Option<super::metrics::CacheCounts> {

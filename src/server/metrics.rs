@@ -105,17 +105,18 @@ impl fmt::Display for RequestOutcome {
 /// it (as a response extension).
 #[derive(Debug, Clone, Copy)]
 pub struct Served {
-    /// `None` when the request was refused before its language was read.
-    pub runtime: Option<Runtime>,
+    /// The `language` label: a Piston runtime's name or a `/run_code` language; `None` when
+    /// the request was refused before its language was read.
+    pub language: Option<&'static str>,
     pub outcome: RequestOutcome,
     /// Time spent waiting for room in the server and for an execution slot.
     pub queue_wait: Option<Duration>,
 }
 
 impl Served {
-    /// The `language` label: the runtime's Piston name, `unknown` before it was read.
+    /// The `language` label, `unknown` before it was read.
     pub fn language(&self) -> &'static str {
-        self.runtime.map_or("unknown", Runtime::language)
+        self.language.unwrap_or("unknown")
     }
 }
 

@@ -1,5 +1,7 @@
 //! A Piston-compatible HTTP server (docs/piston-api.md), so existing Piston clients — the Python
-//! IOI pipeline first — can send their requests here unchanged.
+//! IOI pipeline first — can send their requests here unchanged. The same server answers
+//! SandboxFusion's `POST /run_code` (docs/run-code-api.md, [`sandbox_fusion`]), which verl's
+//! code rewards call, with the same admission, sandbox, compile cache and metrics.
 //!
 //! The server only speaks HTTP: it parses Piston's request shape into a [`Job`], admits it
 //! (at most `jobs` running, at most `max_queue` waiting, HTTP 503 beyond), hands it to an
@@ -12,6 +14,7 @@
 //! POST /api/v2/execute ─▶ request::parse ─▶ admission ─▶ spawn_blocking(Executor::execute)
 //!                                                              │
 //!                  Piston JSON ◀─ ExecuteReply ◀─ Response ◀───┘
+//! POST /run_code ─▶ sandbox_fusion::parse_run_code ─▶ (the same) ─▶ Executor::run_code
 //! ```
 //!
 //! Every request passes one layer that counts it in [`metrics`] (served on `GET /metrics`) and
@@ -25,6 +28,8 @@ pub mod metrics;
 pub mod piston;
 mod request;
 mod runtime;
+pub mod sandbox_fusion;
+mod sandbox_fusion_run;
 
 use std::time::Duration;
 
@@ -33,6 +38,7 @@ pub use http::{ServeOptions, Server, ShutdownHandle};
 pub use judged::JudgeExecutor;
 pub use request::{parse_execute, ExecuteRequest};
 pub use runtime::{CfLanguage, CppStandard, Runtime};
+pub use sandbox_fusion::{RunCodeJob, RunCodeReply};
 
 pub use crate::problem::{GraderFile, TaskType};
 
@@ -42,6 +48,16 @@ pub trait Executor: Send + Sync + 'static {
     /// (`tokio::task::spawn_blocking`), at most `jobs` at once. The executor is responsible for
     /// killing whatever it started when `job.run_timeout` (a wall-clock hard limit) expires.
     fn execute(&self, job: Job) -> Result<Response, RequestError>;
+
+    /// Runs one SandboxFusion `/run_code` request (docs/run-code-api.md), blocking like
+    /// [`Executor::execute`]. The default refuses it: an executor without a sandbox (the fakes of
+    /// tests) serves Piston requests only.
+    fn run_code(&self, job: RunCodeJob) -> Result<RunCodeReply, RequestError> {
+        let _ = job;
+        Err(RequestError::Internal(
+            "this server's executor does not run /run_code requests".to_string(),
+        ))
+    }
 
     /// Compile-cache hits and misses so far, for `GET /metrics`; `None` (the default) for an
     /// executor without a cache.

@@ -390,7 +390,7 @@ fn check_name(i: usize, name: &str) -> Result<(), RequestError> {
 
 /// Decodes base64 as leniently as Node's `Buffer.from(s, "base64")`, which Piston uses:
 /// whitespace is ignored and padding is optional.
-fn decode_base64(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+pub(super) fn decode_base64(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
     use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
     const LENIENT: GeneralPurpose = GeneralPurpose::new(
         &base64::alphabet::STANDARD,
