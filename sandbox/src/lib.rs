@@ -14,7 +14,8 @@
 //!                                         ro binds of /usr, /lib*, /etc files; /dev, /proc;
 //!                                         then waits for its run
 //! ── the run (keeper: the run's thread) ─────────────────────────────────────────────────
-//! set the cgroup's limits
+//! set the cgroup's limits [and the
+//! init's CPU, see `affinity`]
 //! send the run (a message on a pipe) ──▶  decodes it into room reserved before the clone;
 //!                                         opens the standard streams (host files bound in,
 //!                                         opened inside, unbound); mounts the box, the

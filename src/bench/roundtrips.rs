@@ -29,6 +29,22 @@ pub struct RoundTripBench<'a> {
 
 pub fn run(bench: &RoundTripBench) -> Result<i32> {
     let cache = tempfile::tempdir().context("cannot create a temporary folder")?;
+    // The mechanism, measured directly: a round trip between two threads placed on one CPU,
+    // then on two.
+    let costs = ioi_sandbox::host::costs::measure()?;
+    let one = costs.round_trip_one_cpu;
+    outln!(
+        "pipe round trip: {} CPU ({} elapsed) on one CPU",
+        super::speed::micros(one.cpu),
+        super::speed::micros(one.wall)
+    );
+    if let Some(two) = costs.round_trip_two_cpus {
+        outln!(
+            "pipe round trip: {} CPU ({} elapsed) across two CPUs",
+            super::speed::micros(two.cpu),
+            super::speed::micros(two.wall)
+        );
+    }
     outln!("task      placement   load                 total   wall s   CPU s per test (verdict)");
     for task in bench.tasks {
         for placement in [Placement::SharedCpu, Placement::Host] {
