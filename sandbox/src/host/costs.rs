@@ -16,7 +16,7 @@ use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
 /// Round trips measured per placement.
-pub const ROUND_TRIPS: u32 = 20_000;
+pub const ROUND_TRIPS: u32 = 5_000;
 
 /// The cost of one operation: CPU time charged (user + system, every thread taking part) and
 /// elapsed time.
