@@ -37,7 +37,7 @@ pub struct HostCosts {
     pub round_trip_two_cpus: Option<Cost>,
     /// A first touch of an anonymous page (the fault and the zeroing of 4 KiB).
     pub page_fault: Cost,
-    /// A dependent load from a buffer far larger than the caches.
+    /// A dependent load from a buffer far larger than the caches (and than the TLB's reach).
     pub memory_load: Cost,
 }
 
