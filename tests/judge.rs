@@ -415,6 +415,30 @@ fn communication_verdicts_and_cpu_times_hold_at_full_parallelism_beside_busy_loo
     }
 }
 
+/// Every process of a Communication test (the manager and both user processes of `together`)
+/// may run on one CPU, the same for all, even one that asks for every CPU
+/// (docs/judging.md#cpu-placement): the task's manager checks it and gives AC only then. Judged
+/// at full parallelism, so that several tests hold CPUs at once.
+#[test]
+fn the_processes_of_a_communication_test_share_one_cpu() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = problem_dir("together");
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for solution in ["ac.cpp", "widen_ac.cpp"] {
+        let sol = dir.join("solutions").join(solution);
+        let report = judge_json(&[
+            "--jobs",
+            &jobs.to_string(),
+            dir.to_str().unwrap(),
+            sol.to_str().unwrap(),
+        ]);
+        let test = &report["subtasks"][0]["tests"][0];
+        assert_eq!(test["status"], "AC", "{solution}: {test}");
+    }
+}
+
 /// Tests of up to 100 000 one-number round trips between the manager and the solution, over
 /// `std_io` (`pingpong`) and `fifo_io` (`hops`, modelled on IOI 2020 `stations`), are AC at
 /// full parallelism (`--jobs` = the cores) beside a busy loop on every core: the processes of

@@ -107,6 +107,12 @@ def hops():
     write("hops", tests, subtasks)
 
 
+def together():
+    tests = {"01": ("0\n", "")}
+    subtasks = {"01-all": (100, ["01"])}
+    write("together", tests, subtasks)
+
+
 if __name__ == "__main__":
     sumpairs()
     wdiff()
@@ -114,3 +120,4 @@ if __name__ == "__main__":
     relay()
     pingpong()
     hops()
+    together()
