@@ -13,6 +13,8 @@
 
 use std::sync::Mutex;
 
+use crate::problem::TaskType;
+
 /// How the processes of one Communication test are placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Placement {
@@ -25,6 +27,16 @@ pub enum Placement {
 }
 
 impl Placement {
+    /// The scheduler's slots one test of a `task` takes (the CPUs its processes may use at
+    /// once), and of them those held for a process that mostly waits (a manager), which the
+    /// scheduler lends to untimed work.
+    pub fn test_slots(self, task: &TaskType) -> (usize, usize) {
+        match (task, self) {
+            (TaskType::Communication(c), Placement::Host) => (c.num_processes.max(1) + 1, 1),
+            _ => (1, 0),
+        }
+    }
+
     /// The name `bench roundtrips` prints.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -141,6 +153,20 @@ mod tests {
         assert_eq!(long.cpu(), 0);
         for _ in 0..4 {
             assert_eq!(pool.lease().cpu(), 1, "CPU 0 runs a test");
+        }
+    }
+
+    #[test]
+    fn a_communication_test_on_one_cpu_takes_one_slot() {
+        let two_users = TaskType::Communication(crate::problem::Communication {
+            num_processes: 2,
+            user_io: crate::problem::UserIo::FifoIo,
+            manager_args: Vec::new(),
+        });
+        assert_eq!(Placement::SharedCpu.test_slots(&two_users), (1, 0));
+        assert_eq!(Placement::Host.test_slots(&two_users), (3, 1));
+        for placement in [Placement::SharedCpu, Placement::Host] {
+            assert_eq!(placement.test_slots(&TaskType::Batch), (1, 0));
         }
     }
 

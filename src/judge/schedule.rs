@@ -37,7 +37,6 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use self::walk::{IndexedPlan, Known, TestId, Walk};
-use super::placement::Placement;
 use super::plan::{Replay, SubmissionPlan};
 use super::{Build, Judge, LoadedProblem, Program, TestVerdict};
 use crate::problem::TaskType;
@@ -106,17 +105,11 @@ impl SubmissionRunner for Judge {
 
     /// One slot for every test when a Communication test's processes share one CPU.
     fn test_width(&self, problem: &LoadedProblem) -> usize {
-        match (&problem.problem.task, self.placement()) {
-            (TaskType::Communication(c), Placement::Host) => c.num_processes.max(1) + 1,
-            _ => 1,
-        }
+        self.placement().test_slots(&problem.problem.task).0
     }
 
     fn test_waiting_slots(&self, problem: &LoadedProblem) -> usize {
-        match (&problem.problem.task, self.placement()) {
-            (TaskType::Communication(_), Placement::Host) => 1,
-            _ => 0,
-        }
+        self.placement().test_slots(&problem.problem.task).1
     }
 
     fn run_test(
