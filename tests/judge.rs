@@ -85,6 +85,16 @@ fn native_communication_two_processes_fifo_io() {
 }
 
 #[test]
+fn native_communication_round_trips_std_io() {
+    check_problem("pingpong", "native");
+}
+
+#[test]
+fn native_communication_round_trips_fifo_io() {
+    check_problem("hops", "native");
+}
+
+#[test]
 fn scripts_agree_on_batch() {
     check_problem("sumpairs", "scripts");
     check_problem("wdiff", "scripts");
@@ -318,6 +328,8 @@ fn the_submission_cannot_embed_the_checker_source() {
 /// limit (3 × 1 s + 1 s). The sender waits for a CPU and is not charged for it; the manager and
 /// the receiver, blocked on it, share its credit (`WaitGroup`); the elapsed-time bound
 /// (`WALL_STRETCH` × the wall limit, 12 s) leaves each process a ninth of a core's share.
+/// `parallel_burn_ac.cpp` computes in both user processes at once, on the one CPU the test's
+/// processes share (docs/judging.md#cpu-placement): each waits for the other, credited too.
 #[test]
 fn communication_verdicts_and_cpu_times_hold_at_full_parallelism_beside_busy_loops() {
     /// The time limit of `relay`, in seconds (its problem.json).
@@ -353,7 +365,12 @@ fn communication_verdicts_and_cpu_times_hold_at_full_parallelism_beside_busy_loo
         }
         v
     };
-    for solution in ["slow_ac.cpp", "decimal_pa.cpp", "sender_burn_tle.cpp"] {
+    for solution in [
+        "slow_ac.cpp",
+        "parallel_burn_ac.cpp",
+        "decimal_pa.cpp",
+        "sender_burn_tle.cpp",
+    ] {
         let sol = dir.join("solutions").join(solution);
         let full = cores.to_string();
         let args = |jobs: &str| {
@@ -383,7 +400,7 @@ fn communication_verdicts_and_cpu_times_hold_at_full_parallelism_beside_busy_loo
                 );
             }
         }
-        if solution == "slow_ac.cpp" {
+        if solution.ends_with("_ac.cpp") {
             assert_eq!(
                 loaded["total"].as_f64(),
                 Some(100.0),
@@ -395,5 +412,67 @@ fn communication_verdicts_and_cpu_times_hold_at_full_parallelism_beside_busy_loo
             strip(loaded),
             "{solution}: verdicts differ between --jobs 1 alone and --jobs {full} under load"
         );
+    }
+}
+
+/// Every process of a Communication test (the manager and both user processes of `together`)
+/// may run on one CPU, the same for all, even one that asks for every CPU
+/// (docs/judging.md#cpu-placement): the task's manager checks it and gives AC only then. Judged
+/// at full parallelism, so that several tests hold CPUs at once.
+#[test]
+fn the_processes_of_a_communication_test_share_one_cpu() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = problem_dir("together");
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for solution in ["ac.cpp", "widen_ac.cpp"] {
+        let sol = dir.join("solutions").join(solution);
+        let report = judge_json(&[
+            "--jobs",
+            &jobs.to_string(),
+            dir.to_str().unwrap(),
+            sol.to_str().unwrap(),
+        ]);
+        let test = &report["subtasks"][0]["tests"][0];
+        assert_eq!(test["status"], "AC", "{solution}: {test}");
+    }
+}
+
+/// Tests of up to 100 000 one-number round trips between the manager and the solution, over
+/// `std_io` (`pingpong`) and `fifo_io` (`hops`, modelled on IOI 2020 `stations`), are AC at
+/// full parallelism (`--jobs` = the cores) beside a busy loop on every core: the processes of
+/// a Communication test share one CPU (docs/judging.md#cpu-placement), so a round trip costs a
+/// context switch, not a wake-up across CPUs (ten times dearer on a virtual machine, which put
+/// these solutions over their 1 s limit). Asserts verdicts, which load cannot change.
+#[test]
+fn round_trip_heavy_communication_is_ac_at_full_parallelism_beside_busy_loops() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let _load = ioi_run::bench::load::BusyLoops::start(cores).expect("sh runs");
+    for problem in ["pingpong", "hops"] {
+        let dir = problem_dir(problem);
+        let sol = dir.join("solutions/ac.cpp");
+        let jobs = cores.to_string();
+        let report = judge_json(&[
+            "--jobs",
+            &jobs,
+            dir.to_str().unwrap(),
+            sol.to_str().unwrap(),
+        ]);
+        let statuses: Vec<String> = report["subtasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["tests"].as_array().unwrap().iter())
+            .map(|t| format!("{}:{}", t["test_name"], t["status"]))
+            .collect();
+        assert!(
+            statuses.iter().all(|s| s.ends_with(":\"AC\"")) && statuses.len() == 4,
+            "{problem}: {statuses:?}"
+        );
+        assert_eq!(report["total"].as_f64(), Some(100.0), "{problem}: {report}");
     }
 }

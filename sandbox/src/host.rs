@@ -6,6 +6,8 @@ use std::path::Path;
 
 use nix::errno::Errno;
 
+/// What a pipe round trip, a page fault and a cache miss cost on this host.
+pub mod costs;
 /// The host's timing factors (CPU frequency scaling, SMT, ...) that move CPU times.
 pub mod timing;
 

@@ -379,6 +379,9 @@ impl Sandbox {
         let watched = std::cell::Cell::new(false);
         let result = (|| {
             cgroup.limit(spec.limits.memory, spec.limits.processes)?;
+            if let Some(cpu) = spec.cpu {
+                crate::affinity::pin(pid, cpu)?;
+            }
             let run = self.builder.run_parts(spec)?;
             let mut described: Vec<&MountOp> = self.builder.base.iter().collect();
             described.extend(&run.mounts);

@@ -14,7 +14,8 @@
 //!                                         ro binds of /usr, /lib*, /etc files; /dev, /proc;
 //!                                         then waits for its run
 //! ── the run (keeper: the run's thread) ─────────────────────────────────────────────────
-//! set the cgroup's limits
+//! set the cgroup's limits [and the
+//! init's CPU, see `affinity`]
 //! send the run (a message on a pipe) ──▶  decodes it into room reserved before the clone;
 //!                                         opens the standard streams (host files bound in,
 //!                                         opened inside, unbound); mounts the box, the
@@ -97,6 +98,7 @@
 
 #![warn(missing_docs)]
 
+mod affinity;
 mod cgroup;
 mod child;
 mod handover;
@@ -114,6 +116,7 @@ mod waiting;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use affinity::allowed_cpus;
 pub use cgroup::{CgroupVersion, SAMPLE_MEMORY_ENV};
 pub use keeper::{abort_all, Sandbox, SandboxOptions};
 pub use sysinfo::UNLIMITED_MEMORY;
@@ -148,6 +151,11 @@ pub struct RunSpec {
     /// A connection to whoever asked for the run (a keeper's client): when its peer hangs up,
     /// the run is stopped and its box killed, since nobody is left to take its outcome.
     pub caller: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// The one CPU the program and everything it starts run on (one of [`allowed_cpus`]), or
+    /// `None` for wherever the host's scheduler puts them. Boxes that wake each other at every
+    /// message (a Communication test) run on one CPU, where a wake-up costs a context switch
+    /// rather than an interrupt between CPUs (see `affinity`). The program cannot change it.
+    pub cpu: Option<usize>,
 }
 
 /// Boxes that run together (see [`RunSpec::wait_group`]): each box's wait clock samples the
@@ -235,6 +243,7 @@ impl RunSpec {
             limits: Limits::default(),
             wait_group: None,
             caller: None,
+            cpu: None,
         }
     }
 }

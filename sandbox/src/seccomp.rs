@@ -288,13 +288,16 @@ fn policy() -> Policy {
     // A program's scheduling is the host's: a lowered priority (nice, `SCHED_IDLE`,
     // `SCHED_BATCH`) would earn it waiting-for-a-CPU credit against its wall limit at no CPU
     // cost (see `waiting`), and `setpriority` on a whole user would reach the caller's own
-    // processes where the host uid is shared (a caller without root). Refused, not killed: a
-    // program that tries and carries on still works.
+    // processes where the host uid is shared (a caller without root). Its placement is the
+    // caller's (see `affinity`): a program that widened its affinity would leave the CPU its
+    // peers share and run beside another box. Refused, not killed: a program that tries and
+    // carries on still works.
     for nr in [
         libc::SYS_setpriority,
         libc::SYS_sched_setscheduler,
         libc::SYS_sched_setparam,
         libc::SYS_sched_setattr,
+        libc::SYS_sched_setaffinity,
     ] {
         add(nr, always(Action::Errno(libc::EPERM)));
     }
@@ -688,10 +691,12 @@ mod tests {
             libc::SYS_sched_setscheduler,
             libc::SYS_sched_setparam,
             libc::SYS_sched_setattr,
+            libc::SYS_sched_setaffinity,
         ] {
             assert_eq!(call(nr, 0, 0), Action::Errno(libc::EPERM));
         }
         assert_eq!(call(libc::SYS_sched_getscheduler, 0, 0), Action::Allow);
+        assert_eq!(call(libc::SYS_sched_getaffinity, 0, 0), Action::Allow);
         assert_eq!(call(libc::SYS_io_setup, 8, 0), Action::Errno(libc::ENOSYS));
         let preadv2 = |flags: u64| {
             interpret(

@@ -629,3 +629,52 @@ fn a_program_that_lowers_its_priority_is_stopped_within_the_wall_stretch() {
         "bound {bound} s: {o:?}"
     );
 }
+
+/// A box placed on one CPU ([`ioi_sandbox::RunSpec::cpu`]) runs there, its children and threads
+/// too, and cannot widen its affinity to leave the CPU its peers share: `sched_setaffinity` is
+/// refused (through `taskset` and through a thread's `pthread_setaffinity_np` alike).
+#[test]
+fn a_placed_box_stays_on_its_cpu() {
+    if sandbox_missing() {
+        return;
+    }
+    let cpus = ioi_sandbox::allowed_cpus().unwrap();
+    let cpu = *cpus.last().unwrap();
+    let all = cpus
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let b = TestBox::new();
+    b.compile(
+        r#"#include <pthread.h>
+        #include <sched.h>
+        #include <cstdio>
+        #include <cstring>
+        int main(){
+            cpu_set_t all; CPU_ZERO(&all);
+            for (int c = 0; c < 64; c++) CPU_SET(c, &all);
+            int e = pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+            printf("pthread_setaffinity_np:%s\n", strerror(e));
+            cpu_set_t now; sched_getaffinity(0, sizeof now, &now);
+            printf("count:%d\n", CPU_COUNT(&now));
+        }"#,
+    );
+    let script = format!(
+        "grep Cpus_allowed_list /proc/self/status; \
+         sh -c 'grep Cpus_allowed_list /proc/self/status'; \
+         taskset -p -c {all} $$ >/dev/null 2>&1 && echo WIDENED; \
+         grep Cpus_allowed_list /proc/self/status; ./prog"
+    );
+    let mut spec = b.spec(&["/bin/sh", "-c", &script]);
+    spec.limits = limits(2.0, 64);
+    spec.cpu = Some(cpu);
+    spec.stdout = Stdio::Path(b.path().join("stdout"));
+    let o = sandbox().run(&spec);
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    let line = format!("Cpus_allowed_list:\t{cpu}\n");
+    assert_eq!(
+        b.read("stdout"),
+        format!("{line}{line}{line}pthread_setaffinity_np:Operation not permitted\ncount:1\n")
+    );
+}

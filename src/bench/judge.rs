@@ -139,6 +139,7 @@ pub fn run(tests: usize, work: u64, jobs: usize, outside_load: usize) -> Result<
             &problem,
             &compiled,
             &test_set.cases[name],
+            None,
         )?;
         if verdict.score != 1.0 {
             bail!(

@@ -259,6 +259,7 @@ fn reference_per_test(
             &problem,
             &compiled,
             &test_set.cases[name.as_str()],
+            None,
         )?;
         let our_score = ours.0.iter().find(|t| &t.0 == *name).map(|t| t.1);
         if our_score.is_some_and(|s| s != verdict.score) {

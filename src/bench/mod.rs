@@ -9,7 +9,8 @@
 //! throughput with the real judge (Piston's routes, and SandboxFusion's `/run_code` on a verl-like
 //! batch in `serve_run_code`). `sandbox`: the sandbox's cost per run and of the `sandbox`
 //! command. `stress`: verdicts of the fixture set beside busy loops against the same on the machine
-//! as it is. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
+//! as it is. `roundtrips`: round-trip-heavy Communication tasks with their processes on one CPU
+//! and spread, alone and under load. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
 //! reference workload (`doctor`'s suggested `--time-scale`).
 
 pub mod compile;
@@ -17,6 +18,7 @@ pub mod evaluate;
 pub mod judge;
 pub mod judge_task;
 pub mod load;
+pub mod roundtrips;
 pub mod sandbox;
 pub mod scheduler;
 pub mod serve;

@@ -2,7 +2,9 @@
 //! scaled to it (`doctor` prints "suggested --time-scale X"). The workload
 //! (`speed_workload.cpp`) is deterministic and single-threaded, the mix IOI solutions spend
 //! their time on; it is compiled with the submissions' `-O2` and run in the sandbox like a
-//! solution, and its CPU time (the judge's clock) is compared with [`REFERENCE_SECONDS`].
+//! solution, and its CPU time (the judge's clock) is compared with [`REFERENCE_SECONDS`]. The
+//! factor [`suggest`]ed is never below 1.0 on a host whose page faults, cache misses or pipe
+//! round trips cost more than on bare metal (docs/judging.md#time-scale).
 
 use std::time::Duration;
 
@@ -33,17 +35,90 @@ pub struct Speed {
     pub runs: Vec<f64>,
 }
 
+/// The costs beside computation that a host may charge no more than for a factor below 1.0
+/// (tighter limits than the reference machine's): those of a bare-metal server of the
+/// contest's class, with room to spare (there a page fault with the zeroing of its page takes
+/// about 0.3 µs, a load that misses the caches and the TLB 100–200 ns, a pipe round trip on
+/// one CPU about 2 µs). A
+/// virtual machine often charges several times more for page faults and wake-ups while it
+/// computes faster: its compute speed alone would then suggest limits that make correct
+/// solutions fail (a workload 3 times faster, page faults 30 times dearer).
+pub const BARE_METAL_PAGE_FAULT: Duration = Duration::from_micros(1);
+/// See [`BARE_METAL_PAGE_FAULT`].
+pub const BARE_METAL_MEMORY_LOAD: Duration = Duration::from_nanos(250);
+/// See [`BARE_METAL_PAGE_FAULT`].
+pub const BARE_METAL_ROUND_TRIP: Duration = Duration::from_micros(5);
+
 impl Speed {
-    /// The time-scale factor that gives a solution on this host the time it would have on the
-    /// reference machine: this host's time over the reference time, rounded to 0.05.
-    pub fn suggested_time_scale(&self) -> f64 {
-        suggested_time_scale(self.seconds)
+    /// The compute factor: this host's workload time over the reference machine's, rounded
+    /// to 0.05.
+    pub fn compute_factor(&self) -> f64 {
+        compute_factor(self.seconds)
     }
 }
 
 /// The factor for a workload time of `seconds`, rounded to 0.05 (finer steps are noise).
-pub fn suggested_time_scale(seconds: f64) -> f64 {
+pub fn compute_factor(seconds: f64) -> f64 {
     ((seconds / REFERENCE_SECONDS) * 20.0).round() / 20.0
+}
+
+/// The `--time-scale` `doctor` suggests, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suggestion {
+    pub time_scale: f64,
+    /// The measured costs above their bare-metal bounds that hold the factor at 1.0 (empty
+    /// when the compute factor stands).
+    pub held_by: Vec<String>,
+}
+
+/// The suggested factor: the compute factor when the host computes slower than the reference
+/// machine (a solution's time grows with it); at least 1.0 otherwise, unless every other
+/// measured cost is within its bare-metal bound (a solution's time is a mix of computation,
+/// page faults, cache misses and, in Communication tasks, round trips: a factor below 1.0
+/// is safe only when none of them is slower than on the contest's machine). Costs not
+/// measured count as above their bound.
+pub fn suggest(speed: &Speed, costs: Option<&ioi_sandbox::host::costs::HostCosts>) -> Suggestion {
+    let factor = speed.compute_factor();
+    if factor >= 1.0 {
+        return Suggestion {
+            time_scale: factor,
+            held_by: Vec::new(),
+        };
+    }
+    let held_by = match costs {
+        None => vec!["page faults, cache misses and round trips (not measured)".to_string()],
+        Some(c) => [
+            ("a page fault", c.page_fault.cpu, BARE_METAL_PAGE_FAULT),
+            ("a cache miss", c.memory_load.wall, BARE_METAL_MEMORY_LOAD),
+            (
+                "a round trip on one CPU",
+                c.round_trip_one_cpu.cpu,
+                BARE_METAL_ROUND_TRIP,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, cost, bound)| cost > bound)
+        .map(|(what, cost, bound)| {
+            format!(
+                "{what} {} (bare metal: under {})",
+                micros(cost),
+                micros(bound)
+            )
+        })
+        .collect(),
+    };
+    Suggestion {
+        time_scale: if held_by.is_empty() { factor } else { 1.0 },
+        held_by,
+    }
+}
+
+/// A duration in µs, or in ns below 1 µs.
+pub fn micros(d: Duration) -> String {
+    match d < Duration::from_micros(1) {
+        true => format!("{} ns", d.as_nanos()),
+        false => format!("{:.1} µs", d.as_secs_f64() * 1e6),
+    }
 }
 
 /// Compiles the workload in the sandbox and runs it [`RUNS`] times there.
@@ -104,16 +179,75 @@ pub fn measure(sandbox: &Sandbox) -> Result<Speed> {
 mod tests {
     use super::*;
 
+    use ioi_sandbox::host::costs::{Cost, HostCosts};
+
     #[test]
     fn the_factor_is_the_time_over_the_reference_in_steps_of_a_twentieth() {
-        assert_eq!(suggested_time_scale(REFERENCE_SECONDS), 1.0);
-        assert_eq!(suggested_time_scale(REFERENCE_SECONDS * 1.5), 1.5);
-        assert_eq!(suggested_time_scale(REFERENCE_SECONDS * 1.26), 1.25);
-        assert_eq!(suggested_time_scale(REFERENCE_SECONDS * 2.0), 2.0);
+        assert_eq!(compute_factor(REFERENCE_SECONDS), 1.0);
+        assert_eq!(compute_factor(REFERENCE_SECONDS * 1.5), 1.5);
+        assert_eq!(compute_factor(REFERENCE_SECONDS * 1.26), 1.25);
+        assert_eq!(compute_factor(REFERENCE_SECONDS * 2.0), 2.0);
+    }
+
+    fn speed(factor: f64) -> Speed {
+        let seconds = REFERENCE_SECONDS * factor;
+        Speed {
+            seconds,
+            runs: vec![seconds],
+        }
+    }
+
+    fn cost(micros: u64) -> Cost {
+        let d = Duration::from_nanos(micros * 1000);
+        Cost { cpu: d, wall: d }
+    }
+
+    /// A bare-metal-like host: every cost within its bound.
+    fn bare_metal() -> HostCosts {
+        HostCosts {
+            round_trip_one_cpu: cost(2),
+            round_trip_two_cpus: Some(cost(4)),
+            page_fault: Cost {
+                cpu: Duration::from_nanos(300),
+                wall: Duration::from_nanos(300),
+            },
+            memory_load: Cost {
+                cpu: Duration::from_nanos(90),
+                wall: Duration::from_nanos(90),
+            },
+        }
     }
 
     #[test]
-    fn a_faster_host_gets_tighter_limits() {
-        assert_eq!(suggested_time_scale(REFERENCE_SECONDS / 2.0), 0.5);
+    fn a_host_faster_at_everything_gets_tighter_limits() {
+        let s = suggest(&speed(0.5), Some(&bare_metal()));
+        assert_eq!((s.time_scale, s.held_by.len()), (0.5, 0));
+    }
+
+    #[test]
+    fn a_host_that_computes_fast_but_faults_slowly_is_held_at_1() {
+        // The VM that judged docs/fidelity.md: the workload 3 times faster, a page fault of
+        // 10 µs, a round trip of 25 µs across its two CPUs (2 µs on one).
+        let vm = HostCosts {
+            page_fault: cost(10),
+            round_trip_two_cpus: Some(cost(25)),
+            ..bare_metal()
+        };
+        let s = suggest(&speed(0.35), Some(&vm));
+        assert_eq!(s.time_scale, 1.0);
+        assert_eq!(s.held_by.len(), 1, "{:?}", s.held_by);
+        assert!(
+            s.held_by[0].starts_with("a page fault 10.0 µs"),
+            "{:?}",
+            s.held_by
+        );
+        let unmeasured = suggest(&speed(0.35), None);
+        assert_eq!(unmeasured.time_scale, 1.0);
+    }
+
+    #[test]
+    fn a_slower_host_gets_its_compute_factor_whatever_its_other_costs() {
+        assert_eq!(suggest(&speed(1.5), None).time_scale, 1.5);
+        assert_eq!(suggest(&speed(1.5), Some(&bare_metal())).time_scale, 1.5);
     }
 }

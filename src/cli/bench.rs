@@ -135,6 +135,26 @@ enum What {
         #[arg(long, short = 'j')]
         jobs: Option<usize>,
     },
+    /// Round-trip-heavy Communication tasks with their processes on one CPU and wherever the
+    /// host puts them, alone and beside busy loops: each test's verdict and CPU time.
+    Roundtrips {
+        /// CMS task folders, each with `solutions/ac.cpp`.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "tests/problems/pingpong,tests/problems/hops"
+        )]
+        tasks: Vec<std::path::PathBuf>,
+        /// Workers under load [default: the number of cores].
+        #[arg(long, short = 'j', value_parser = super::job_count)]
+        jobs: Option<usize>,
+        /// Busy loops beside the loaded judgings [default: the number of cores].
+        #[arg(long)]
+        loops: Option<usize>,
+        /// Judgings of each kind (each test's largest CPU time is shown).
+        #[arg(long, default_value_t = 2)]
+        repeats: usize,
+    },
     /// Requests per second of `ioi-run serve` with the real judge (IOI and Codeforces requests,
     /// clients spread over several endpoints of one server), compiles per distinct submission,
     /// and the gain of compiling a submission once over compiling it per request; for
@@ -185,6 +205,20 @@ pub fn run(args: Args) -> Result<i32> {
             command_runs,
             isolate.as_deref(),
         ),
+        What::Roundtrips {
+            tasks,
+            jobs,
+            loops,
+            repeats,
+        } => {
+            let jobs = super::jobs_or_default(jobs);
+            crate::bench::roundtrips::run(&crate::bench::roundtrips::RoundTripBench {
+                tasks: &tasks,
+                jobs,
+                loops: loops.unwrap_or(jobs),
+                repeats,
+            })
+        }
         What::Judge {
             tests,
             work,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::output::outln;
 use anyhow::Result;
+use ioi_sandbox::host::costs::HostCosts;
 use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Stdio, Termination};
 
 #[derive(Debug, clap::Args)]
@@ -63,8 +64,11 @@ impl Check {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let checks = host_checks();
-    let timing = timing_checks();
+    // Measured before the sandbox's self-tests start, on an otherwise idle process.
+    let costs = ioi_sandbox::host::costs::measure();
+    let checks = host_checks(costs.as_ref().ok());
+    let mut timing = timing_checks();
+    timing.extend(cost_checks(&costs));
     let failures = checks.iter().filter(|c| c.status == Status::Fail).count();
     if args.json {
         let report = serde_json::json!({
@@ -82,7 +86,7 @@ pub fn run(args: Args) -> Result<i32> {
                 check.detail
             );
         }
-        outln!("\nTiming stability (warnings do not fail doctor; impact = how much verdicts near a time limit can change):");
+        outln!("\nTiming stability and costs (warnings do not fail doctor; impact = how much verdicts near a time limit can change):");
         for check in &timing {
             outln!(
                 "[{}] {:<18} {}",
@@ -104,7 +108,7 @@ pub fn run(args: Args) -> Result<i32> {
 }
 
 /// The host, the compiler, and the sandbox's self-tests: a failure means no judging here.
-fn host_checks() -> Vec<Check> {
+fn host_checks(costs: Option<&HostCosts>) -> Vec<Check> {
     let mut checks: Vec<Check> = ioi_sandbox::host::checks()
         .into_iter()
         .map(|c| Check::new(c.name, c.ok, c.detail))
@@ -149,30 +153,40 @@ fn host_checks() -> Vec<Check> {
                     .into_iter()
                     .map(|(name, ok, detail)| Check::new(name, ok, detail)),
             );
-            checks.push(speed_check(&sandbox));
+            checks.push(speed_check(&sandbox, costs));
         }
         Err(e) => checks.push(Check::new("sandbox", false, format!("{e:#}"))),
     }
     checks
 }
 
-/// This host's speed against the reference workload, and the time scale it suggests: a
-/// figure, not a failure (a slow host judges correctly with scaled limits).
-fn speed_check(sandbox: &Sandbox) -> Check {
+/// This host's speed against the reference workload, its costs beside computation, and the
+/// time scale they suggest: a figure, not a failure (a slow host judges correctly with scaled
+/// limits).
+fn speed_check(sandbox: &Sandbox, costs: Option<&HostCosts>) -> Check {
     use crate::bench::speed;
     match speed::measure(sandbox) {
         Ok(s) => {
             let runs: Vec<String> = s.runs.iter().map(|r| format!("{r:.2}")).collect();
+            let suggestion = speed::suggest(&s, costs);
+            let held = match suggestion.held_by.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " (compute factor {:.2}, held at 1.00 by {})",
+                    s.compute_factor(),
+                    suggestion.held_by.join(", ")
+                ),
+            };
             Check::new(
                 "speed",
                 true,
                 format!(
                     "reference workload {:.2} s CPU (runs {} s; the reference machine: {:.2} s); \
-                     suggested --time-scale {:.2}",
+                     suggested --time-scale {:.2}{held}",
                     s.seconds,
                     runs.join(", "),
                     speed::REFERENCE_SECONDS,
-                    s.suggested_time_scale()
+                    suggestion.time_scale
                 ),
             )
         }
@@ -181,6 +195,89 @@ fn speed_check(sandbox: &Sandbox) -> Check {
             ..Check::new("speed", true, format!("not measured: {e:#}"))
         },
     }
+}
+
+/// How many times dearer a round trip across two CPUs may be than on one before `doctor` warns.
+const CROSSING_WARN_RATIO: f64 = 3.0;
+
+/// What the host charges beside computation (see `ioi_sandbox::host::costs`): each a figure,
+/// and a warning where it moves verdicts.
+fn cost_checks(costs: &Result<HostCosts>) -> Vec<Check> {
+    use crate::bench::speed::{micros, BARE_METAL_MEMORY_LOAD, BARE_METAL_PAGE_FAULT};
+    let c = match costs {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![Check {
+                status: Status::Unknown,
+                ..Check::new("costs", true, format!("not measured: {e:#}"))
+            }]
+        }
+    };
+    let one = c.round_trip_one_cpu;
+    let mut round_trip = Check::new(
+        "pipe round trip",
+        true,
+        format!(
+            "{} CPU ({} elapsed) on one CPU",
+            micros(one.cpu),
+            micros(one.wall)
+        ),
+    );
+    if let Some(two) = c.round_trip_two_cpus {
+        round_trip.detail += &format!(
+            "; {} CPU ({} elapsed) across two",
+            micros(two.cpu),
+            micros(two.wall)
+        );
+        let ratio = two.cpu.as_secs_f64() / one.cpu.as_secs_f64().max(1e-9);
+        if ratio >= CROSSING_WARN_RATIO {
+            round_trip.status = Status::Warn;
+            round_trip.why = Some(format!(
+                "a wake-up across CPUs costs {ratio:.0} times one on the same CPU (a virtual \
+                 machine's interrupts between vCPUs), charged as system time to the process \
+                 that writes: ioi-run puts a Communication test's processes on one CPU \
+                 (docs/judging.md#cpu-placement), so their verdicts are safe; other programs \
+                 that talk across CPUs are not"
+            ));
+            round_trip.impact = Some(format!(
+                "{} more CPU per round trip across CPUs: 10^5 round trips, {:.1} s",
+                micros(two.cpu.saturating_sub(one.cpu)),
+                two.cpu.saturating_sub(one.cpu).as_secs_f64() * 1e5
+            ));
+        }
+    }
+    let mut fault = Check::new(
+        "page fault",
+        true,
+        format!("{} CPU per fresh 4 KiB page", micros(c.page_fault.cpu)),
+    );
+    if c.page_fault.cpu > BARE_METAL_PAGE_FAULT {
+        fault.status = Status::Warn;
+        fault.why = Some(format!(
+            "over the {} of bare metal: a solution that touches 1 GiB of fresh memory spends \
+             {:.1} s on page faults alone",
+            micros(BARE_METAL_PAGE_FAULT),
+            c.page_fault.cpu.as_secs_f64() * (1u64 << 18) as f64
+        ));
+        fault.impact = Some("high for memory-hungry solutions near the time limit".into());
+    }
+    let mut load = Check::new(
+        "memory latency",
+        true,
+        format!(
+            "{} per load missing every cache",
+            micros(c.memory_load.wall)
+        ),
+    );
+    if c.memory_load.wall > BARE_METAL_MEMORY_LOAD {
+        load.status = Status::Warn;
+        load.why = Some(format!(
+            "over the {} of bare metal: pointer-chasing solutions run slower than at the contest",
+            micros(BARE_METAL_MEMORY_LOAD)
+        ));
+        load.impact = Some("medium".into());
+    }
+    vec![round_trip, fault, load]
 }
 
 /// What keeps CPU times comparable between runs: warnings, not failures (a laptop can judge,

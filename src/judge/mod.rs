@@ -14,6 +14,7 @@ pub mod language;
 pub mod native;
 pub mod pch;
 pub mod phases;
+pub mod placement;
 pub mod plan;
 pub mod schedule;
 pub mod scripts;
@@ -59,6 +60,8 @@ pub struct JudgeOptions {
     /// Every time limit is multiplied by this factor (`--time-scale`): a host slower or faster
     /// than the contest's. The wall limits follow, being derived from the time limit.
     pub time_scale: f64,
+    /// Where a Communication test's processes run.
+    pub placement: placement::Placement,
 }
 
 impl Default for JudgeOptions {
@@ -70,6 +73,7 @@ impl Default for JudgeOptions {
             max_program_bytes: compile::DEFAULT_MAX_PROGRAM_BYTES,
             compile_profile: CompileProfile::Reference,
             time_scale: 1.0,
+            placement: placement::Placement::SharedCpu,
         }
     }
 }
@@ -164,6 +168,8 @@ pub struct Judge {
     runner: Runner,
     profile: CompileProfile,
     time_scale: f64,
+    placement: placement::Placement,
+    cpus: placement::CpuPool,
 }
 
 impl Drop for Judge {
@@ -212,7 +218,14 @@ impl Judge {
             runner: options.runner,
             profile: options.compile_profile,
             time_scale: options.time_scale,
+            placement: options.placement,
+            cpus: placement::CpuPool::of_this_process(),
         })
+    }
+
+    /// Where this judge runs a Communication test's processes.
+    pub fn placement(&self) -> placement::Placement {
+        self.placement
     }
 
     pub fn sandbox(&self) -> &Sandbox {
@@ -342,8 +355,18 @@ impl Judge {
     ) -> Result<TestVerdict> {
         stop::check()?;
         let problem = &loaded.problem;
+        // The processes of a Communication test share one CPU (docs/judging.md#cpu-placement).
+        let lease = match (&problem.task, self.placement) {
+            (TaskType::Communication(_), placement::Placement::SharedCpu) => {
+                Some(self.cpus.lease())
+            }
+            _ => None,
+        };
+        let cpu = lease.as_ref().map(placement::CpuLease::cpu);
         match (program, &problem.task) {
-            (Program::ScriptBox(dir), _) => scripts::run_test(&self.sandbox, problem, dir, test),
+            (Program::ScriptBox(dir), _) => {
+                scripts::run_test(&self.sandbox, problem, dir, test, cpu)
+            }
             (Program::Binary(bin), TaskType::Batch) => {
                 native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test)
             }
@@ -356,6 +379,7 @@ impl Judge {
                     &loaded.tools,
                     bin,
                     test,
+                    cpu,
                 );
                 phases::since(phases::Phase::Test, start);
                 verdict

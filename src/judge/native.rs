@@ -282,6 +282,7 @@ pub fn run_communication(
     tools: &ProblemTools,
     program: &Path,
     test: &TestCase,
+    cpu: Option<usize>,
 ) -> Result<TestVerdict> {
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
@@ -295,6 +296,9 @@ pub fn run_communication(
         &solution_limits(problem),
     )?;
     conversation.manager.limits = tool_limits(problem, conversation.users.len());
+    for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
+        spec.cpu = cpu;
+    }
     phases::since(Phase::Setup, setup);
     let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
     let teardown = phases::now();

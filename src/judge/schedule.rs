@@ -19,12 +19,14 @@
 //! by the full replay) is built outside the lock. A worker records its result and takes its
 //! next item in one visit to the lock, and wakes at most one idle worker, after unlocking.
 //!
-//! A test occupies as many of the `jobs` slots as the processes it runs at once (a
-//! Communication test: the manager and every user process), so that our own parallelism never
-//! overloads the machine with timed runs; a test wider than the machine runs alone. The slot a
-//! Communication test holds for its manager, which mostly waits for the user processes, is
-//! lent to one untimed work item (a problem's loading, a compile): timed runs never share a
-//! core beyond the `jobs` slots, and the core the manager leaves idle does useful work.
+//! A test occupies as many of the `jobs` slots as the CPUs its processes may use at once, so
+//! that our own parallelism never overloads the machine with timed runs: the [`Judge`] puts a
+//! Communication test's processes on one CPU (docs/judging.md#cpu-placement), so every test
+//! it runs takes one slot. A runner that lets a Communication test's processes spread (the
+//! judge with [`Placement::Host`](super::placement::Placement::Host), for `bench roundtrips`)
+//! declares them wider: a slot per process, a test wider than the machine running alone, and
+//! the slot held for its manager, which mostly waits for the user processes, lent to one
+//! untimed work item (a problem's loading, a compile).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet, VecDeque};
@@ -72,9 +74,9 @@ pub trait SubmissionRunner: Sync {
         program: &Program,
         test: &str,
     ) -> Result<TestVerdict>;
-    /// How many processes one test of `problem` runs at once (and so how many of the
-    /// scheduler's slots it occupies): a Communication test runs the manager and every user
-    /// process side by side.
+    /// How many CPUs one test of `problem` may use at once (and so how many of the
+    /// scheduler's slots it occupies): by default, a Communication test's manager and every
+    /// user process each on a CPU of its own.
     fn test_width(&self, problem: &LoadedProblem) -> usize {
         match &problem.problem.task {
             TaskType::Batch => 1,
@@ -99,6 +101,15 @@ impl SubmissionRunner for Judge {
         language: super::Language,
     ) -> Result<Build> {
         Judge::compile(self, problem, code, language)
+    }
+
+    /// One slot for every test when a Communication test's processes share one CPU.
+    fn test_width(&self, problem: &LoadedProblem) -> usize {
+        self.placement().test_slots(&problem.problem.task).0
+    }
+
+    fn test_waiting_slots(&self, problem: &LoadedProblem) -> usize {
+        self.placement().test_slots(&problem.problem.task).1
     }
 
     fn run_test(

@@ -96,6 +96,7 @@ pub fn run_test(
     problem: &Problem,
     compiled: &BoxDir,
     test: &TestCase,
+    cpu: Option<usize>,
 ) -> Result<TestVerdict> {
     let work = BoxDir::new(sandbox)?;
     copy_tree(compiled, &work)?;
@@ -104,6 +105,7 @@ pub fn run_test(
     fs::copy(&test.output, work.join("correct_output.txt"))
         .with_context(|| format!("cannot copy {}", test.output.display()))?;
     let mut spec = RunSpec::new(work.path(), ["bash", "run"]);
+    spec.cpu = cpu;
     // The submission runs inside this box: capture the verdict outside it, in a root-only
     // folder, so that the box's content (a planted symlink, a FIFO) is never opened.
     let private = crate::scratch::tempdir("out")?;

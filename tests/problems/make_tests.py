@@ -92,8 +92,32 @@ def relay():
     write("relay", tests, subtasks)
 
 
+def pingpong():
+    # "q seed": q one-number round trips (the manager draws the numbers from the seed).
+    tests = {"01": ("5 1\n", ""), "02": ("20000 2\n", ""), "03": ("100000 3\n", "")}
+    subtasks = {"00-samples": (10, ["01"]), "01-many": (90, ["01", "02", "03"])}
+    write("pingpong", tests, subtasks)
+
+
+def hops():
+    # "n q seed": q queries on a line of n stations.
+    tests = {"01": ("10 5 1\n", ""), "02": ("1000 50000 2\n", ""),
+             "03": ("100000 100000 3\n", "")}
+    subtasks = {"00-samples": (10, ["01"]), "01-many": (90, ["01", "02", "03"])}
+    write("hops", tests, subtasks)
+
+
+def together():
+    tests = {"01": ("0\n", "")}
+    subtasks = {"01-all": (100, ["01"])}
+    write("together", tests, subtasks)
+
+
 if __name__ == "__main__":
     sumpairs()
     wdiff()
     guess()
     relay()
+    pingpong()
+    hops()
+    together()
