@@ -117,6 +117,13 @@ pub fn main() -> i32 {
     if !matches!(command, Command::Sandbox(_)) {
         settle(&globals, matches!(command, Command::Serve(_)));
     }
+    let _ = INTERRUPTED_NOTE.set(match command {
+        Command::Evaluate(_) | Command::Slurm(_) => {
+            " Results already written are kept; `evaluate` resumes where it stopped when run again."
+        }
+        Command::Fidelity(_) => " Solutions already judged are kept; run it again to go on.",
+        _ => "",
+    });
     let result = match command {
         Command::Sandbox(args) => sandbox::run(args, || settle(&globals, false)),
         Command::Keeper(args) => keeper::run(args),
@@ -179,6 +186,10 @@ fn init_logging(format: LogFormat, color: ColorChoice, server: bool) {
     };
 }
 
+/// What the interrupted command keeps, said after the interrupt (`evaluate` resumes; `judge`
+/// has nothing to keep).
+static INTERRUPTED_NOTE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
 /// On SIGINT/SIGTERM/SIGHUP: kill every sandboxed run and remove its cgroup, then exit. The
 /// sandbox's init processes also die with this process (parent-death signal), so even a
 /// SIGKILL of ioi-run leaves no process behind. The judge's stop flag goes up first, in the
@@ -199,8 +210,8 @@ fn install_interrupt_handler() {
             let _ = std::io::Write::write_fmt(
                 &mut std::io::stderr(),
                 format_args!(
-                "ioi-run: interrupted: stopping the sandboxed runs. Results already written are \
-                 kept; `evaluate` resumes where it stopped when run again.\n"
+                    "ioi-run: interrupted: stopping the sandboxed runs.{}\n",
+                    INTERRUPTED_NOTE.get().copied().unwrap_or_default()
                 ),
             );
             ioi_sandbox::abort_all();

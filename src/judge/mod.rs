@@ -10,6 +10,7 @@ pub mod check;
 pub mod compile;
 pub mod compiled;
 pub mod fake;
+pub mod kept;
 pub mod language;
 pub mod native;
 pub mod pch;
@@ -59,6 +60,9 @@ pub struct JudgeOptions {
     /// Every time limit is multiplied by this factor (`--time-scale`): a host slower or faster
     /// than the contest's. The wall limits follow, being derived from the time limit.
     pub time_scale: f64,
+    /// Every test's output, standard error and checker's or manager's words are copied to
+    /// this folder, named by test ([`kept`]; native runner). `None` keeps nothing.
+    pub keep_dir: Option<PathBuf>,
 }
 
 impl Default for JudgeOptions {
@@ -70,6 +74,7 @@ impl Default for JudgeOptions {
             max_program_bytes: compile::DEFAULT_MAX_PROGRAM_BYTES,
             compile_profile: CompileProfile::Reference,
             time_scale: 1.0,
+            keep_dir: None,
         }
     }
 }
@@ -164,6 +169,7 @@ pub struct Judge {
     runner: Runner,
     profile: CompileProfile,
     time_scale: f64,
+    debugging: native::Debugging,
 }
 
 impl Drop for Judge {
@@ -192,6 +198,12 @@ impl Judge {
                 TIME_SCALES.end()
             )));
         }
+        if options.keep_dir.is_some() && matches!(options.runner, Runner::Scripts(_)) {
+            return Err(crate::error::usage(anyhow::anyhow!(
+                "keeping outputs needs the native runner: with --runner scripts the run script \
+                 reads them itself"
+            )));
+        }
         if options.time_scale != 1.0 && matches!(options.runner, Runner::Scripts(_)) {
             return Err(crate::error::usage(anyhow::anyhow!(
                 "--time-scale needs the native runner: with --runner scripts the run script reads \
@@ -212,6 +224,10 @@ impl Judge {
             runner: options.runner,
             profile: options.compile_profile,
             time_scale: options.time_scale,
+            debugging: native::Debugging {
+                keep_dir: options.keep_dir,
+                env: options.compile_profile.run_env(),
+            },
         })
     }
 
@@ -345,7 +361,14 @@ impl Judge {
         match (program, &problem.task) {
             (Program::ScriptBox(dir), _) => scripts::run_test(&self.sandbox, problem, dir, test),
             (Program::Binary(bin), TaskType::Batch) => {
-                native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test)
+                native::run_batch(
+                    &self.sandbox,
+                    problem,
+                    &loaded.tools,
+                    bin,
+                    test,
+                    &self.debugging,
+                )
             }
             (Program::Binary(bin), TaskType::Communication(params)) => {
                 let start = phases::now();
@@ -356,11 +379,36 @@ impl Judge {
                     &loaded.tools,
                     bin,
                     test,
+                    &self.debugging,
                 );
                 phases::since(phases::Phase::Test, start);
                 verdict
             }
         }
+    }
+}
+
+impl Judge {
+    /// Runs a compiled submission on an input of the user's, as a test would run it, and
+    /// judges nothing (`judge --input`); its streams go to the keep folder.
+    pub fn run_input(
+        &self,
+        loaded: &LoadedProblem,
+        program: &Program,
+        input: &std::path::Path,
+    ) -> Result<native::InputRun> {
+        stop::check()?;
+        let Program::Binary(bin) = program else {
+            bail!("running on an input of your own needs the native runner")
+        };
+        native::run_input(
+            &self.sandbox,
+            &loaded.problem,
+            &loaded.tools,
+            bin,
+            input,
+            &self.debugging,
+        )
     }
 }
 
