@@ -93,7 +93,8 @@ pub fn copy_all(from: &[&Path], dir: &Path, test: &str, kind: Kept) -> Result<()
         let Ok(file) = fs::File::open(source) else {
             continue;
         };
-        if kind == Kept::Stderr && from.len() > 1 {
+        let empty = file.metadata().map(|m| m.len() == 0).unwrap_or(true);
+        if kind == Kept::Stderr && from.len() > 1 && !empty {
             writeln!(out, "=== process {i} ===")?;
         }
         let copied = std::io::copy(&mut file.take(left), &mut out)

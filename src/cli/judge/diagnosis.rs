@@ -43,6 +43,9 @@ pub struct Diagnosis {
     /// The signal that ended the solution (`SIGSEGV`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
+    /// The place in the solution's file a sanitizer or an assertion names (`sol.cpp:7 in f`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
     /// What the verdict or the signal usually means.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meaning: Option<String>,
@@ -92,6 +95,7 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
         .replace(from.judged_as, from.given);
     d.stderr_lines = stderr.lines().count();
     d.stderr_head = telling_lines(&stderr);
+    d.location = location(&stderr, from.given);
     let signal = signal_of(feedback);
     d.signal = signal.map(ioi_sandbox::signal_name);
     d.meaning = meaning(test, signal, &stderr, from);
@@ -149,9 +153,10 @@ fn meaning(
                 .to_string()
         }
         (Verdict::RuntimeError, Some(_)) => return None,
-        (Verdict::RuntimeError, None) if sanitized => {
-            "the sanitizer stopped the program: its report is below".to_string()
-        }
+        (Verdict::RuntimeError, None) if sanitized => match assertion(stderr) {
+            Some(why) => format!("the sanitizer stopped the program at a {why}"),
+            None => "the sanitizer stopped the program: its report is below".to_string(),
+        },
         (Verdict::RuntimeError, None) => "exited with a non-zero status: `main` returned it, or \
              `exit(N)` was called (an uncaught exception is SIGABRT)"
             .to_string(),
@@ -163,7 +168,7 @@ fn meaning(
             match cpu < from.time_limit * 0.9 {
                 true => format!(
                     "stopped by the wall clock ({wall:.2} s, {cpu:.2} s of CPU): the program \
-                     waited, on input it will never get{}",
+                     was not running: it slept, or waited for input that never came{}",
                     match communication {
                         true => " (the manager waits for its answer too, or for a flush)",
                         false => "",
@@ -185,9 +190,9 @@ fn meaning(
 /// The text of a failed `assert` (glibc: `prog: file.cpp:12: int main(): Assertion `x' failed.`)
 /// or an uncaught exception (`terminate called after throwing ... what(): ...`).
 fn assertion(stderr: &str) -> Option<String> {
-    if let Some(line) = stderr.lines().find(|l| l.contains("Assertion `")) {
+    if let Some(line) = stderr.lines().find(|l| l.contains("Assertion")) {
         let text = line.split_once(": ").map(|(_, rest)| rest).unwrap_or(line);
-        return Some(format!("failed assertion: {}", cut(text)));
+        return Some(format!("failed assertion: {}", cut(&shortened_assertion(text))));
     }
     let mut lines = stderr.lines();
     let thrown = lines.find(|l| l.starts_with("terminate called"))?;
@@ -206,39 +211,102 @@ fn is_sanitizer_report(stderr: &str) -> bool {
         || stderr.contains("ERROR: UndefinedBehaviorSanitizer")
 }
 
-/// The lines of a standard error worth showing: a sanitizer report's error line, access, the
-/// first frames and summary; else the first lines.
+/// The lines of a standard error worth showing: a sanitizer report's error, the access, the
+/// frames outside the C and C++ libraries and the summary; else the first lines.
 fn telling_lines(stderr: &str) -> Vec<String> {
     if !is_sanitizer_report(stderr) {
         return stderr.lines().take(STDERR_LINES).map(cut).collect();
     }
     let mut shown = Vec::new();
     let mut frames = 0;
-    let mut in_first_stack = false;
+    // Only the first stack (where it happened), not those of the allocation or the free.
+    let mut stacks = 0;
+    let mut in_stack = false;
     for line in stderr.lines() {
         let trimmed = line.trim_start();
         let frame = trimmed.starts_with('#');
-        if frame && !in_first_stack && frames > 0 {
-            continue;
+        if frame && !in_stack {
+            stacks += 1;
         }
-        in_first_stack = frame;
+        in_stack = frame;
         let keep = line.contains("ERROR:")
             || line.contains("runtime error:")
+            || line.contains("Assertion")
             || trimmed.starts_with("READ of size")
             || trimmed.starts_with("WRITE of size")
             || trimmed.starts_with("SUMMARY:")
-            || (frame && frames < 6 && !trimmed.contains("libsanitizer"));
+            || (frame && stacks == 1 && frames < 6 && !in_library(trimmed));
         if frame && keep {
             frames += 1;
         }
         if keep {
-            shown.push(cut(line.trim_start_matches(['=', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9'])));
+            shown.push(cut(&shortened_assertion(without_pid(line))));
         }
         if trimmed.starts_with("SUMMARY:") {
             break;
         }
     }
     shown
+}
+
+/// A failed assertion's line with the function's signature (long in the C++ library) left
+/// out: `stl_vector.h:1123: … Assertion '__n < this->size()' failed.`
+fn shortened_assertion(line: &str) -> String {
+    match (line.split_once(": "), line.find("Assertion")) {
+        (Some((place, _)), Some(at)) if place.len() < at => format!("{place}: … {}", &line[at..]),
+        _ => line.to_string(),
+    }
+}
+
+/// A stack frame of the C library, the C++ library or the sanitizer itself, which says nothing
+/// about the solution.
+fn in_library(frame: &str) -> bool {
+    [
+        "libsanitizer",
+        "nptl/",
+        "sysdeps/",
+        "stdlib/",
+        "csu/",
+        ".so.",
+        "/usr/include/",
+        " in _start ",
+    ]
+        .iter()
+        .any(|part| frame.contains(part))
+}
+
+/// A sanitizer's line without its `==PID==` prefix.
+fn without_pid(line: &str) -> &str {
+    let Some(rest) = line.strip_prefix("==") else {
+        return line;
+    };
+    match rest.split_once("==") {
+        Some((pid, after)) if pid.chars().all(|c| c.is_ascii_digit()) => after,
+        _ => line,
+    }
+}
+
+/// Where in the solution's file it went wrong: the first place a sanitizer's frame or report
+/// names in it (`sol.cpp:7`, with the function when a frame gives one).
+fn location(stderr: &str, given: &str) -> Option<String> {
+    stderr.lines().find_map(|line| {
+        let at = line.find(given)?;
+        let place: String = line[at..]
+            .chars()
+            .take_while(|c| !c.is_whitespace())
+            .collect();
+        let place = place.trim_end_matches(':').to_string();
+        let function = line
+            .trim_start()
+            .starts_with('#')
+            .then(|| line.split(" in ").nth(1))
+            .flatten()
+            .and_then(|f| f.rsplit_once(' ').map(|(name, _)| name.trim().to_string()));
+        Some(match function {
+            Some(f) => format!("{place} in {f}"),
+            None => place,
+        })
+    })
 }
 
 /// The first `n` lines of a file (lossily decoded, cut to a readable length) and its number
@@ -347,6 +415,11 @@ mod tests {
         assert_eq!(lines[0], "ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6");
         assert!(lines.iter().any(|l| l.contains("in main /box/sol.cpp:3")));
         assert!(!lines.iter().any(|l| l.contains("operator new")), "{lines:?}");
+        assert!(!lines.iter().any(|l| l.contains("__libc_start")), "{lines:?}");
+        assert_eq!(
+            location(report, "/box/sol.cpp").as_deref(),
+            Some("/box/sol.cpp:3 in main")
+        );
         assert!(lines.last().unwrap().starts_with("SUMMARY:"));
     }
 }

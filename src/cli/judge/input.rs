@@ -26,6 +26,10 @@ pub fn run(
     solution: &Path,
     kept: &Path,
 ) -> Result<i32> {
+    let shown_as = match input == Path::new("-") {
+        true => "your input (stdin)".to_string(),
+        false => input.display().to_string(),
+    };
     let input = input_file(input, kept)?;
     let program = match judge.compile(loaded, &code, language)? {
         Build::Program(program) => program,
@@ -39,7 +43,7 @@ pub fn run(
         }
     };
     let run = judge.run_input(loaded, &program, &input)?;
-    show(&input, &run, kept)
+    show(&shown_as, &run, kept)
 }
 
 /// The input as a file: `-` reads standard input into the kept folder.
@@ -63,7 +67,7 @@ fn input_file(input: &Path, kept: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn show(input: &Path, run: &InputRun, kept: &Path) -> Result<i32> {
+fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
     let mut failed = false;
     for (i, outcome) in run.users.iter().enumerate() {
         let who = match run.users.len() {
@@ -78,8 +82,7 @@ fn show(input: &Path, run: &InputRun, kept: &Path) -> Result<i32> {
             }
         };
         outln!(
-            "{who} on {}: {ended} ({:.3} s CPU, {:.1} MiB)",
-            input.display(),
+            "{who} on {input}: {ended} ({:.3} s CPU, {:.1} MiB)",
             outcome.cpu_time,
             outcome.memory as f64 / (1 << 20) as f64
         );

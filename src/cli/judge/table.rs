@@ -203,6 +203,9 @@ fn print_reasons(
             let signal = d.signal.as_ref().map(|s| format!("{s}: ")).unwrap_or_default();
             outln!("  {:<9} {signal}{meaning}", "cause");
         }
+        if let Some(location) = &d.location {
+            outln!("  {:<9} {location}", "where");
+        }
         outln!(
             "  {:<9} {} line{}, {} byte{}",
             "input",
