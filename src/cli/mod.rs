@@ -174,16 +174,54 @@ fn init_logging(format: LogFormat, color: ColorChoice, server: bool) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
+    let ansi = color.enabled(std::io::stderr().is_terminal());
     let _ = match format {
-        LogFormat::Text => builder
-            .with_ansi(color.enabled(std::io::stderr().is_terminal()))
-            .try_init(),
+        // A server's log lines carry their time; a command's warnings read as its other
+        // messages do (`warning: ...`).
+        LogFormat::Text if server => builder.with_ansi(ansi).try_init(),
+        LogFormat::Text => builder.with_ansi(ansi).event_format(PlainLine).try_init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .try_init(),
     };
+}
+
+/// A log line as a command's own messages look: `warning: ...`, `error: ...` (the target
+/// too at the debug and trace levels, where it tells which room speaks).
+struct PlainLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PlainLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing::Level;
+        let level = *event.metadata().level();
+        let (word, colour) = match level {
+            Level::ERROR => ("error", "31"),
+            Level::WARN => ("warning", "33"),
+            Level::INFO => ("info", "32"),
+            Level::DEBUG => ("debug", "34"),
+            Level::TRACE => ("trace", "35"),
+        };
+        match writer.has_ansi_escapes() {
+            true => write!(writer, "\x1b[{colour}m{word}\x1b[0m: ")?,
+            false => write!(writer, "{word}: ")?,
+        }
+        if level >= Level::DEBUG {
+            write!(writer, "{}: ", event.metadata().target())?;
+        }
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
 }
 
 /// What the interrupted command keeps, said after the interrupt (`evaluate` resumes; `judge`

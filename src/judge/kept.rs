@@ -60,10 +60,12 @@ pub const KEPT_BYTES: u64 = 64 << 20;
 pub fn file_stem(test: &str) -> String {
     let mut stem: String = test
         .chars()
-        .map(|c| match c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-            true => c,
-            false => '_',
-        })
+        .map(
+            |c| match c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                true => c,
+                false => '_',
+            },
+        )
         .collect();
     if stem.is_empty() || stem.starts_with('.') {
         stem.insert(0, '_');
@@ -87,7 +89,8 @@ pub fn copy(from: &Path, dir: &Path, test: &str, kind: Kept) -> Result<()> {
 /// after a line `=== process I ===`.
 pub fn copy_all(from: &[&Path], dir: &Path, test: &str, kind: Kept) -> Result<()> {
     let to = path(dir, test, kind);
-    let mut out = fs::File::create(&to).with_context(|| format!("cannot write {}", to.display()))?;
+    let mut out =
+        fs::File::create(&to).with_context(|| format!("cannot write {}", to.display()))?;
     let mut left = KEPT_BYTES;
     for (i, source) in from.iter().enumerate() {
         let Ok(file) = fs::File::open(source) else {

@@ -360,16 +360,14 @@ impl Judge {
         let problem = &loaded.problem;
         match (program, &problem.task) {
             (Program::ScriptBox(dir), _) => scripts::run_test(&self.sandbox, problem, dir, test),
-            (Program::Binary(bin), TaskType::Batch) => {
-                native::run_batch(
-                    &self.sandbox,
-                    problem,
-                    &loaded.tools,
-                    bin,
-                    test,
-                    &self.debugging,
-                )
-            }
+            (Program::Binary(bin), TaskType::Batch) => native::run_batch(
+                &self.sandbox,
+                problem,
+                &loaded.tools,
+                bin,
+                test,
+                &self.debugging,
+            ),
             (Program::Binary(bin), TaskType::Communication(params)) => {
                 let start = phases::now();
                 let verdict = native::run_communication(

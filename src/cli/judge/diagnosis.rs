@@ -110,12 +110,7 @@ pub fn signal_of(feedback: &str) -> Option<i32> {
 }
 
 /// What a failure usually means, in a contestant's words.
-fn meaning(
-    test: &TestResult,
-    signal: Option<i32>,
-    stderr: &str,
-    from: &Sources,
-) -> Option<String> {
+fn meaning(test: &TestResult, signal: Option<i32>, stderr: &str, from: &Sources) -> Option<String> {
     let communication = from.communication;
     let sanitized = is_sanitizer_report(stderr);
     let debug_hint = match sanitized {
@@ -192,7 +187,10 @@ fn meaning(
 fn assertion(stderr: &str) -> Option<String> {
     if let Some(line) = stderr.lines().find(|l| l.contains("Assertion")) {
         let text = line.split_once(": ").map(|(_, rest)| rest).unwrap_or(line);
-        return Some(format!("failed assertion: {}", cut(&shortened_assertion(text))));
+        return Some(format!(
+            "failed assertion: {}",
+            cut(&shortened_assertion(text))
+        ));
     }
     let mut lines = stderr.lines();
     let thrown = lines.find(|l| l.starts_with("terminate called"))?;
@@ -271,8 +269,8 @@ fn in_library(frame: &str) -> bool {
         "/usr/include/",
         " in _start ",
     ]
-        .iter()
-        .any(|part| frame.contains(part))
+    .iter()
+    .any(|part| frame.contains(part))
 }
 
 /// A sanitizer's line without its `==PID==` prefix.
@@ -390,14 +388,20 @@ mod tests {
     fn the_first_difference_follows_white_diff() {
         assert_eq!(files("1 2\n3\n\n", "1  2\r\n3").1, None);
         let d = files("1\n2\n3\n", "1\n5\n3\n").1.unwrap();
-        assert_eq!((d.line, d.expected, d.yours), (2, Some("2".into()), Some("5".into())));
+        assert_eq!(
+            (d.line, d.expected, d.yours),
+            (2, Some("2".into()), Some("5".into()))
+        );
         let short = files("1\n2\n", "1\n").1.unwrap();
         assert_eq!((short.line, short.yours), (2, None));
     }
 
     #[test]
     fn signals_and_assertions_are_named() {
-        assert_eq!(signal_of("Runtime error: killed by signal 11 (SIGSEGV)"), Some(11));
+        assert_eq!(
+            signal_of("Runtime error: killed by signal 11 (SIGSEGV)"),
+            Some(11)
+        );
         assert_eq!(signal_of("Runtime error: exit code 3"), None);
         let stderr = "sol: sol.cpp:7: int main(): Assertion `n > 0' failed.\n";
         assert_eq!(
@@ -405,17 +409,28 @@ mod tests {
             "failed assertion: sol.cpp:7: int main(): Assertion `n > 0' failed."
         );
         let thrown = "terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check\n";
-        assert!(assertion(thrown).unwrap().contains("what():  vector::_M_range_check"));
+        assert!(assertion(thrown)
+            .unwrap()
+            .contains("what():  vector::_M_range_check"));
     }
 
     #[test]
     fn a_sanitizer_report_is_cut_to_its_telling_lines() {
         let report = "=================\n==2==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6\nREAD of size 4 at 0x6 thread T0\n    #0 0x55 in main /box/sol.cpp:3\n    #1 0x14 in __libc_start_call_main x.h:58\n\n0x6 is located 0 bytes to the right\nallocated by thread T0 here:\n    #0 0x14 in operator new(unsigned long) ../libsanitizer/asan/asan_new_delete.cpp:95\nSUMMARY: AddressSanitizer: heap-buffer-overflow /box/sol.cpp:3 in main\nShadow bytes\n";
         let lines = telling_lines(report);
-        assert_eq!(lines[0], "ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6");
+        assert_eq!(
+            lines[0],
+            "ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6"
+        );
         assert!(lines.iter().any(|l| l.contains("in main /box/sol.cpp:3")));
-        assert!(!lines.iter().any(|l| l.contains("operator new")), "{lines:?}");
-        assert!(!lines.iter().any(|l| l.contains("__libc_start")), "{lines:?}");
+        assert!(
+            !lines.iter().any(|l| l.contains("operator new")),
+            "{lines:?}"
+        );
+        assert!(
+            !lines.iter().any(|l| l.contains("__libc_start")),
+            "{lines:?}"
+        );
         assert_eq!(
             location(report, "/box/sol.cpp").as_deref(),
             Some("/box/sol.cpp:3 in main")

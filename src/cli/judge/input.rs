@@ -88,7 +88,10 @@ fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
         );
     }
     if let Some(manager) = &run.manager {
-        let (stdout, stderr) = (read_kept(kept, Kept::ManagerOut), read_kept(kept, Kept::ManagerErr));
+        let (stdout, stderr) = (
+            read_kept(kept, Kept::ManagerOut),
+            read_kept(kept, Kept::ManagerErr),
+        );
         match crate::judge::check::parse_verdict(&stdout, &stderr, "manager") {
             Ok((score, message)) => outln!("the manager's verdict: score {score}, {message}"),
             Err(_) => outln!(

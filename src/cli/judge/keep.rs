@@ -58,7 +58,11 @@ fn verdict_text(t: &TestResult) -> String {
         let _ = writeln!(text, "wall      {wall:.3} s");
     }
     if let Some(memory) = t.memory {
-        let _ = writeln!(text, "memory    {:.1} MiB", memory as f64 / (1 << 20) as f64);
+        let _ = writeln!(
+            text,
+            "memory    {:.1} MiB",
+            memory as f64 / (1 << 20) as f64
+        );
     }
     let _ = writeln!(text, "feedback  {}", t.feedback.as_deref().unwrap_or(""));
     text

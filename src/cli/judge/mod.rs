@@ -262,7 +262,7 @@ fn read_solution(solution: &Path, problem: &Problem) -> Result<Vec<u8>> {
             .map(|g| g.path.as_str())
             .collect();
         return Err(usage(anyhow::anyhow!(
-            "{} is {language}, but problem {} has graders in C++ only ({}): submit C++ (a \
+            "{} is a C file, but problem {} has graders in C++ only ({}): submit C++ (a \
              file not named *.c)",
             solution.display(),
             problem.id,
@@ -438,6 +438,8 @@ fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
     }
     let mut found = Vec::new();
     let mut ids = Vec::new();
+    // Years of the folders of the problem named, when --year picks none of them.
+    let mut years = Vec::new();
     for dir in folders {
         let named = dir
             .file_name()
@@ -446,6 +448,7 @@ fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
             Ok(p) if p.id == id && args.year.is_none_or(|y| p.year == y || p.year == 0) => {
                 found.push(dir)
             }
+            Ok(p) if p.id == id => years.push(p.year),
             Ok(p) => ids.push(p.id),
             Err(e) if named => {
                 return Err(e.context(format!("task folder {} cannot be judged", dir.display())))
@@ -458,8 +461,20 @@ fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
     }
     ids.sort();
     ids.dedup();
+    years.sort();
+    years.dedup();
     match found.len() {
         1 => Ok(found.remove(0)),
+        0 if !years.is_empty() => Err(crate::error::usage(anyhow::anyhow!(
+            "no task folder of problem {id:?} of year {} in {}; it exists for {}",
+            args.year.unwrap_or_default(),
+            args.problems.join(", "),
+            years
+                .iter()
+                .map(|y| y.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
         0 => Err(crate::error::usage(anyhow::anyhow!(
             "no task folder of problem {id:?} in {} (it holds {})",
             args.problems.join(", "),

@@ -227,7 +227,10 @@ mod tests {
         assert_eq!(subtask_named(&p, "2").unwrap(), "02-full");
         assert_eq!(subtask_named(&p, "02-FULL").unwrap(), "02-full");
         let err = subtask_named(&p, "07").unwrap_err().to_string();
-        assert!(err.contains("no subtask \"07\"") && err.contains("01-small"), "{err}");
+        assert!(
+            err.contains("no subtask \"07\"") && err.contains("01-small"),
+            "{err}"
+        );
     }
 
     #[test]

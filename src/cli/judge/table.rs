@@ -162,12 +162,13 @@ pub fn print_human(problem: &Problem, results: &[SubtaskResult], shown: &Shown) 
 }
 
 /// The tests whose reasons are shown: every failing test, or the first of each subtask.
-fn explained<'a>(results: &'a [SubtaskResult], every: bool) -> Vec<&'a TestResult> {
+fn explained(results: &[SubtaskResult], every: bool) -> Vec<&TestResult> {
     let mut shown: Vec<&TestResult> = Vec::new();
     for s in results {
-        let failing = s.test_results.iter().filter(|t| {
-            !matches!(t.status, Verdict::Accepted | Verdict::Skipped)
-        });
+        let failing = s
+            .test_results
+            .iter()
+            .filter(|t| !matches!(t.status, Verdict::Accepted | Verdict::Skipped));
         let chosen: Vec<&TestResult> = match every {
             true => failing.collect(),
             false => failing.take(1).collect(),
@@ -200,7 +201,11 @@ fn print_reasons(
             first_feedback_line(t)
         );
         if let Some(meaning) = &d.meaning {
-            let signal = d.signal.as_ref().map(|s| format!("{s}: ")).unwrap_or_default();
+            let signal = d
+                .signal
+                .as_ref()
+                .map(|s| format!("{s}: "))
+                .unwrap_or_default();
             outln!("  {:<9} {signal}{meaning}", "cause");
         }
         if let Some(location) = &d.location {
@@ -220,11 +225,20 @@ fn print_reasons(
                 Some(text) => format!("{text:?}"),
                 None => "(end of output)".to_string(),
             };
-            outln!("  {:<9} line {}: {}", "expected", diff.line, line(&diff.expected));
+            outln!(
+                "  {:<9} line {}: {}",
+                "expected",
+                diff.line,
+                line(&diff.expected)
+            );
             outln!("  {:<9} line {}: {}", "yours", diff.line, line(&diff.yours));
         }
         // The message only when it says more than the table's feedback line.
-        if let Some(message) = d.message.as_ref().filter(|m| m.trim() != first_feedback_line(t)) {
+        if let Some(message) = d
+            .message
+            .as_ref()
+            .filter(|m| m.trim() != first_feedback_line(t))
+        {
             let mut lines = message.lines();
             outln!("  {:<9} {}", "message", lines.next().unwrap_or(""));
             for more in lines.take(9) {
