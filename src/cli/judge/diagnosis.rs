@@ -186,10 +186,9 @@ fn meaning(test: &TestResult, signal: Option<i32>, stderr: &str, from: &Sources)
 /// or an uncaught exception (`terminate called after throwing ... what(): ...`).
 fn assertion(stderr: &str) -> Option<String> {
     if let Some(line) = stderr.lines().find(|l| l.contains("Assertion")) {
-        let text = line.split_once(": ").map(|(_, rest)| rest).unwrap_or(line);
         return Some(format!(
             "failed assertion: {}",
-            cut(&shortened_assertion(text))
+            cut(&shortened_assertion(without_pid(line)))
         ));
     }
     let mut lines = stderr.lines();
@@ -247,12 +246,21 @@ fn telling_lines(stderr: &str) -> Vec<String> {
     shown
 }
 
-/// A failed assertion's line with the function's signature (long in the C++ library) left
-/// out: `stl_vector.h:1123: … Assertion '__n < this->size()' failed.`
+/// A failed assertion's line with the program's name and the function's signature (long in
+/// the C++ library) left out: `stl_vector.h:1123: … Assertion '__n < this->size()' failed.`
+/// (glibc writes `prog: file:line: function: Assertion ...`, libstdc++ `file:line: function:
+/// Assertion ...`).
 fn shortened_assertion(line: &str) -> String {
-    match (line.split_once(": "), line.find("Assertion")) {
-        (Some((place, _)), Some(at)) if place.len() < at => format!("{place}: … {}", &line[at..]),
-        _ => line.to_string(),
+    let Some(at) = line.find("Assertion") else {
+        return line.to_string();
+    };
+    let is_place = |part: &&str| {
+        part.rsplit_once(':')
+            .is_some_and(|(file, n)| !file.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    };
+    match line[..at].split(": ").find(is_place) {
+        Some(place) => format!("{place}: … {}", &line[at..]),
+        None => line[at..].to_string(),
     }
 }
 
@@ -406,7 +414,7 @@ mod tests {
         let stderr = "sol: sol.cpp:7: int main(): Assertion `n > 0' failed.\n";
         assert_eq!(
             assertion(stderr).unwrap(),
-            "failed assertion: sol.cpp:7: int main(): Assertion `n > 0' failed."
+            "failed assertion: sol.cpp:7: … Assertion `n > 0' failed."
         );
         let thrown = "terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check\n";
         assert!(assertion(thrown)
@@ -416,7 +424,7 @@ mod tests {
 
     #[test]
     fn a_sanitizer_report_is_cut_to_its_telling_lines() {
-        let report = "=================\n==2==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6\nREAD of size 4 at 0x6 thread T0\n    #0 0x55 in main /box/sol.cpp:3\n    #1 0x14 in __libc_start_call_main x.h:58\n\n0x6 is located 0 bytes to the right\nallocated by thread T0 here:\n    #0 0x14 in operator new(unsigned long) ../libsanitizer/asan/asan_new_delete.cpp:95\nSUMMARY: AddressSanitizer: heap-buffer-overflow /box/sol.cpp:3 in main\nShadow bytes\n";
+        let report = "=================\n==2==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6\nREAD of size 4 at 0x6 thread T0\n    #0 0x55 in main /box/sol.cpp:3\n    #1 0x14 in __libc_start_call_main ../sysdeps/nptl/libc_start_call_main.h:58\n\n0x6 is located 0 bytes to the right\nallocated by thread T0 here:\n    #0 0x14 in operator new(unsigned long) ../libsanitizer/asan/asan_new_delete.cpp:95\nSUMMARY: AddressSanitizer: heap-buffer-overflow /box/sol.cpp:3 in main\nShadow bytes\n";
         let lines = telling_lines(report);
         assert_eq!(
             lines[0],
