@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 /// The kinds of temporary folders; only these are ever swept.
-const KINDS: &[&str] = &["box", "out", "fifos", "tests", "request"];
+const KINDS: &[&str] = &["box", "out", "fifos", "tests", "request", "kept"];
 
 /// A new temporary folder of `kind` (one of [`KINDS`]), removed when dropped.
 pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {

@@ -130,7 +130,7 @@ fn warnings_into_a_pipe_carry_no_colour_codes() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("memory limits are in bytes"), "{stderr}");
-    assert!(stderr.contains("WARN"), "{stderr}");
+    assert!(stderr.contains("warning: "), "{stderr}");
     assert!(!stderr.contains('\x1b'), "colour codes in {stderr:?}");
 }
 

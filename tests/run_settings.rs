@@ -184,7 +184,7 @@ fn a_resume_with_other_settings_or_other_tests_is_refused() {
         &dataset,
         &["--compile-profile", "ioi", "--time-scale", "2"],
     );
-    assert!(!other.status.success());
+    assert_eq!(other.status.code(), Some(2), "a usage error");
     let err = text(&other.stderr);
     assert!(
         err.contains("compile_profile: \"reference\" vs \"ioi\"")

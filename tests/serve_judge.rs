@@ -151,7 +151,7 @@ fn batch_with_checker_every_verdict() {
             "01",
             Verdict::RuntimeError,
             "0",
-            "Runtime error: killed by signal 11",
+            "Runtime error: killed by signal 11 (SIGSEGV)",
         ),
         (
             "exit3",

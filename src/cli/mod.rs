@@ -117,6 +117,13 @@ pub fn main() -> i32 {
     if !matches!(command, Command::Sandbox(_)) {
         settle(&globals, matches!(command, Command::Serve(_)));
     }
+    let _ = INTERRUPTED_NOTE.set(match command {
+        Command::Evaluate(_) | Command::Slurm(_) => {
+            " Results already written are kept; `evaluate` resumes where it stopped when run again."
+        }
+        Command::Fidelity(_) => " Solutions already judged are kept; run it again to go on.",
+        _ => "",
+    });
     let result = match command {
         Command::Sandbox(args) => sandbox::run(args, || settle(&globals, false)),
         Command::Keeper(args) => keeper::run(args),
@@ -167,10 +174,12 @@ fn init_logging(format: LogFormat, color: ColorChoice, server: bool) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
+    let ansi = color.enabled(std::io::stderr().is_terminal());
     let _ = match format {
-        LogFormat::Text => builder
-            .with_ansi(color.enabled(std::io::stderr().is_terminal()))
-            .try_init(),
+        // A server's log lines carry their time; a command's warnings read as its other
+        // messages do (`warning: ...`).
+        LogFormat::Text if server => builder.with_ansi(ansi).try_init(),
+        LogFormat::Text => builder.with_ansi(ansi).event_format(PlainLine).try_init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
@@ -178,6 +187,46 @@ fn init_logging(format: LogFormat, color: ColorChoice, server: bool) {
             .try_init(),
     };
 }
+
+/// A log line as a command's own messages look: `warning: ...`, `error: ...` (the target
+/// too at the debug and trace levels, where it tells which room speaks).
+struct PlainLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PlainLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing::Level;
+        let level = *event.metadata().level();
+        let (word, colour) = match level {
+            Level::ERROR => ("error", "31"),
+            Level::WARN => ("warning", "33"),
+            Level::INFO => ("info", "32"),
+            Level::DEBUG => ("debug", "34"),
+            Level::TRACE => ("trace", "35"),
+        };
+        match writer.has_ansi_escapes() {
+            true => write!(writer, "\x1b[{colour}m{word}\x1b[0m: ")?,
+            false => write!(writer, "{word}: ")?,
+        }
+        if level >= Level::DEBUG {
+            write!(writer, "{}: ", event.metadata().target())?;
+        }
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
+/// What the interrupted command keeps, said after the interrupt (`evaluate` resumes; `judge`
+/// has nothing to keep).
+static INTERRUPTED_NOTE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
 /// On SIGINT/SIGTERM/SIGHUP: kill every sandboxed run and remove its cgroup, then exit. The
 /// sandbox's init processes also die with this process (parent-death signal), so even a
@@ -199,8 +248,8 @@ fn install_interrupt_handler() {
             let _ = std::io::Write::write_fmt(
                 &mut std::io::stderr(),
                 format_args!(
-                "ioi-run: interrupted: stopping the sandboxed runs. Results already written are \
-                 kept; `evaluate` resumes where it stopped when run again.\n"
+                    "ioi-run: interrupted: stopping the sandboxed runs.{}\n",
+                    INTERRUPTED_NOTE.get().copied().unwrap_or_default()
                 ),
             );
             ioi_sandbox::abort_all();

@@ -263,12 +263,12 @@ impl CatalogSource<'_> {
         let hash = settings::problem_hash(problem, tests)?;
         if let Some((seen, at)) = self.judged.of_problem(problem.year, &problem.id) {
             if *seen != hash {
-                bail!(
+                return Err(crate::error::usage(anyhow::anyhow!(
                     "problem {name} has other content (tests, grader files or limits) than the \
                      one its results were judged on (problem_hash {hash}, {at} has {seen}): \
                      its new results would mix with the old. Judge against the same data, give \
                      another results folder, or add --override to judge everything again"
-                );
+                )));
             }
         }
         if let Ok(mut hashes) = self.hashes.lock() {

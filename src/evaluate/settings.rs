@@ -85,7 +85,8 @@ pub fn begin(
         let old = read(&path)?;
         let diffs = differences(&old, settings);
         if !diffs.is_empty() {
-            bail!(
+            // A refusal of the command as given, as every usage error (README "Exit codes").
+            return Err(crate::error::usage(anyhow::anyhow!(
                 "{} were judged with other settings than this run's, and would mix with them:\n  \
                  {}\n(recorded in {}). Run again with the same options, give another results \
                  folder, or add --override to judge everything again (the old results are kept \
@@ -94,17 +95,17 @@ pub fn begin(
                 diffs.join("\n  "),
                 path.display(),
                 results.display()
-            );
+            )));
         }
     } else if !override_existing && holds_rows {
-        bail!(
+        return Err(crate::error::usage(anyhow::anyhow!(
             "{} holds results but no record of the settings they were judged with ({}): they \
              cannot be resumed safely. Give another results folder, or add --override to judge \
              everything again (the old results are kept as {}.bak)",
             results.display(),
             path.display(),
             results.display()
-        );
+        )));
     }
     if !dry {
         write(&path, settings)?;

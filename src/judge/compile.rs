@@ -16,7 +16,9 @@ use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 use super::cache::CacheStore;
 pub use super::compiled::{CompileError, Compiled};
 pub use super::language::Language;
-use super::language::{C_PROGRAM_FLAGS, C_SUBMISSION_FLAGS, IOI_C_SUBMISSION_FLAGS};
+use super::language::{
+    C_PROGRAM_FLAGS, C_SUBMISSION_FLAGS, DEBUG_C_SUBMISSION_FLAGS, IOI_C_SUBMISSION_FLAGS,
+};
 use super::stop;
 use crate::problem::{GraderFile, Problem};
 
@@ -26,6 +28,20 @@ pub const SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu++17", "-O2", "-pipe"
 /// the reference's, linked statically.
 pub const IOI_SUBMISSION_FLAGS: &[&str] =
     &["-DEVAL", "-std=gnu++17", "-O2", "-pipe", "-static", "-s"];
+/// Flags of the submission compile under the debug profile (docs/debugging.md#the-debug-profile):
+/// debug information, AddressSanitizer and UndefinedBehaviorSanitizer stopping at the first
+/// error, and the C++ library's own bounds checks; never stripped.
+pub const DEBUG_SUBMISSION_FLAGS: &[&str] = &[
+    "-DEVAL",
+    "-std=gnu++17",
+    "-g",
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-D_GLIBCXX_ASSERTIONS",
+    "-pipe",
+];
 /// Flags of checker and manager compiles.
 pub const TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 /// Flags of a plain C++ program (the server's `c++` language).
@@ -43,6 +59,10 @@ pub enum CompileProfile {
     /// CMS's flags, as at IOI: the same, plus `-static`. A statically linked program can behave
     /// differently (memory layout, startup memory, what heap corruption does).
     Ioi,
+    /// For finding a bug, not for a verdict: debug information and the address and
+    /// undefined-behaviour sanitizers (docs/debugging.md#the-debug-profile). A crash or
+    /// undefined behaviour ends the program with the sanitizer's report, naming the source line.
+    Debug,
 }
 
 impl CompileProfile {
@@ -58,6 +78,23 @@ impl CompileProfile {
             (CompileProfile::Ioi, Language::Cpp) => IOI_SUBMISSION_FLAGS,
             (CompileProfile::Reference, Language::C) => C_SUBMISSION_FLAGS,
             (CompileProfile::Ioi, Language::C) => IOI_C_SUBMISSION_FLAGS,
+            (CompileProfile::Debug, Language::Cpp) => DEBUG_SUBMISSION_FLAGS,
+            (CompileProfile::Debug, Language::C) => DEBUG_C_SUBMISSION_FLAGS,
+        }
+    }
+
+    /// What a program compiled under this profile finds in its environment: the sanitizers'
+    /// options under `debug` (docs/debugging.md#the-debug-profile), nothing otherwise.
+    pub fn run_env(self) -> Vec<(String, String)> {
+        match self {
+            CompileProfile::Reference | CompileProfile::Ioi => Vec::new(),
+            CompileProfile::Debug => [
+                ("ASAN_OPTIONS", ASAN_OPTIONS),
+                ("UBSAN_OPTIONS", UBSAN_OPTIONS),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         }
     }
 
@@ -66,9 +103,19 @@ impl CompileProfile {
         match self {
             CompileProfile::Reference => "reference",
             CompileProfile::Ioi => "ioi",
+            CompileProfile::Debug => "debug",
         }
     }
 }
+
+/// AddressSanitizer's options under the debug profile: no leak check (contest programs need not
+/// free, and it needs `ptrace`), a report on `abort()` too (failed `assert`s, uncaught
+/// exceptions, the C++ library's checks) so that it names the line, and a quarantine of freed
+/// memory smaller than the default 256 MiB, since it counts against the memory limit.
+pub const ASAN_OPTIONS: &str =
+    "detect_leaks=0:handle_abort=1:quarantine_size_mb=32:malloc_context_size=10";
+/// UndefinedBehaviorSanitizer's options under the debug profile: the stack with the report.
+pub const UBSAN_OPTIONS: &str = "print_stacktrace=1";
 
 /// Default bound on the size of a compiled program: far above any real IOI solution (a few
 /// MiB), low enough that a program inflated on purpose (`.incbin`, huge initialised arrays)

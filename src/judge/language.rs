@@ -22,6 +22,17 @@ pub const C_SUBMISSION_FLAGS: &[&str] = &["-DEVAL", "-std=gnu11", "-O2", "-pipe"
 /// The same, linked statically (the IOI profile, as CMS does).
 pub const IOI_C_SUBMISSION_FLAGS: &[&str] =
     &["-DEVAL", "-std=gnu11", "-O2", "-pipe", "-static", "-s"];
+/// The debug profile's flags for C (as [`super::compile::DEBUG_SUBMISSION_FLAGS`]).
+pub const DEBUG_C_SUBMISSION_FLAGS: &[&str] = &[
+    "-DEVAL",
+    "-std=gnu11",
+    "-g",
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-pipe",
+];
 /// Flags of a plain C program (the server's `c` language).
 pub const C_PROGRAM_FLAGS: &[&str] = &["-std=gnu11", "-O2"];
 /// Libraries a C program is linked with, after its sources: gcc, unlike g++, does not link

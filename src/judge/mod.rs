@@ -10,6 +10,7 @@ pub mod check;
 pub mod compile;
 pub mod compiled;
 pub mod fake;
+pub mod kept;
 pub mod language;
 pub mod native;
 pub mod pch;
@@ -62,6 +63,9 @@ pub struct JudgeOptions {
     pub time_scale: f64,
     /// Where a Communication test's processes run.
     pub placement: placement::Placement,
+    /// Every test's output, standard error and checker's or manager's words are copied to
+    /// this folder, named by test ([`kept`]; native runner). `None` keeps nothing.
+    pub keep_dir: Option<PathBuf>,
 }
 
 impl Default for JudgeOptions {
@@ -74,6 +78,7 @@ impl Default for JudgeOptions {
             compile_profile: CompileProfile::Reference,
             time_scale: 1.0,
             placement: placement::Placement::SharedCpu,
+            keep_dir: None,
         }
     }
 }
@@ -170,6 +175,7 @@ pub struct Judge {
     time_scale: f64,
     placement: placement::Placement,
     cpus: placement::CpuPool,
+    debugging: native::Debugging,
 }
 
 impl Drop for Judge {
@@ -198,6 +204,12 @@ impl Judge {
                 TIME_SCALES.end()
             )));
         }
+        if options.keep_dir.is_some() && matches!(options.runner, Runner::Scripts(_)) {
+            return Err(crate::error::usage(anyhow::anyhow!(
+                "keeping outputs needs the native runner: with --runner scripts the run script \
+                 reads them itself"
+            )));
+        }
         if options.time_scale != 1.0 && matches!(options.runner, Runner::Scripts(_)) {
             return Err(crate::error::usage(anyhow::anyhow!(
                 "--time-scale needs the native runner: with --runner scripts the run script reads \
@@ -220,6 +232,10 @@ impl Judge {
             time_scale: options.time_scale,
             placement: options.placement,
             cpus: placement::CpuPool::of_this_process(),
+            debugging: native::Debugging {
+                keep_dir: options.keep_dir,
+                env: options.compile_profile.run_env(),
+            },
         })
     }
 
@@ -367,24 +383,53 @@ impl Judge {
             (Program::ScriptBox(dir), _) => {
                 scripts::run_test(&self.sandbox, problem, dir, test, cpu)
             }
-            (Program::Binary(bin), TaskType::Batch) => {
-                native::run_batch(&self.sandbox, problem, &loaded.tools, bin, test)
-            }
-            (Program::Binary(bin), TaskType::Communication(params)) => {
+            (Program::Binary(bin), TaskType::Batch) => native::run_batch(
+                &self.sandbox,
+                problem,
+                &loaded.tools,
+                bin,
+                test,
+                &self.debugging,
+            ),
+            (Program::Binary(bin), TaskType::Communication(_)) => {
                 let start = phases::now();
                 let verdict = native::run_communication(
                     &self.sandbox,
                     problem,
-                    params,
                     &loaded.tools,
                     bin,
                     test,
                     cpu,
+                    &self.debugging,
                 );
                 phases::since(phases::Phase::Test, start);
                 verdict
             }
         }
+    }
+}
+
+impl Judge {
+    /// Runs a compiled submission on an input of the user's, as a test would run it, and
+    /// judges nothing (`judge --input`); its streams go to the keep folder.
+    pub fn run_input(
+        &self,
+        loaded: &LoadedProblem,
+        program: &Program,
+        input: &std::path::Path,
+    ) -> Result<native::InputRun> {
+        stop::check()?;
+        let Program::Binary(bin) = program else {
+            bail!("running on an input of your own needs the native runner")
+        };
+        native::run_input(
+            &self.sandbox,
+            &loaded.problem,
+            &loaded.tools,
+            bin,
+            input,
+            &self.debugging,
+        )
     }
 }
 

@@ -16,11 +16,12 @@ use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Stdio, Termination};
 
 use super::check::{self, CORRECT, WRONG};
+use super::kept::{self, Kept};
 use super::phases::{self, Phase};
 use super::stop;
 use super::workdir::read_capped;
 use super::{ProblemTools, TestVerdict};
-use crate::problem::{Communication, Problem, TestCase, UserIo};
+use crate::problem::{Communication, Problem, TaskType, TestCase, UserIo};
 use crate::score::Verdict;
 
 /// Where the program binary appears inside its box.
@@ -78,7 +79,7 @@ pub(crate) fn failure(outcome: &Outcome, limits: &Limits) -> Result<Option<(Verd
             Verdict::RuntimeError,
             format!(
                 "Runtime error: killed by signal {}",
-                outcome.signal.unwrap_or(0)
+                signal_words(outcome.signal.unwrap_or(0))
             ),
         ),
         Termination::RuntimeError => (
@@ -95,6 +96,11 @@ pub(crate) fn failure(outcome: &Outcome, limits: &Limits) -> Result<Option<(Verd
             )))
         }
     }))
+}
+
+/// A signal as ioi-run's messages name it, number and name: `11 (SIGSEGV)`.
+pub fn signal_words(signal: i32) -> String {
+    format!("{signal} ({})", ioi_sandbox::signal_name(signal))
 }
 
 /// The most a Batch solution may write: twice the expected output plus 64 MiB. Enough for any
@@ -134,6 +140,41 @@ fn verdict(score: f64, feedback: String, status: Verdict, usage: &Outcome) -> Te
     }
 }
 
+/// What a run does for someone debugging it (`judge`): where a test's streams are kept, and
+/// what the solution's processes find in their environment (a sanitizer's options under the
+/// debug profile). The default keeps nothing and adds nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Debugging {
+    /// Every test's streams are copied here ([`kept`]); the solution's standard error is
+    /// captured only then.
+    pub keep_dir: Option<PathBuf>,
+    /// Added to the environment of every user process.
+    pub env: Vec<(String, String)>,
+}
+
+impl Debugging {
+    /// Sets up a user process's spec: its environment, and its stderr to `stderr` when kept.
+    fn prepare(&self, spec: &mut RunSpec, stderr: PathBuf) {
+        spec.env.extend(self.env.iter().cloned());
+        if self.keep_dir.is_some() {
+            spec.stderr = Stdio::Path(stderr);
+        }
+    }
+
+    /// Copies the streams of a test that has ended, each file (missing ones are empty) under
+    /// its kind; files of one kind follow one another.
+    fn keep(&self, test: &str, files: &[(Kept, &[PathBuf])]) -> Result<()> {
+        let Some(dir) = &self.keep_dir else {
+            return Ok(());
+        };
+        for (kind, paths) in files {
+            let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+            kept::copy_all(&paths, dir, test, *kind)?;
+        }
+        Ok(())
+    }
+}
+
 /// Batch: the solution reads the input on stdin, writes its output to a file; then the
 /// checker, or white-diff, decides.
 pub fn run_batch(
@@ -142,13 +183,47 @@ pub fn run_batch(
     tools: &ProblemTools,
     program: &Path,
     test: &TestCase,
+    debugging: &Debugging,
 ) -> Result<TestVerdict> {
     let private = private_dir()?;
+    let verdict = batch_verdict(sandbox, problem, tools, program, test, debugging, &private);
+    let at = |name: &str| vec![private.path().join(name)];
+    let kept = debugging.keep(
+        &test.name,
+        &[
+            (Kept::Output, &at("output.txt")),
+            (Kept::Stderr, &at("stderr.txt")),
+            (
+                Kept::Checker,
+                &[
+                    private.path().join("checker.out"),
+                    private.path().join("checker.err"),
+                ],
+            ),
+        ],
+    );
+    crate::scratch::remove_later(private);
+    let verdict = verdict?;
+    kept?;
+    Ok(verdict)
+}
+
+/// Runs a Batch test in the root-only folder `private` and decides its verdict.
+fn batch_verdict(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+    debugging: &Debugging,
+    private: &tempfile::TempDir,
+) -> Result<TestVerdict> {
     let output = private.path().join("output.txt");
     let mut spec = RunSpec::in_tmpfs(problem.memory_limit, [PROGRAM]);
     spec.binds.push(Bind::read_only(program, PROGRAM));
     spec.stdin = Stdio::Path(test.input.clone());
     spec.stdout = Stdio::Path(output.clone());
+    debugging.prepare(&mut spec, private.path().join("stderr.txt"));
     spec.limits = solution_limits(problem);
     let expected_bytes = fs::metadata(&test.output)
         .with_context(|| format!("cannot read {}", test.output.display()))?
@@ -156,7 +231,6 @@ pub fn run_batch(
     spec.limits.output_size = Some(output_limit(expected_bytes));
     let run = sandbox.run(&spec);
     if let Some((status, feedback)) = failure(&run, &spec.limits)? {
-        crate::scratch::remove_later(private);
         return Ok(verdict(0.0, feedback, status, &run));
     }
     let (score, feedback) = match &tools.checker {
@@ -164,7 +238,6 @@ pub fn run_batch(
         None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
         None => (0.0, WRONG.to_string()),
     };
-    crate::scratch::remove_later(private);
     Ok(scored(score, feedback, &run))
 }
 
@@ -278,12 +351,15 @@ impl Fifos {
 pub fn run_communication(
     sandbox: &Sandbox,
     problem: &Problem,
-    params: &Communication,
     tools: &ProblemTools,
     program: &Path,
     test: &TestCase,
     cpu: Option<usize>,
+    debugging: &Debugging,
 ) -> Result<TestVerdict> {
+    let TaskType::Communication(params) = &problem.task else {
+        bail!("{} is not a Communication task", problem.id)
+    };
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
@@ -299,8 +375,21 @@ pub fn run_communication(
     for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
         spec.cpu = cpu;
     }
+    let user_stderr = conversation.debug_users(debugging);
     phases::since(Phase::Setup, setup);
     let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
+    let at = |name: &str| conversation.private.path().join(name);
+    let kept = debugging.keep(
+        &test.name,
+        &[
+            (Kept::Stderr, &user_stderr),
+            (Kept::ManagerOut, &[at("manager.out")]),
+            (Kept::ManagerErr, &[at("manager.err")]),
+            (Kept::Output, &[at("output.txt")]),
+            (Kept::Checker, &[at("checker.out"), at("checker.err")]),
+        ],
+    );
+    let verdict = verdict.and_then(|v| kept.map(|()| v));
     let teardown = phases::now();
     crate::scratch::remove_later(conversation.fifos.root);
     crate::scratch::remove_later(conversation.private);
@@ -464,6 +553,91 @@ fn combined_usage(runs: &[Outcome]) -> Outcome {
     usage
 }
 
+/// What a solution did on an input of the user's (`judge --input`), where nothing is judged:
+/// the outcome of each user process and, for Communication, the manager's. Its streams are in
+/// the [`Debugging`]'s folder under the test name [`INPUT_RUN`].
+pub struct InputRun {
+    pub users: Vec<Outcome>,
+    pub manager: Option<Outcome>,
+    /// The limits the user processes ran under.
+    pub limits: Limits,
+}
+
+/// The name an input of the user's is kept under.
+pub const INPUT_RUN: &str = "input";
+
+/// Runs `program` on `input` as a test of `problem` would run it (through the manager and its
+/// FIFOs for Communication), with the problem's limits and no expected output.
+pub fn run_input(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    tools: &ProblemTools,
+    program: &Path,
+    input: &Path,
+    debugging: &Debugging,
+) -> Result<InputRun> {
+    let limits = solution_limits(problem);
+    let crate::problem::TaskType::Communication(params) = &problem.task else {
+        let private = private_dir()?;
+        let mut spec = RunSpec::in_tmpfs(problem.memory_limit, [PROGRAM]);
+        spec.binds.push(Bind::read_only(program, PROGRAM));
+        spec.stdin = Stdio::Path(input.to_path_buf());
+        spec.stdout = Stdio::Path(private.path().join("output.txt"));
+        debugging.prepare(&mut spec, private.path().join("stderr.txt"));
+        spec.limits = limits.clone();
+        let run = sandbox.run(&spec);
+        stop::check_outcome(&run)?;
+        let at = |name: &str| vec![private.path().join(name)];
+        let kept = debugging.keep(
+            INPUT_RUN,
+            &[
+                (Kept::Output, &at("output.txt")),
+                (Kept::Stderr, &at("stderr.txt")),
+            ],
+        );
+        crate::scratch::remove_later(private);
+        kept?;
+        return Ok(InputRun {
+            users: vec![run],
+            manager: None,
+            limits,
+        });
+    };
+    let Some(manager) = &tools.manager else {
+        bail!("Communication task {} has no compiled manager", problem.id)
+    };
+    let mut conversation = Conversation::new(params, manager, program, input, &limits)?;
+    conversation.manager.limits = tool_limits(problem, conversation.users.len());
+    let user_stderr = conversation.debug_users(debugging);
+    let (manager_run, user_runs, _) = converse(
+        sandbox,
+        &conversation.manager,
+        &conversation.users,
+        &conversation.fifos,
+    );
+    let at = |name: &str| conversation.private.path().join(name);
+    let kept = debugging.keep(
+        INPUT_RUN,
+        &[
+            (Kept::Stderr, &user_stderr),
+            (Kept::ManagerOut, &[at("manager.out")]),
+            (Kept::ManagerErr, &[at("manager.err")]),
+        ],
+    );
+    crate::scratch::remove_later(conversation.fifos.root);
+    crate::scratch::remove_later(conversation.private);
+    kept?;
+    stop::check_outcome(&manager_run)?;
+    for run in &user_runs {
+        stop::check_outcome(run)?;
+    }
+    Ok(InputRun {
+        users: user_runs,
+        manager: Some(manager_run),
+        limits,
+    })
+}
+
 /// A Communication task with a checker (TPS's `has_checker`, e.g. IOI 2022's `circuit`): the
 /// manager's standard output is the output the checker judges against the expected one (the
 /// model solution's manager output), as TPS does. The manager itself must have ended normally.
@@ -553,6 +727,20 @@ struct Conversation {
 }
 
 impl Conversation {
+    /// Sets up the user processes for `debugging`; the paths their stderr goes to.
+    fn debug_users(&mut self, debugging: &Debugging) -> Vec<PathBuf> {
+        let private = self.private.path().to_path_buf();
+        self.users
+            .iter_mut()
+            .enumerate()
+            .map(|(i, spec)| {
+                let stderr = private.join(format!("u{i}.err"));
+                debugging.prepare(spec, stderr.clone());
+                stderr
+            })
+            .collect()
+    }
+
     /// The FIFOs, folder and specs of a run of `manager` against `program` on `input`, users
     /// with `user_limits` (see [`communication_specs`]).
     fn new(

@@ -8,6 +8,16 @@ use anyhow::{bail, Context, Result};
 
 use super::output::outln;
 use crate::error::usage;
+mod diagnosis;
+mod input;
+mod keep;
+mod select;
+mod table;
+mod watch;
+
+use select::Selection;
+use table::{first_feedback_line, json_report, Diagnoses};
+
 use crate::judge::schedule::{
     self, Preloaded, Progress, ScheduleOptions, SubmissionJob, TestObserver,
 };
@@ -40,9 +50,29 @@ pub struct Args {
     /// Year of the problem in --problems (when several years share an id).
     #[arg(long)]
     year: Option<i64>,
-    /// Judge only this subtask (repeatable).
+    /// Judge only this subtask (repeatable): its name, or its number as the table prints it
+    /// (`03`).
     #[arg(long = "subtask")]
     subtasks: Vec<String>,
+    /// Run only this test (repeatable; a glob such as `03*`), and every one of them whatever
+    /// fails.
+    #[arg(long = "test", value_name = "NAME", help_heading = "Debugging")]
+    test_names: Vec<String>,
+    /// Run every test, with no early stop: nothing is SKIPPED.
+    #[arg(long, help_heading = "Debugging")]
+    all_tests: bool,
+    /// Keep every test's input, expected output, your output, your stderr, the checker's
+    /// message and the verdict in DIR, named by test (`03.in`, `03.ans`, `03.out`, `03.err`,
+    /// `03.checker`, `03.verdict`).
+    #[arg(long, value_name = "DIR", help_heading = "Debugging")]
+    keep: Option<PathBuf>,
+    /// Run the solution on this input (`-` for stdin) through the problem's grader (and, for a
+    /// Communication task, its manager) and print what it wrote; nothing is judged.
+    #[arg(long, value_name = "FILE", help_heading = "Debugging")]
+    input: Option<PathBuf>,
+    /// Judge again whenever the solution file is saved (Ctrl-C to stop).
+    #[arg(long, help_heading = "Debugging")]
+    watch: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -61,25 +91,64 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<i32> {
     check_paths(&args).map_err(usage)?;
-    let judge = Judge::new(args.run.judge_options().map_err(usage)?)?;
+    check_debugging_args(&args).map_err(usage)?;
+    // Every test's files are kept, in the user's folder or in one of ours: the reasons shown
+    // for a failing test are read from them.
+    let ours;
+    let kept = match &args.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the folder {} (--keep)", dir.display()))
+                .map_err(usage)?;
+            dir.clone()
+        }
+        None => {
+            ours = crate::scratch::tempdir("kept")?;
+            ours.path().to_path_buf()
+        }
+    };
+    let mut options = args.run.judge_options().map_err(usage)?;
+    if matches!(options.runner, crate::judge::Runner::Native) {
+        options.keep_dir = Some(kept.clone());
+    }
+    let judge = Judge::new(options)?;
+    match args.watch {
+        true => watch::run(&args, || judge_once(&args, &judge, &kept)),
+        false => judge_once(&args, &judge, &kept),
+    }
+}
+
+/// Options of the debugging flags that cannot go together.
+fn check_debugging_args(args: &Args) -> Result<()> {
+    let scripts = args.run.runner == super::RunnerKind::Scripts || args.run.run_script.is_some();
+    if scripts && (args.keep.is_some() || args.input.is_some()) {
+        bail!(
+            "--keep and --input need the native runner: with --runner scripts the run script \
+             reads the outputs itself"
+        );
+    }
+    if args.input.is_some() && (!args.test_names.is_empty() || args.all_tests) {
+        bail!("--input runs your input only: leave out --test and --all-tests");
+    }
+    if args.input.is_some() && args.min_score.is_some() {
+        bail!("--input judges nothing: --min-score has no score to compare");
+    }
+    Ok(())
+}
+
+/// Judges the solution once (or runs it on `--input`) and prints the result.
+fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
     // A problem that does not load is bad input, unless a closer cause is known (a path that
     // does not exist is a usage error, a failed generator run the host's).
-    let (problem, tests) = load_problem(&args, &judge).map_err(crate::error::bad_input)?;
-    for name in &args.subtasks {
-        if problem.subtask(name).is_none() {
-            let names: Vec<&str> = problem.subtasks.iter().map(|s| s.name.as_str()).collect();
-            return Err(usage(anyhow::anyhow!(
-                "problem {} has no subtask {name:?} (it has {})",
-                problem.id,
-                names.join(", ")
-            )));
-        }
-    }
+    let (problem, tests) = load_problem(args, judge).map_err(crate::error::bad_input)?;
+    let selection = Selection::new(&problem, &args.subtasks, &args.test_names, args.all_tests)?;
     let solution = &args.solution;
-    // Bytes, compiled as they are: contest archives hold Latin-1 sources with CRLF.
-    let code = std::fs::read(solution)
-        .with_context(|| format!("cannot read {}", solution.display()))
-        .map_err(usage)?;
+    let code = read_solution(solution, &problem)?;
+    let language = Language::of_path(solution);
+    if let Some(input) = &args.input {
+        let loaded = judge.prepare(problem, tests)?;
+        return input::run(judge, &loaded, code, language, input, solution, kept);
+    }
     let key = problem.id.clone();
     let name_width = problem
         .test_names()
@@ -87,11 +156,11 @@ pub fn run(args: Args) -> Result<i32> {
         .map(|t| t.len())
         .max()
         .unwrap_or(4);
-    let source = Preloaded::new(judge.prepare(problem, tests)?);
+    let source = Preloaded::new(judge.prepare(selection.problem_to_judge(&problem), tests)?);
     let options = ScheduleOptions {
         jobs: args.run.jobs(),
         batch_size: args.run.test_batch_size,
-        subtasks: (!args.subtasks.is_empty()).then(|| args.subtasks.clone()),
+        subtasks: selection.scheduled_subtasks(&problem),
         timeout: None,
     };
     // Tests are shown on stderr as they finish (the table on stdout is the final word: early
@@ -112,12 +181,12 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let outcome: Mutex<Option<schedule::Finished>> = Mutex::new(None);
     schedule::run(
-        &judge,
+        judge,
         &source,
         &[SubmissionJob {
             problem: key,
             code: Some(code),
-            language: Language::of_path(solution),
+            language,
         }],
         &options,
         &progress,
@@ -136,15 +205,30 @@ pub fn run(args: Args) -> Result<i32> {
         .flatten()
         .context("the judge produced no result")?;
     let judged = finished.outcome?;
-    let (problem, mut results) = (&judged.problem.problem, judged.results);
-    name_the_users_file(&mut results, &problem.id, &args.solution);
+    let loaded = &judged.problem;
+    let mut results = selection.regroup(&problem, judged.results);
+    name_the_users_file(&mut results, &problem.id, solution);
+    let diagnoses = diagnose_all(&results, loaded, solution, kept);
+    if args.keep.is_some() {
+        keep::write(&results, loaded, kept)?;
+    }
+    // The judged problem's limits: the time limit is the scaled one.
+    let mut shown_problem = problem.clone();
+    shown_problem.time_limit = loaded.problem.time_limit;
     if args.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&json_report(problem, &results))?
+            serde_json::to_string_pretty(&json_report(&shown_problem, &results, &diagnoses))?
         );
     } else {
-        print_human(problem, &results, judge.time_scale())?;
+        let shown = table::Shown {
+            time_scale: judge.time_scale(),
+            diagnoses: &diagnoses,
+            every_failure: !args.test_names.is_empty(),
+            partial: selection.is_partial(&problem),
+            kept: args.keep.as_deref(),
+        };
+        table::print_human(&shown_problem, &results, &shown)?;
     }
     let total =
         crate::score::round_like_python(results.iter().map(|s| s.weighted_score()).sum::<f64>(), 2);
@@ -155,6 +239,77 @@ pub fn run(args: Args) -> Result<i32> {
         }
         _ => Ok(0),
     }
+}
+
+/// The solution's bytes, compiled as they are (contest archives hold Latin-1 sources with
+/// CRLF). An empty file, or a C file for a task whose graders are C++ only, is refused before
+/// anything is judged.
+fn read_solution(solution: &Path, problem: &Problem) -> Result<Vec<u8>> {
+    let code = std::fs::read(solution)
+        .with_context(|| format!("cannot read {}", solution.display()))
+        .map_err(usage)?;
+    if code.iter().all(u8::is_ascii_whitespace) {
+        return Err(usage(anyhow::anyhow!(
+            "{} is empty: there is nothing to judge",
+            solution.display()
+        )));
+    }
+    let language = Language::of_path(solution);
+    if problem.grader_files_at(&language.grader_paths()).is_empty()
+        && !problem.compiled_graders().is_empty()
+    {
+        let graders: Vec<&str> = problem
+            .compiled_graders()
+            .iter()
+            .map(|g| g.path.as_str())
+            .collect();
+        return Err(usage(anyhow::anyhow!(
+            "{} is a C file, but problem {} has graders in C++ only ({}): submit C++ (a \
+             file not named *.c)",
+            solution.display(),
+            problem.id,
+            graders.join(", ")
+        )));
+    }
+    Ok(code)
+}
+
+/// Why each test that failed did, from the files it left in `kept`.
+fn diagnose_all(
+    results: &[SubtaskResult],
+    loaded: &crate::judge::LoadedProblem,
+    solution: &Path,
+    kept: &Path,
+) -> Diagnoses {
+    let judged_as = format!(
+        "graders/{}{}",
+        loaded.problem.id,
+        Language::of_path(solution).extension()
+    );
+    let given = solution.display().to_string();
+    let sources = diagnosis::Sources {
+        kept,
+        judged_as: &judged_as,
+        given: &given,
+        communication: matches!(
+            loaded.problem.task,
+            crate::problem::TaskType::Communication(_)
+        ),
+        time_limit: loaded.problem.time_limit,
+    };
+    let mut found = Diagnoses::new();
+    for t in results.iter().flat_map(|s| &s.test_results) {
+        if found.contains_key(&t.test_name) {
+            continue;
+        }
+        let Some(case) = loaded.tests.get(&t.test_name) else {
+            continue;
+        };
+        if let Some(d) = diagnosis::diagnose(t, case, &sources) {
+            found.insert(t.test_name.clone(), d);
+        }
+    }
+    found
 }
 
 /// A `--min-score` value: a finite, non-negative number.
@@ -285,6 +440,8 @@ fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
     }
     let mut found = Vec::new();
     let mut ids = Vec::new();
+    // Years of the folders of the problem named, when --year picks none of them.
+    let mut years = Vec::new();
     for dir in folders {
         let named = dir
             .file_name()
@@ -293,6 +450,7 @@ fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
             Ok(p) if p.id == id && args.year.is_none_or(|y| p.year == y || p.year == 0) => {
                 found.push(dir)
             }
+            Ok(p) if p.id == id => years.push(p.year),
             Ok(p) => ids.push(p.id),
             Err(e) if named => {
                 return Err(e.context(format!("task folder {} cannot be judged", dir.display())))
@@ -305,8 +463,20 @@ fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
     }
     ids.sort();
     ids.dedup();
+    years.sort();
+    years.dedup();
     match found.len() {
         1 => Ok(found.remove(0)),
+        0 if !years.is_empty() => Err(crate::error::usage(anyhow::anyhow!(
+            "no task folder of problem {id:?} of year {} in {}; it exists for {}",
+            args.year.unwrap_or_default(),
+            args.problems.join(", "),
+            years
+                .iter()
+                .map(|y| y.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
         0 => Err(crate::error::usage(anyhow::anyhow!(
             "no task folder of problem {id:?} in {} (it holds {})",
             args.problems.join(", "),
@@ -391,16 +561,6 @@ fn pick_problem(args: &Args, sources: &[PathBuf]) -> Result<Problem> {
     }
 }
 
-/// The first line of a test's feedback (tables show one line per test).
-fn first_feedback_line(t: &TestResult) -> &str {
-    t.feedback
-        .as_deref()
-        .unwrap_or("")
-        .lines()
-        .next()
-        .unwrap_or("")
-}
-
 /// Says that the solution is compiling: a spinner at a terminal (cleared when the first test
 /// finishes), one line otherwise.
 fn compiling(solution: &Path) -> indicatif::ProgressBar {
@@ -445,250 +605,5 @@ fn name_the_users_file(results: &mut [SubtaskResult], problem_id: &str, solution
                 *feedback = feedback.replace(&judged_as, &given);
             }
         }
-    }
-}
-
-/// The `--json` document. A compile error is given once, as `compile_error`: every test
-/// would otherwise repeat the compiler's messages.
-pub fn json_report(problem: &Problem, results: &[SubtaskResult]) -> serde_json::Value {
-    let total: f64 = results.iter().map(|s| s.weighted_score()).sum();
-    let compile_error = results
-        .iter()
-        .flat_map(|s| &s.test_results)
-        .find(|t| t.status == Verdict::CompilationError)
-        .and_then(|t| t.feedback.clone());
-    let tests = |s: &SubtaskResult| -> Vec<serde_json::Value> {
-        s.test_results
-            .iter()
-            .map(|t| {
-                let mut test = serde_json::json!(t);
-                if t.status == Verdict::CompilationError {
-                    test["feedback"] = serde_json::Value::Null;
-                }
-                test
-            })
-            .collect()
-    };
-    serde_json::json!({
-        "problem": problem.id,
-        "total": crate::score::round_like_python(total, 2),
-        "compile_error": compile_error,
-        "subtasks": results.iter().map(|s| serde_json::json!({
-            "subtask": s.subtask,
-            "points": s.points,
-            "score": s.score(),
-            "weighted_score": s.weighted_score(),
-            "status": s.status(),
-            "tests": tests(s),
-        })).collect::<Vec<_>>(),
-    })
-}
-
-fn print_human(problem: &Problem, results: &[SubtaskResult], time_scale: f64) -> Result<()> {
-    let color = super::output::color_stdout();
-    let paint = |text: String, code: &str| {
-        if color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text
-        }
-    };
-    // The id only when the name does not already say it (`sumpairs (sumpairs)` says it twice).
-    let title = match problem.name.eq_ignore_ascii_case(&problem.id) {
-        true => problem.name.clone(),
-        false => format!("{} ({})", problem.name, problem.id),
-    };
-    // The problem's limit is the scaled one: show the factor with it.
-    let scaled = match time_scale == 1.0 {
-        true => String::new(),
-        false => format!(" (--time-scale {time_scale})"),
-    };
-    outln!(
-        "{title}, time limit {} s{scaled}, memory limit {} MiB",
-        problem.time_limit,
-        problem.memory_limit >> 20
-    );
-    outln!();
-    let compile_error = results
-        .iter()
-        .flat_map(|s| &s.test_results)
-        .find(|t| t.status == Verdict::CompilationError);
-    match compile_error {
-        // Every test has the same feedback: show the compiler's messages once instead.
-        Some(t) => {
-            let feedback = t.feedback.as_deref().unwrap_or("");
-            let (first, messages) = feedback.split_once('\n').unwrap_or((feedback, ""));
-            let exit = first.trim_start_matches("Compilation error ");
-            outln!(
-                "{} ({exit}); the compiler says:",
-                paint("compilation failed".into(), "31")
-            );
-            outln!("{}", messages.trim_end());
-        }
-        None => print_tests(problem, results, &paint)?,
-    }
-    outln!();
-    outln!("{:<22} {:>10} {:>8}", "subtask", "points", "status");
-    let mut total = 0.0;
-    for s in results {
-        total += s.weighted_score();
-        let status = paint(
-            format!("{:>8}", s.status().as_str()),
-            status_color(s.status()),
-        );
-        outln!(
-            "{:<22} {:>10} {status}",
-            s.subtask,
-            format!("{}/{}", s.weighted_score(), s.points)
-        );
-    }
-    let max: f64 = results.iter().map(|s| s.points).sum();
-    outln!();
-    outln!(
-        "total {}/{}",
-        crate::score::round_like_python(total, 2),
-        max
-    );
-    Ok(())
-}
-
-/// Columns of the test table besides the test name, the subtasks and the feedback.
-const FIXED_COLUMNS: usize = 1 + 1 + 7 + 1 + 6 + 1 + 8 + 1 + 8 + 1 + 9 + 2;
-
-/// The table of tests, each once with every subtask it belongs to, fitted to the terminal.
-fn print_tests(
-    problem: &Problem,
-    results: &[SubtaskResult],
-    paint: &dyn Fn(String, &str) -> String,
-) -> Result<()> {
-    let mut rows: Vec<(&TestResult, Vec<&str>)> = Vec::new();
-    for s in results {
-        for t in &s.test_results {
-            match rows.iter_mut().find(|(r, _)| r.test_name == t.test_name) {
-                Some((r, subtasks)) => {
-                    subtasks.push(&s.subtask);
-                    if r.status == Verdict::Skipped && t.status != Verdict::Skipped {
-                        *r = t;
-                    }
-                }
-                None => rows.push((t, vec![&s.subtask])),
-            }
-        }
-    }
-    let labels: Vec<String> = rows
-        .iter()
-        .map(|(_, subtasks)| subtask_label(subtasks, results.len()))
-        .collect();
-    let width = terminal_width();
-    // Column widths from the content (test names and subtask lists vary a lot), the subtask
-    // column shrunk when the terminal is narrow.
-    let name_width = rows
-        .iter()
-        .map(|(t, _)| t.test_name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    let mut subtasks_width = labels
-        .iter()
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    if let Some(width) = width {
-        // Leave the feedback at least a few columns.
-        let room = width.saturating_sub(name_width + FIXED_COLUMNS + 8).max(8);
-        subtasks_width = subtasks_width.min(room);
-    }
-    let feedback_width = width
-        .map(|w| w.saturating_sub(name_width + subtasks_width + FIXED_COLUMNS))
-        .unwrap_or(usize::MAX);
-    outln!(
-        "{:<name_width$} {:<subtasks_width$} {:<7} {:>6} {:>8} {:>8} {:>9}  {}",
-        "test",
-        "subtasks",
-        "verdict",
-        "score",
-        "cpu s",
-        "wall s",
-        "mem MiB",
-        truncate("feedback", feedback_width)
-    );
-    for ((t, _), label) in rows.iter().zip(&labels) {
-        let near = t.time.is_some_and(|time| time >= problem.time_limit * 0.8);
-        let time = t
-            .time
-            .map(|v| format!("{v:.3}"))
-            .unwrap_or_else(|| "-".into());
-        let time = if near {
-            paint(format!("{time:>8}"), "33")
-        } else {
-            format!("{time:>8}")
-        };
-        let wall = t
-            .wall_time
-            .map(|v| format!("{v:.3}"))
-            .unwrap_or_else(|| "-".into());
-        let mem = t
-            .memory
-            .map(|v| format!("{:.1}", v as f64 / (1 << 20) as f64))
-            .unwrap_or_else(|| "-".into());
-        let feedback = first_feedback_line(t);
-        let status = paint(format!("{:<7}", t.status.as_str()), status_color(t.status));
-        outln!(
-            "{:<name_width$} {:<subtasks_width$} {status} {:>6} {time} {wall:>8} {mem:>9}  {}",
-            t.test_name,
-            truncate(label, subtasks_width),
-            format!("{:.2}", t.score),
-            truncate(feedback, feedback_width)
-        );
-    }
-    Ok(())
-}
-
-/// The subtasks of a test, short: `all` when it belongs to every subtask, else their numbers
-/// (`01,02` for `01-small,02-medium`) or names.
-fn subtask_label(subtasks: &[&str], total: usize) -> String {
-    if total > 1 && subtasks.len() == total {
-        return "all".into();
-    }
-    subtasks
-        .iter()
-        .map(|name| match name.split_once('-') {
-            Some((number, _)) if number.chars().all(|c| c.is_ascii_digit()) => number,
-            _ => name,
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// `text` cut to `width` characters, with `…` marking the cut.
-fn truncate(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
-    format!("{kept}…")
-}
-
-/// Columns available: the terminal's width, else `$COLUMNS`, else no limit (output to a file
-/// keeps everything).
-fn terminal_width() -> Option<usize> {
-    if std::io::stdout().is_terminal() {
-        if let Some((_, cols)) = console::Term::stdout().size_checked() {
-            return Some(cols as usize);
-        }
-    }
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok())
-        .filter(|&c: &usize| c > 0)
-}
-
-fn status_color(status: Verdict) -> &'static str {
-    match status {
-        Verdict::Accepted => "32",
-        Verdict::Partial => "33",
-        Verdict::Skipped => "2",
-        _ => "31",
     }
 }

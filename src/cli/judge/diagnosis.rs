@@ -1,0 +1,448 @@
+//! Why a test failed, from what it left behind (docs/debugging.md#why-a-test-failed): the head
+//! of its input, the first line where the output differs from the expected one, the checker's
+//! or manager's words, the head of the solution's standard error (or the sanitizer's report),
+//! and the signal that ended it with what that signal usually means.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::judge::kept::{self, Kept};
+use crate::problem::TestCase;
+use crate::score::{TestResult, Verdict};
+
+/// Lines of the input shown.
+const INPUT_LINES: usize = 5;
+/// Lines of the solution's standard error shown.
+const STDERR_LINES: usize = 10;
+/// Characters of one shown line.
+const LINE_CHARS: usize = 160;
+
+/// Why one test failed, as `judge` shows it and `--json` carries it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Diagnosis {
+    /// The first lines of the input, each cut to a readable length.
+    pub input_head: Vec<String>,
+    /// Lines and bytes of the whole input.
+    pub input_lines: usize,
+    pub input_bytes: u64,
+    /// The first line where the output differs from the expected one (Batch, a program that
+    /// ended normally).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_difference: Option<Difference>,
+    /// The checker's or the manager's message (the test's feedback, every line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The first lines of the solution's standard error, or the telling lines of a sanitizer
+    /// report.
+    pub stderr_head: Vec<String>,
+    /// Lines of the whole standard error.
+    pub stderr_lines: usize,
+    /// The signal that ended the solution (`SIGSEGV`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// The place in the solution's file a sanitizer or an assertion names (`sol.cpp:7 in f`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// What the verdict or the signal usually means.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meaning: Option<String>,
+}
+
+/// A line that differs: its number (from 1), the expected text and the solution's (`None`
+/// past the end of the file).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    pub line: usize,
+    pub expected: Option<String>,
+    pub yours: Option<String>,
+}
+
+/// Where a diagnosis reads from, and how to name the solution's file in what it quotes.
+pub struct Sources<'a> {
+    /// The folder of the kept files.
+    pub kept: &'a Path,
+    /// The submission's name in the judge's folder (`graders/<id>.cpp`) and the user's.
+    pub judged_as: &'a str,
+    pub given: &'a str,
+    pub communication: bool,
+    /// The (scaled) time limit, in CPU seconds.
+    pub time_limit: f64,
+}
+
+/// The diagnosis of a test that ran and did not pass; `None` for AC and SKIPPED.
+pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Diagnosis> {
+    if matches!(test.status, Verdict::Accepted | Verdict::Skipped) {
+        return None;
+    }
+    if test.status == Verdict::CompilationError {
+        return None;
+    }
+    let mut d = Diagnosis::default();
+    (d.input_head, d.input_lines) = head(&case.input, INPUT_LINES);
+    d.input_bytes = std::fs::metadata(&case.input).map(|m| m.len()).unwrap_or(0);
+    let output = kept::path(from.kept, &test.test_name, Kept::Output);
+    if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) && output.is_file() {
+        d.first_difference = first_difference(&case.output, &output);
+    }
+    let feedback = test.feedback.as_deref().unwrap_or("");
+    if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) {
+        d.message = Some(feedback.trim_end().to_string());
+    }
+    let stderr = read_lossy(&kept::path(from.kept, &test.test_name, Kept::Stderr))
+        .replace(from.judged_as, from.given);
+    d.stderr_lines = stderr.lines().count();
+    d.stderr_head = telling_lines(&stderr);
+    d.location = location(&stderr, from.given);
+    let signal = signal_of(feedback);
+    d.signal = signal.map(ioi_sandbox::signal_name);
+    d.meaning = meaning(test, signal, &stderr, from);
+    Some(d)
+}
+
+/// The signal number in a feedback `... killed by signal N ...`.
+pub fn signal_of(feedback: &str) -> Option<i32> {
+    let rest = feedback.split("killed by signal ").nth(1)?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// What a failure usually means, in a contestant's words.
+fn meaning(test: &TestResult, signal: Option<i32>, stderr: &str, from: &Sources) -> Option<String> {
+    let communication = from.communication;
+    let sanitized = is_sanitizer_report(stderr);
+    let debug_hint = match sanitized {
+        true => "",
+        false => "; `--compile-profile debug` names the line",
+    };
+    Some(match (test.status, signal) {
+        (Verdict::RuntimeError, Some(libc::SIGSEGV)) => format!(
+            "invalid memory access: an index out of bounds, a null or dangling pointer, or a \
+             stack overflow{debug_hint}"
+        ),
+        (Verdict::RuntimeError, Some(libc::SIGFPE)) => format!(
+            "arithmetic error: an integer division or modulo by zero (or INT_MIN / -1){debug_hint}"
+        ),
+        (Verdict::RuntimeError, Some(libc::SIGABRT)) => {
+            let why = assertion(stderr).unwrap_or_else(|| {
+                "a failed assert, an uncaught exception (e.g. std::out_of_range from .at(), \
+                 std::bad_alloc) or heap corruption the C library noticed"
+                    .to_string()
+            });
+            format!("abort(): {why}{debug_hint}")
+        }
+        (Verdict::RuntimeError, Some(libc::SIGBUS)) => {
+            format!("bus error: a misaligned or unmapped access{debug_hint}")
+        }
+        (Verdict::RuntimeError, Some(libc::SIGILL)) => format!(
+            "illegal instruction: reached __builtin_unreachable(), or a function that returns a \
+             value ended without `return`{debug_hint}"
+        ),
+        (Verdict::RuntimeError, Some(libc::SIGPIPE)) => {
+            "wrote to a closed pipe: the other side (the manager) had stopped reading".to_string()
+        }
+        (Verdict::RuntimeError, Some(libc::SIGKILL)) => {
+            "killed: a limit of the sandbox (processes, files), not the time or memory limit"
+                .to_string()
+        }
+        (Verdict::RuntimeError, Some(_)) => return None,
+        (Verdict::RuntimeError, None) if sanitized => match assertion(stderr) {
+            Some(why) => format!("the sanitizer stopped the program at a {why}"),
+            None => "the sanitizer stopped the program: its report is below".to_string(),
+        },
+        (Verdict::RuntimeError, None) => "exited with a non-zero status: `main` returned it, or \
+             `exit(N)` was called (an uncaught exception is SIGABRT)"
+            .to_string(),
+        (Verdict::TimeLimit, _) => {
+            let wall = test.wall_time.unwrap_or(0.0);
+            let cpu = test.time.unwrap_or(0.0);
+            // The CPU limit is checked as the program runs: short of it, the wall clock stopped
+            // a program that waited.
+            match cpu < from.time_limit * 0.9 {
+                true => format!(
+                    "stopped by the wall clock ({wall:.2} s, {cpu:.2} s of CPU): the program \
+                     was not running: it slept, or waited for input that never came{}",
+                    match communication {
+                        true => " (the manager waits for its answer too, or for a flush)",
+                        false => "",
+                    }
+                ),
+                false => "used the whole CPU time: an endless loop, or an algorithm too slow \
+                          for this input"
+                    .to_string(),
+            }
+        }
+        (Verdict::MemoryLimit, _) => "the memory limit was reached (the stack counts too)".into(),
+        (Verdict::WrongAnswer, _) if communication => {
+            "the manager did not accept the conversation: its message says why".into()
+        }
+        _ => return None,
+    })
+}
+
+/// The text of a failed `assert` (glibc: `prog: file.cpp:12: int main(): Assertion `x' failed.`)
+/// or an uncaught exception (`terminate called after throwing ... what(): ...`).
+fn assertion(stderr: &str) -> Option<String> {
+    if let Some(line) = stderr.lines().find(|l| l.contains("Assertion")) {
+        return Some(format!(
+            "failed assertion: {}",
+            cut(&shortened_assertion(without_pid(line)))
+        ));
+    }
+    let mut lines = stderr.lines();
+    let thrown = lines.find(|l| l.starts_with("terminate called"))?;
+    let what = lines
+        .next()
+        .map(|l| l.trim())
+        .filter(|l| l.starts_with("what()"))
+        .map(|l| format!(", {l}"))
+        .unwrap_or_default();
+    Some(format!("{}{what}", cut(thrown)))
+}
+
+fn is_sanitizer_report(stderr: &str) -> bool {
+    stderr.contains("ERROR: AddressSanitizer")
+        || stderr.contains("runtime error: ")
+        || stderr.contains("ERROR: UndefinedBehaviorSanitizer")
+}
+
+/// The lines of a standard error worth showing: a sanitizer report's error, the access, the
+/// frames outside the C and C++ libraries and the summary; else the first lines.
+fn telling_lines(stderr: &str) -> Vec<String> {
+    if !is_sanitizer_report(stderr) {
+        return stderr.lines().take(STDERR_LINES).map(cut).collect();
+    }
+    let mut shown = Vec::new();
+    let mut frames = 0;
+    // Only the first stack (where it happened), not those of the allocation or the free.
+    let mut stacks = 0;
+    let mut in_stack = false;
+    for line in stderr.lines() {
+        let trimmed = line.trim_start();
+        let frame = trimmed.starts_with('#');
+        if frame && !in_stack {
+            stacks += 1;
+        }
+        in_stack = frame;
+        let keep = line.contains("ERROR:")
+            || line.contains("runtime error:")
+            || line.contains("Assertion")
+            || trimmed.starts_with("READ of size")
+            || trimmed.starts_with("WRITE of size")
+            || trimmed.starts_with("SUMMARY:")
+            || (frame && stacks == 1 && frames < 6 && !in_library(trimmed));
+        if frame && keep {
+            frames += 1;
+        }
+        if keep {
+            shown.push(cut(&shortened_assertion(without_pid(line))));
+        }
+        if trimmed.starts_with("SUMMARY:") {
+            break;
+        }
+    }
+    shown
+}
+
+/// A failed assertion's line with the program's name and the function's signature (long in
+/// the C++ library) left out: `stl_vector.h:1123: … Assertion '__n < this->size()' failed.`
+/// (glibc writes `prog: file:line: function: Assertion ...`, libstdc++ `file:line: function:
+/// Assertion ...`).
+fn shortened_assertion(line: &str) -> String {
+    let Some(at) = line.find("Assertion") else {
+        return line.to_string();
+    };
+    let is_place = |part: &&str| {
+        part.rsplit_once(':')
+            .is_some_and(|(file, n)| !file.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    };
+    match line[..at].split(": ").find(is_place) {
+        Some(place) => format!("{place}: … {}", &line[at..]),
+        None => line[at..].to_string(),
+    }
+}
+
+/// A stack frame of the C library, the C++ library or the sanitizer itself, which says nothing
+/// about the solution.
+fn in_library(frame: &str) -> bool {
+    [
+        "libsanitizer",
+        "nptl/",
+        "sysdeps/",
+        "stdlib/",
+        "csu/",
+        ".so.",
+        "/usr/include/",
+        " in _start ",
+    ]
+    .iter()
+    .any(|part| frame.contains(part))
+}
+
+/// A sanitizer's line without its `==PID==` prefix.
+fn without_pid(line: &str) -> &str {
+    let Some(rest) = line.strip_prefix("==") else {
+        return line;
+    };
+    match rest.split_once("==") {
+        Some((pid, after)) if pid.chars().all(|c| c.is_ascii_digit()) => after,
+        _ => line,
+    }
+}
+
+/// Where in the solution's file it went wrong: the first place a sanitizer's frame or report
+/// names in it (`sol.cpp:7`, with the function when a frame gives one).
+fn location(stderr: &str, given: &str) -> Option<String> {
+    stderr.lines().find_map(|line| {
+        let at = line.find(given)?;
+        let place: String = line[at..]
+            .chars()
+            .take_while(|c| !c.is_whitespace())
+            .collect();
+        let place = place.trim_end_matches(':').to_string();
+        let function = line
+            .trim_start()
+            .starts_with('#')
+            .then(|| line.split(" in ").nth(1))
+            .flatten()
+            .and_then(|f| f.rsplit_once(' ').map(|(name, _)| name.trim().to_string()));
+        Some(match function {
+            Some(f) => format!("{place} in {f}"),
+            None => place,
+        })
+    })
+}
+
+/// The first `n` lines of a file (lossily decoded, cut to a readable length) and its number
+/// of lines.
+fn head(path: &Path, n: usize) -> (Vec<String>, usize) {
+    let Ok(file) = File::open(path) else {
+        return (Vec::new(), 0);
+    };
+    let mut shown = Vec::new();
+    let mut count = 0;
+    for line in BufReader::new(file).split(b'\n').map_while(Result::ok) {
+        if count < n {
+            shown.push(cut(String::from_utf8_lossy(&line).trim_end()));
+        }
+        count += 1;
+    }
+    (shown, count)
+}
+
+/// A file's text, lossily decoded (a missing file is empty).
+fn read_lossy(path: &Path) -> String {
+    let mut bytes = Vec::new();
+    if let Ok(file) = File::open(path) {
+        let _ = file.take(kept::KEPT_BYTES).read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The first line where `yours` differs from `expected` under white-diff's rules
+/// (docs/judging.md#batch): tokens compared, whitespace runs equal, trailing empty lines
+/// ignored. `None` when they match or cannot be read.
+pub fn first_difference(expected: &Path, yours: &Path) -> Option<Difference> {
+    let lines = |p: &Path| -> Option<Vec<Vec<u8>>> {
+        let mut lines: Vec<Vec<u8>> = BufReader::new(File::open(p).ok()?.take(kept::KEPT_BYTES))
+            .split(b'\n')
+            .collect::<Result<_, _>>()
+            .ok()?;
+        while lines.last().is_some_and(|l| tokens(l).is_empty()) {
+            lines.pop();
+        }
+        Some(lines)
+    };
+    let (a, b) = (lines(expected)?, lines(yours)?);
+    let shown = |l: Option<&Vec<u8>>| l.map(|l| cut(String::from_utf8_lossy(l).trim()));
+    (0..a.len().max(b.len()))
+        .find(|&i| a.get(i).map(|l| tokens(l)) != b.get(i).map(|l| tokens(l)))
+        .map(|i| Difference {
+            line: i + 1,
+            expected: shown(a.get(i)),
+            yours: shown(b.get(i)),
+        })
+}
+
+fn tokens(line: &[u8]) -> Vec<&[u8]> {
+    line.split(|b| b.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// A line cut to [`LINE_CHARS`] characters, `…` marking the cut.
+fn cut(line: &str) -> String {
+    match line.chars().count() > LINE_CHARS {
+        true => format!("{}…", line.chars().take(LINE_CHARS - 1).collect::<String>()),
+        false => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(expected: &str, yours: &str) -> (tempfile::TempDir, Option<Difference>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), expected).unwrap();
+        std::fs::write(dir.path().join("b"), yours).unwrap();
+        let d = first_difference(&dir.path().join("a"), &dir.path().join("b"));
+        (dir, d)
+    }
+
+    #[test]
+    fn the_first_difference_follows_white_diff() {
+        assert_eq!(files("1 2\n3\n\n", "1  2\r\n3").1, None);
+        let d = files("1\n2\n3\n", "1\n5\n3\n").1.unwrap();
+        assert_eq!(
+            (d.line, d.expected, d.yours),
+            (2, Some("2".into()), Some("5".into()))
+        );
+        let short = files("1\n2\n", "1\n").1.unwrap();
+        assert_eq!((short.line, short.yours), (2, None));
+    }
+
+    #[test]
+    fn signals_and_assertions_are_named() {
+        assert_eq!(
+            signal_of("Runtime error: killed by signal 11 (SIGSEGV)"),
+            Some(11)
+        );
+        assert_eq!(signal_of("Runtime error: exit code 3"), None);
+        let stderr = "sol: sol.cpp:7: int main(): Assertion `n > 0' failed.\n";
+        assert_eq!(
+            assertion(stderr).unwrap(),
+            "failed assertion: sol.cpp:7: … Assertion `n > 0' failed."
+        );
+        let thrown = "terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check\n";
+        assert!(assertion(thrown)
+            .unwrap()
+            .contains("what():  vector::_M_range_check"));
+    }
+
+    #[test]
+    fn a_sanitizer_report_is_cut_to_its_telling_lines() {
+        let report = "=================\n==2==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6\nREAD of size 4 at 0x6 thread T0\n    #0 0x55 in main /box/sol.cpp:3\n    #1 0x14 in __libc_start_call_main ../sysdeps/nptl/libc_start_call_main.h:58\n\n0x6 is located 0 bytes to the right\nallocated by thread T0 here:\n    #0 0x14 in operator new(unsigned long) ../libsanitizer/asan/asan_new_delete.cpp:95\nSUMMARY: AddressSanitizer: heap-buffer-overflow /box/sol.cpp:3 in main\nShadow bytes\n";
+        let lines = telling_lines(report);
+        assert_eq!(
+            lines[0],
+            "ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6"
+        );
+        assert!(lines.iter().any(|l| l.contains("in main /box/sol.cpp:3")));
+        assert!(
+            !lines.iter().any(|l| l.contains("operator new")),
+            "{lines:?}"
+        );
+        assert!(
+            !lines.iter().any(|l| l.contains("__libc_start")),
+            "{lines:?}"
+        );
+        assert_eq!(
+            location(report, "/box/sol.cpp").as_deref(),
+            Some("/box/sol.cpp:3 in main")
+        );
+        assert!(lines.last().unwrap().starts_with("SUMMARY:"));
+    }
+}

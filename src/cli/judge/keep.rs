@@ -1,0 +1,69 @@
+//! `judge --keep DIR`: besides what the judge keeps of every test it runs (your output, your
+//! stderr, the checker's and the manager's words), the test's input, its expected output and
+//! its verdict, named by test (docs/debugging.md#kept-files). Files that a test run ahead of
+//! an early stop left are removed: the table reports that test SKIPPED.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::judge::kept::{self, Kept};
+use crate::judge::LoadedProblem;
+use crate::score::{SubtaskResult, TestResult, Verdict};
+
+/// Completes the kept files of every test in `results`.
+pub fn write(results: &[SubtaskResult], loaded: &LoadedProblem, dir: &Path) -> Result<()> {
+    let mut done: Vec<&str> = Vec::new();
+    for t in results.iter().flat_map(|s| &s.test_results) {
+        if done.contains(&t.test_name.as_str()) {
+            continue;
+        }
+        done.push(&t.test_name);
+        if matches!(t.status, Verdict::Skipped | Verdict::CompilationError) {
+            for kind in [
+                Kept::Output,
+                Kept::Stderr,
+                Kept::Checker,
+                Kept::ManagerOut,
+                Kept::ManagerErr,
+            ] {
+                let _ = std::fs::remove_file(kept::path(dir, &t.test_name, kind));
+            }
+            continue;
+        }
+        let Some(case) = loaded.tests.get(&t.test_name) else {
+            continue;
+        };
+        for (from, kind) in [(&case.input, Kept::Input), (&case.output, Kept::Expected)] {
+            kept::copy(from, dir, &t.test_name, kind)?;
+        }
+        let to = kept::path(dir, &t.test_name, Kept::Verdict);
+        std::fs::write(&to, verdict_text(t))
+            .with_context(|| format!("cannot write {}", to.display()))?;
+    }
+    Ok(())
+}
+
+/// A test's `.verdict` file: one `name value` line per field, then the whole feedback.
+fn verdict_text(t: &TestResult) -> String {
+    let mut text = String::new();
+    let _ = writeln!(text, "test      {}", t.test_name);
+    let _ = writeln!(text, "verdict   {}", t.status.as_str());
+    let _ = writeln!(text, "score     {}", t.score);
+    if let Some(time) = t.time {
+        let _ = writeln!(text, "cpu       {time:.3} s");
+    }
+    if let Some(wall) = t.wall_time {
+        let _ = writeln!(text, "wall      {wall:.3} s");
+    }
+    if let Some(memory) = t.memory {
+        let _ = writeln!(
+            text,
+            "memory    {:.1} MiB",
+            memory as f64 / (1 << 20) as f64
+        );
+    }
+    let _ = writeln!(text, "feedback  {}", t.feedback.as_deref().unwrap_or(""));
+    text
+}
