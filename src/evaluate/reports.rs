@@ -15,6 +15,7 @@ use super::html_report::{anchor, render_html, REPORT_HTML};
 pub use super::report_rows::{python_float, JudgedSubmission, SubtaskCell, TestMeasure};
 use super::results::read_results;
 use super::roundrobin::{self, Candidate};
+use crate::name::SafeName;
 use crate::score::round_like_python;
 
 /// A score for display: rounded to 2 decimals, written as Python writes floats (`37.0`).
@@ -71,11 +72,39 @@ impl ProblemOverview {
     }
 
     /// The markdown report's file name: `<year>_<problem>.md`, or `<problem>.md` without a year.
+    /// A problem id that is no plain name (docs/data.md#names) or starts with `.` gives
+    /// `problem-<hash>.md` instead: a results file names no file outside its reports folder.
     pub fn report_name(&self) -> String {
-        match self.year {
+        let name = match self.year {
             0 => format!("{}.md", self.problem_id),
             year => format!("{year}_{}.md", self.problem_id),
+        };
+        match SafeName::parse(&name) {
+            Ok(safe) if !name.starts_with('.') => safe.to_string(),
+            _ => format!(
+                "problem-{}.md",
+                &blake3::hash(self.problem_id.as_bytes()).to_hex()[..16]
+            ),
         }
+    }
+
+    /// The report's file name as a relative link: the name itself when it holds only letters,
+    /// digits and `-._~` (as the reference writes it), else `./` and the name percent-encoded,
+    /// so that no problem id becomes a `javascript:` (or any other scheme's) link.
+    pub fn report_link(&self) -> String {
+        let name = self.report_name();
+        let plain = |byte: u8| byte.is_ascii_alphanumeric() || b"-._~".contains(&byte);
+        if name.bytes().all(plain) {
+            return name;
+        }
+        let mut link = String::from("./");
+        for byte in name.bytes() {
+            match plain(byte) {
+                true => link.push(byte as char),
+                false => link.push_str(&format!("%{byte:02X}")),
+            }
+        }
+        link
     }
 
     fn is_practice(&self) -> bool {
@@ -231,7 +260,7 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
                     format!("{}/100", points(o.best_submission)),
                     format!("{:.2}/100", o.limit_50_score),
                     format!("{:.2}/100", o.no_limit_score),
-                    format!("[link]({})", o.report_name()),
+                    format!("[link]({})", o.report_link()),
                 ]
             })
             .collect();
