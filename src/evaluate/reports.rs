@@ -537,4 +537,60 @@ Plots: [report.html](report.html#2024_nile)
             "{err}"
         );
     }
+
+    /// Problem ids from a results file written by others: none names a file outside the
+    /// reports folder (with year 0 too) or becomes an active link in README.md or report.html.
+    #[test]
+    fn hostile_problem_ids_stay_in_the_reports_folder_and_are_never_links_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let results = dir.path().join("model-a.jsonl");
+        let absolute = dir.path().join("abs-escape").display().to_string();
+        let ids = [
+            "../../escape",
+            absolute.as_str(),
+            "javascript:alert(1)",
+            ".hidden",
+        ];
+        let text: String = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut row = result(&format!("s{i}"), id, "1", None, Vec::new());
+                row["year"] = json!(0);
+                format!("{row}\n")
+            })
+            .collect();
+        std::fs::write(&results, text).unwrap();
+        let written = write_reports(std::slice::from_ref(&results), &out, "uuid").unwrap();
+        let folder = out.join("reports/model-a");
+        for path in &written {
+            assert_eq!(path.parent(), Some(folder.as_path()), "{}", path.display());
+        }
+        assert_eq!(written.len(), ids.len() + 2, "{written:?}");
+        let mut on_disk = Vec::new();
+        for entry in walkdir::WalkDir::new(dir.path()).min_depth(1) {
+            let entry = entry.unwrap();
+            if entry.file_type().is_file() {
+                on_disk.push(entry.path().to_path_buf());
+            }
+        }
+        on_disk.retain(|p| p != &results);
+        on_disk.sort();
+        let mut expected = written.clone();
+        expected.sort();
+        assert_eq!(on_disk, expected, "files outside the reports folder");
+        let readme = std::fs::read_to_string(folder.join("README.md")).unwrap();
+        let html = std::fs::read_to_string(folder.join(REPORT_HTML)).unwrap();
+        assert!(!readme.contains("](javascript:"), "{readme}");
+        assert!(
+            readme.contains("](./javascript%3Aalert%281%29.md)"),
+            "{readme}"
+        );
+        assert!(
+            !html.to_lowercase().contains("href=\"javascript:"),
+            "{html}"
+        );
+        assert!(html.contains("href=\"./javascript%3Aalert%281%29.md\""));
+    }
 }
