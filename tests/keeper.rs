@@ -338,8 +338,9 @@ fn trickling_clients_have_a_deadline_for_the_whole_request() {
     }
 }
 
-/// A client killed mid-run whose stdout is a pipe nobody reads (its reader lives on and never
-/// reads) frees the keeper: with `--jobs 1`, the next client is served.
+/// Clients killed mid-run whose stdout is a pipe nobody reads (its reader lives on and never
+/// reads) free the keeper: with `--jobs 1`, four of them (every thread of the keeper) and the
+/// next client is served.
 #[test]
 fn a_killed_client_whose_stdout_nobody_reads_frees_the_keeper() {
     if !is_root_or_skip("the keeper") {
@@ -347,20 +348,24 @@ fn a_killed_client_whose_stdout_nobody_reads_frees_the_keeper() {
     }
     let work = tempfile::tempdir().unwrap();
     let (_keeper, socket) = keeper_with(work.path(), &["--jobs", "1"]);
-    // Our end of the pipe stays open and unread for the whole test.
-    let (_unread, write) = nix::unistd::pipe().unwrap();
-    let mut client = Guard(
-        sandbox(work.path(), Some(&socket))
-            .args(["--", "yes", "987652"])
-            .stdout(Stdio::from(write))
-            .spawn()
-            .unwrap(),
-    );
-    wait_until("the program to run", LIVENESS, || {
-        find_process(&["yes", "987652"]).is_some()
-    });
-    client.0.kill().unwrap();
-    client.0.wait().unwrap();
+    // Our ends of the pipes stay open and unread for the whole test.
+    let mut unread = Vec::new();
+    for tag in ["987652", "987653", "987654", "987655"] {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        unread.push(read);
+        let mut client = Guard(
+            sandbox(work.path(), Some(&socket))
+                .args(["--", "yes", tag])
+                .stdout(Stdio::from(write))
+                .spawn()
+                .unwrap(),
+        );
+        wait_until("the program to run", LIVENESS, || {
+            find_process(&["yes", tag]).is_some()
+        });
+        client.0.kill().unwrap();
+        client.0.wait().unwrap();
+    }
     let mut next = Guard(
         sandbox(work.path(), Some(&socket))
             .args(["--", "echo", "next"])
