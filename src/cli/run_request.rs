@@ -4,7 +4,7 @@
 //! it here, with the program's output relayed to the caller's streams under the output limit.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -275,32 +275,40 @@ impl Destination {
     }
 
     fn write_all(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        use std::os::fd::AsFd;
         let Some(watch) = &self.watch else {
             return self.to.write_all(bytes);
         };
-        // nix names no POLLRDHUP: the peer has closed its end.
-        let hung_up = PollFlags::from_bits_retain(libc::POLLRDHUP);
         while !bytes.is_empty() {
+            // libc's poll: nix drops every flag of an event it does not name (POLLRDHUP).
             let mut fds = [
-                PollFd::new(self.to.as_fd(), PollFlags::POLLOUT),
-                PollFd::new(watch.as_fd(), hung_up),
+                libc::pollfd {
+                    fd: self.to.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: watch.as_raw_fd(),
+                    events: libc::POLLRDHUP,
+                    revents: 0,
+                },
             ];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
+            // SAFETY: poll(2) on two descriptors this relay holds open, the array ours.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
             }
-            let gone = hung_up | PollFlags::POLLHUP | PollFlags::POLLERR;
-            if fds[1].revents().is_some_and(|r| r.intersects(gone)) {
+            if fds[1].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::BrokenPipe,
                     "the caller hung up",
                 ));
             }
-            if fds[0].revents().is_some_and(|r| !r.is_empty()) {
-                // A pipe that polls writable takes PIPE_BUF bytes without blocking.
+            if fds[0].revents != 0 {
+                // A pipe that polls writable takes PIPE_BUF bytes without blocking; an error
+                // (the reader gone) is the write's to report.
                 let n = self.to.write(&bytes[..bytes.len().min(libc::PIPE_BUF)])?;
                 bytes = &bytes[n..];
             }
