@@ -830,7 +830,8 @@ fn slow_and_dead_clients_never_keep_a_whole_request_from_a_slot() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(fake.jobs().len(), 1);
     for mut conn in slow {
-        conn.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
         let mut answer = Vec::new();
         let _ = conn.read_to_end(&mut answer);
         let answer = String::from_utf8_lossy(&answer);

@@ -386,9 +386,47 @@ fn send(conn: &UnixStream, request: &RunRequest) -> Result<()> {
     Ok(())
 }
 
+/// The fuzzer of the integration tests, for the request decoder, which is private to the binary.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../tests/common/fuzz.rs"]
+mod fuzz_engine;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fuzz_engine as fuzz;
+
+    /// Fuzz target of a keeper's request (docs/threat-model.md#fuzzing): any bytes, with the
+    /// two descriptors, give a request or an error, never a panic or a wait past the deadline
+    /// (the sender hangs up after its bytes).
+    #[test]
+    fn fuzz_keeper_requests() {
+        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+        fuzz::run("keeper_request", |json| {
+            let (a, b) = UnixStream::pair().unwrap();
+            let mut bytes = (json.len() as u32).to_le_bytes().to_vec();
+            bytes.extend_from_slice(json);
+            let fds = [1, 2];
+            let sent = sendmsg::<()>(
+                a.as_raw_fd(),
+                &[std::io::IoSlice::new(&bytes[..bytes.len().min(4096)])],
+                &[ControlMessage::ScmRights(&fds)],
+                MsgFlags::empty(),
+                None,
+            )
+            .unwrap();
+            let rest = bytes[sent..].to_vec();
+            let sender = std::thread::spawn(move || {
+                let mut a = a;
+                let _ = a.write_all(&rest);
+            });
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let _ = receive(&b, deadline);
+            drop(b);
+            sender.join().unwrap();
+        });
+    }
 
     #[test]
     fn a_peer_of_another_uid_is_refused() {
