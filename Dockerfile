@@ -30,8 +30,10 @@ RUN set -eu; missing=""; \
     fi
 COPY docker/entrypoint.sh /usr/local/bin/ioi-run-entrypoint
 # The compile cache (precompiled headers are ~100 MB each) and Hugging Face downloads live in
-# one volume, writable by any user the container runs as.
-RUN mkdir -p /cache /data && chmod 1777 /cache /data
+# one volume, root's only: a program in the cache is run by every later judge, so a cache that
+# others may write lets them plant what scores are made with (docs/threat-model.md#the-container).
+# A container run with --user mounts a volume of its own.
+RUN mkdir -p /cache /data && chmod 0755 /cache /data
 ENV IOI_RUN_CACHE=/cache/ioi-run HF_HOME=/cache/huggingface
 VOLUME ["/cache"]
 WORKDIR /data

@@ -176,3 +176,27 @@ fn citations_and_slugs_are_read_as_github_does() {
         ]
     );
 }
+
+/// Every test the threat model names as the proof of a claim (`path::test`) exists.
+#[test]
+fn every_test_the_threat_model_names_exists() {
+    let page = std::fs::read_to_string(project().join("docs/threat-model.md")).unwrap();
+    let mut named = 0;
+    let mut missing = Vec::new();
+    for cited in page.split('`').skip(1).step_by(2) {
+        let Some((path, test)) = cited.split_once(".rs::") else {
+            continue;
+        };
+        named += 1;
+        let file = project().join(format!("{path}.rs"));
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if !text.contains(&format!("fn {test}(")) {
+            missing.push(cited.to_string());
+        }
+    }
+    assert!(
+        named >= 20,
+        "only {named} tests named in docs/threat-model.md"
+    );
+    assert!(missing.is_empty(), "tests named but not found: {missing:?}");
+}

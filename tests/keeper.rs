@@ -281,6 +281,106 @@ fn silent_clients_do_not_hold_the_keeper() {
     }
 }
 
+/// Clients that send their request a byte at a time (four with `--jobs 1`: every thread of the
+/// keeper) are cut off when the whole request has not come within the deadline, however often
+/// a byte arrives; a real client is served after them.
+#[test]
+fn trickling_clients_have_a_deadline_for_the_whole_request() {
+    if !is_root_or_skip("the keeper") {
+        return;
+    }
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let work = tempfile::tempdir().unwrap();
+    let (_keeper, socket) = keeper_with(work.path(), &["--jobs", "1"]);
+    let null = std::fs::File::create("/dev/null").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tricklers: Vec<_> = (0..4)
+        .map(|_| {
+            let conn = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            let fds = [null.as_raw_fd(), null.as_raw_fd()];
+            // A length of 1000 bytes, then one byte every 500 ms.
+            let head = 1000u32.to_le_bytes();
+            sendmsg::<()>(
+                conn.as_raw_fd(),
+                &[std::io::IoSlice::new(&head)],
+                &[ControlMessage::ScmRights(&fds)],
+                MsgFlags::empty(),
+                None,
+            )
+            .unwrap();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut conn = conn;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if conn.write_all(b" ").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                conn.set_read_timeout(Some(LIVENESS)).unwrap();
+                let mut answer = String::new();
+                let _ = conn.read_to_string(&mut answer);
+                answer
+            })
+        })
+        .collect();
+    let out = sandbox(work.path(), Some(&socket))
+        .args(["--", "echo", "served"])
+        .output()
+        .unwrap();
+    assert_eq!(common::ok(out), "served\n");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for trickler in tricklers {
+        let answer = trickler.join().unwrap();
+        assert!(answer.contains("did not come whole"), "{answer}");
+    }
+}
+
+/// Clients killed mid-run whose stdout is a pipe nobody reads (its reader lives on and never
+/// reads) free the keeper: with `--jobs 1`, four of them (every thread of the keeper) and the
+/// next client is served.
+#[test]
+fn a_killed_client_whose_stdout_nobody_reads_frees_the_keeper() {
+    if !is_root_or_skip("the keeper") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (_keeper, socket) = keeper_with(work.path(), &["--jobs", "1"]);
+    // Our ends of the pipes stay open and unread for the whole test.
+    let mut unread = Vec::new();
+    for tag in ["987652", "987653", "987654", "987655"] {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        unread.push(read);
+        let mut client = Guard(
+            sandbox(work.path(), Some(&socket))
+                .args(["--", "yes", tag])
+                .stdout(Stdio::from(write))
+                .spawn()
+                .unwrap(),
+        );
+        wait_until("the program to run", LIVENESS, || {
+            find_process(&["yes", tag]).is_some()
+        });
+        client.0.kill().unwrap();
+        client.0.wait().unwrap();
+    }
+    let mut next = Guard(
+        sandbox(work.path(), Some(&socket))
+            .args(["--", "echo", "next"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the next client to be served", LIVENESS, || {
+        next.0.try_wait().unwrap().is_some()
+    });
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut next.0.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert_eq!(stdout, "next\n");
+}
+
 #[test]
 fn a_keeper_that_dies_mid_run_fails_the_command_and_takes_the_box_along() {
     if !is_root_or_skip("the keeper") {

@@ -815,3 +815,47 @@ fn queue_depth(metrics_url: &str) -> f64 {
         .and_then(|value| value.trim().parse().ok())
         .unwrap_or_else(|| panic!("no ioi_run_queue_depth in:\n{text}"))
 }
+
+/// Connections that send a request's head and then a body that never completes (chunked and
+/// silent, or a `Content-Length` of 100 with one byte sent), more than jobs + queue and more
+/// than the body budget would take whole, hold no slot: a whole request is answered 200 while
+/// they hang, and each of them gets 408 once its body is late.
+#[test]
+fn slow_and_dead_clients_never_keep_a_whole_request_from_a_slot() {
+    use std::io::{Read, Write};
+    let fake = Fake::new(|_| Ok(judged(1.0, "Output is correct")));
+    let server = TestServer::start(fake.clone(), |o| {
+        o.jobs = 1;
+        o.max_queue = 0;
+        o.max_body = 1 << 20;
+        o.max_buffered = 1 << 20;
+        o.queue_wait = Duration::from_secs(120);
+        o.read_timeout = Duration::from_secs(3);
+    });
+    let addr = server.server.as_ref().unwrap().local_addr();
+    let heads = [
+        "POST /api/v2/execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /api/v2/execute HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{",
+    ];
+    let slow: Vec<TcpStream> = (0..8)
+        .map(|i| {
+            let mut conn = TcpStream::connect(addr).unwrap();
+            conn.write_all(heads[i % 2].as_bytes()).unwrap();
+            conn
+        })
+        .collect();
+    let (status, body) = post(&server.url("execute"), &nile_request("x", "1").to_string());
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(fake.jobs().len(), 1);
+    for mut conn in slow {
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = conn.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 408") && answer.contains("--read-timeout"),
+            "{answer}"
+        );
+    }
+}

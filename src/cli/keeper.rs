@@ -195,9 +195,10 @@ fn serve(sandbox: &Sandbox, slots: &Slots, owner: u32, mut conn: UnixStream) {
         Ok(()) => match receive_within(&conn, REQUEST_TIMEOUT) {
             Err(e) => Answer::Failed(format!("{e:#}")),
             Ok((request, out, err)) => {
-                let _slot = slots.take();
+                let slot = slots.take();
                 let caller = conn.try_clone().map(|c| Arc::new(OwnedFd::from(c))).ok();
-                match run_request::execute(sandbox, &request, out, err, caller) {
+                // The slot is free once the box is gone, while the rest of the output is relayed.
+                match run_request::execute(sandbox, &request, out, err, caller, || drop(slot)) {
                     Ok(outcome) => Answer::Outcome(outcome),
                     Err(e) => Answer::Failed(format!("{e:#}")),
                 }
@@ -228,25 +229,40 @@ fn check_peer(conn: &UnixStream, owner: u32) -> Result<()> {
     Ok(())
 }
 
-/// The longest a client may take to send its request once connected: a client that sends
-/// nothing holds one of the keeper's threads for no longer than this.
+/// The longest a client may take to send its whole request once connected: a client that
+/// sends nothing, or a byte now and then, holds one of the keeper's threads for no longer.
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// [`receive`], failing when the request has not come within `timeout`.
+/// [`receive`], failing when the whole request has not come within `timeout`: every read waits
+/// only for what is left of it.
 fn receive_within(
     conn: &UnixStream,
     timeout: std::time::Duration,
 ) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
-    conn.set_read_timeout(Some(timeout))?;
-    let request = receive(conn);
+    let deadline = std::time::Instant::now() + timeout;
+    let request = receive(conn, deadline);
     conn.set_read_timeout(None)?;
     request
 }
 
+/// Sets the read timeout of `conn` to what is left until `deadline`; an error once it passed.
+fn until(conn: &UnixStream, deadline: std::time::Instant) -> Result<()> {
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    if left.is_zero() {
+        bail!("cannot read the request: it did not come whole within {REQUEST_TIMEOUT:?}");
+    }
+    conn.set_read_timeout(Some(left))
+        .context("cannot set the request's deadline")
+}
+
 /// Reads a request: its length (4 bytes, little-endian) and its JSON, with the client's stdout
 /// and stderr attached to the first bytes.
-fn receive(conn: &UnixStream) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
+fn receive(
+    conn: &UnixStream,
+    deadline: std::time::Instant,
+) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    until(conn, deadline)?;
     let mut buf = vec![0u8; 64 << 10];
     let mut cmsg = nix::cmsg_space!([RawFd; 2]);
     let (n, fds) = {
@@ -280,6 +296,7 @@ fn receive(conn: &UnixStream) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
     let mut bytes = buf[..n].to_vec();
     let mut conn = conn;
     while bytes.len() < 4 {
+        until(conn, deadline)?;
         read_more(&mut conn, &mut bytes)?;
     }
     let len = u32::from_le_bytes(bytes[..4].try_into()?) as usize;
@@ -287,6 +304,7 @@ fn receive(conn: &UnixStream) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
         bail!("request of {len} bytes: at most {MAX_REQUEST}");
     }
     while bytes.len() < 4 + len {
+        until(conn, deadline)?;
         read_more(&mut conn, &mut bytes)?;
     }
     let request = serde_json::from_slice(&bytes[4..4 + len]).context("unreadable request")?;
@@ -295,7 +313,18 @@ fn receive(conn: &UnixStream) -> Result<(RunRequest, OwnedFd, OwnedFd)> {
 
 fn read_more(conn: &mut &UnixStream, bytes: &mut Vec<u8>) -> Result<()> {
     let mut chunk = [0u8; 64 << 10];
-    let n = conn.read(&mut chunk).context("cannot read the request")?;
+    let n = match conn.read(&mut chunk) {
+        Ok(n) => n,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            bail!("cannot read the request: it did not come whole within {REQUEST_TIMEOUT:?}")
+        }
+        Err(e) => return Err(e).context("cannot read the request"),
+    };
     if n == 0 {
         bail!("the client hung up before its request was whole");
     }
@@ -357,9 +386,47 @@ fn send(conn: &UnixStream, request: &RunRequest) -> Result<()> {
     Ok(())
 }
 
+/// The fuzzer of the integration tests, for the request decoder, which is private to the binary.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../tests/common/fuzz.rs"]
+mod fuzz_engine;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fuzz_engine as fuzz;
+
+    /// Fuzz target of a keeper's request (docs/threat-model.md#fuzzing): any bytes, with the
+    /// two descriptors, give a request or an error, never a panic or a wait past the deadline
+    /// (the sender hangs up after its bytes).
+    #[test]
+    fn fuzz_keeper_requests() {
+        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+        fuzz::run("keeper_request", |json| {
+            let (a, b) = UnixStream::pair().unwrap();
+            let mut bytes = (json.len() as u32).to_le_bytes().to_vec();
+            bytes.extend_from_slice(json);
+            let fds = [1, 2];
+            let sent = sendmsg::<()>(
+                a.as_raw_fd(),
+                &[std::io::IoSlice::new(&bytes[..bytes.len().min(4096)])],
+                &[ControlMessage::ScmRights(&fds)],
+                MsgFlags::empty(),
+                None,
+            )
+            .unwrap();
+            let rest = bytes[sent..].to_vec();
+            let sender = std::thread::spawn(move || {
+                let mut a = a;
+                let _ = a.write_all(&rest);
+            });
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let _ = receive(&b, deadline);
+            drop(b);
+            sender.join().unwrap();
+        });
+    }
 
     #[test]
     fn a_peer_of_another_uid_is_refused() {
@@ -393,7 +460,8 @@ mod tests {
             },
         };
         let sender = std::thread::spawn(move || send(&a, &request).map(|_| request));
-        let (got, out, err) = receive(&b).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let (got, out, err) = receive(&b, deadline).unwrap();
         assert_eq!(got, sender.join().unwrap().unwrap());
         assert!(out.as_raw_fd() > 2 && err.as_raw_fd() > 2);
     }

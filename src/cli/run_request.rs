@@ -4,7 +4,7 @@
 //! it here, with the program's output relayed to the caller's streams under the output limit.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,13 +47,16 @@ pub fn absolute(path: &Path) -> Result<PathBuf> {
 }
 
 /// Runs `request` in `sandbox`. `out` and `err` are the caller's stdout and stderr, where the
-/// relays write; `caller`, when the run is a keeper's, is the connection whose hang-up kills it.
+/// relays write; `caller`, when the run is a keeper's, is the connection whose hang-up kills it
+/// and stops its relays. `run_over` is called once the box is gone, before the last of the
+/// output is relayed.
 pub fn execute(
     sandbox: &Sandbox,
     request: &RunRequest,
     out: OwnedFd,
     err: OwnedFd,
     caller: Option<Arc<OwnedFd>>,
+    run_over: impl FnOnce(),
 ) -> Result<Outcome> {
     let mut temp_box = None;
     let box_dir = match &request.box_dir {
@@ -83,12 +86,24 @@ pub fn execute(
     spec.stdout = match &request.stdout {
         Some(path) => Stdio::Path(path.clone()),
         None if discarded(&out, limit) => Stdio::Null,
-        None => relay(fifo(&mut fifos, "stdout")?, out, limit, &mut relays)?,
+        None => relay(
+            fifo(&mut fifos, "stdout")?,
+            out,
+            limit,
+            &caller,
+            &mut relays,
+        )?,
     };
     spec.stderr = match &request.stderr {
         Some(path) => Stdio::Path(path.clone()),
         None if discarded(&err, limit) => Stdio::Null,
-        None => relay(fifo(&mut fifos, "stderr")?, err, limit, &mut relays)?,
+        None => relay(
+            fifo(&mut fifos, "stderr")?,
+            err,
+            limit,
+            &caller,
+            &mut relays,
+        )?,
     };
     let limits = &request.limits;
     spec.limits = Limits {
@@ -101,6 +116,7 @@ pub fn execute(
     };
     spec.caller = caller;
     let mut outcome = sandbox.run(&spec);
+    run_over();
     // Every process of the box is gone: once our own write ends close, the relays see
     // end-of-file after the last byte the program wrote.
     let mut over_limit = false;
@@ -181,7 +197,16 @@ type Relay = (OwnedFd, std::thread::JoinHandle<bool>);
 /// `limit` applies to what it writes, which RLIMIT_FSIZE does not do for a FIFO: past the limit
 /// the relay closes its end (the program gets SIGPIPE or EPIPE) and returns true. A FIFO, not a
 /// pipe: the box opens it by name, so a box built ahead of the run serves it.
-fn relay(path: PathBuf, to: OwnedFd, limit: Option<u64>, relays: &mut Vec<Relay>) -> Result<Stdio> {
+///
+/// A keeper's relay also stops when its caller hangs up: a killed client whose stdout pipe
+/// nobody reads must not hold the relay (and its client thread) for ever.
+fn relay(
+    path: PathBuf,
+    to: OwnedFd,
+    limit: Option<u64>,
+    caller: &Option<Arc<OwnedFd>>,
+    relays: &mut Vec<Relay>,
+) -> Result<Stdio> {
     use nix::fcntl::{fcntl, open, FcntlArg, OFlag};
     use nix::sys::stat::Mode;
     nix::unistd::mkfifo(&path, Mode::from_bits_truncate(0o600))
@@ -197,9 +222,10 @@ fn relay(path: PathBuf, to: OwnedFd, limit: Option<u64>, relays: &mut Vec<Relay>
     let write = open(&path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())
         .with_context(|| format!("cannot open the FIFO {}", path.display()))?;
     fcntl(&read, FcntlArg::F_SETFL(OFlag::empty())).context("cannot make the FIFO blocking")?;
+    let caller = caller.clone();
     let handle = std::thread::spawn(move || {
         let mut from = std::fs::File::from(read);
-        let mut to = std::fs::File::from(to);
+        let mut to = Destination::new(to, caller);
         let mut buf = vec![0u8; 64 << 10];
         let mut seen = 0u64;
         loop {
@@ -223,4 +249,70 @@ fn relay(path: PathBuf, to: OwnedFd, limit: Option<u64>, relays: &mut Vec<Relay>
     });
     relays.push((write, handle));
     Ok(Stdio::Existing(path))
+}
+
+/// The caller's stream a relay writes to. A keeper's caller may die and leave its stdout pipe
+/// to a reader that never reads: writes to a pipe or socket then wait, in pieces the stream
+/// takes without blocking, until it is writable or the caller has hung up.
+struct Destination {
+    to: std::fs::File,
+    /// The keeper's connection to the caller, when the stream may block (a pipe or socket).
+    watch: Option<Arc<OwnedFd>>,
+}
+
+impl Destination {
+    fn new(to: OwnedFd, caller: Option<Arc<OwnedFd>>) -> Destination {
+        let blocks = nix::sys::stat::fstat(&to).is_ok_and(|stream| {
+            matches!(
+                stream.st_mode & libc::S_IFMT,
+                libc::S_IFIFO | libc::S_IFSOCK
+            )
+        });
+        Destination {
+            to: std::fs::File::from(to),
+            watch: caller.filter(|_| blocks),
+        }
+    }
+
+    fn write_all(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        let Some(watch) = &self.watch else {
+            return self.to.write_all(bytes);
+        };
+        while !bytes.is_empty() {
+            // libc's poll: nix drops every flag of an event it does not name (POLLRDHUP).
+            let mut fds = [
+                libc::pollfd {
+                    fd: self.to.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: watch.as_raw_fd(),
+                    events: libc::POLLRDHUP,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: poll(2) on two descriptors this relay holds open, the array ours.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
+            }
+            if fds[1].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the caller hung up",
+                ));
+            }
+            if fds[0].revents != 0 {
+                // A pipe that polls writable takes PIPE_BUF bytes without blocking; an error
+                // (the reader gone) is the write's to report.
+                let n = self.to.write(&bytes[..bytes.len().min(libc::PIPE_BUF)])?;
+                bytes = &bytes[n..];
+            }
+        }
+        Ok(())
+    }
 }

@@ -250,7 +250,7 @@ fn run_here(request: &RunRequest) -> Result<ioi_sandbox::Outcome> {
     let dup = |fd| nix::unistd::dup(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
     let out = dup(1).context("cannot duplicate stdout")?;
     let err = dup(2).context("cannot duplicate stderr")?;
-    execute(&sandbox, request, out, err, None)
+    execute(&sandbox, request, out, err, None, || {})
 }
 
 fn parse_dir(spec: &str) -> Result<(PathBuf, PathBuf, bool)> {

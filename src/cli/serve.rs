@@ -35,7 +35,7 @@ pub struct Args {
     /// --queue-wait for room, then get HTTP 503 [default: 4 × jobs].
     #[arg(long)]
     max_queue: Option<usize>,
-    /// Seconds a request beyond --max-queue waits for room (its body unread) before HTTP 503.
+    /// Seconds a whole request beyond --max-queue waits for room before HTTP 503.
     /// Keep it below the client's read timeout (open-r1's is 30 s).
     #[arg(long, default_value = "20", value_parser = parse_wait)]
     queue_wait: Duration,
@@ -45,6 +45,10 @@ pub struct Args {
     /// Memory for request bodies held at once, over all requests; requests wait for room.
     #[arg(long, default_value = "2G", value_parser = super::parse_size)]
     max_buffered: u64,
+    /// Seconds a client may take to send a whole request body before HTTP 408; it holds no
+    /// slot meanwhile (its head must arrive within 30 s).
+    #[arg(long, default_value = "60", value_parser = parse_wait)]
+    read_timeout: Duration,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT before their sandboxes are
     /// killed.
     #[arg(long, default_value = "10", value_parser = super::parse_seconds)]
@@ -77,6 +81,7 @@ pub fn run(args: Args) -> Result<i32> {
     options.queue_wait = args.queue_wait;
     options.max_body = args.max_body;
     options.max_buffered = args.max_buffered;
+    options.read_timeout = args.read_timeout;
     options.grace = args.grace;
     let executor = make_executor(&args.cache, args.compile_profile, args.time_scale)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

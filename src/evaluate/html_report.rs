@@ -285,11 +285,12 @@ fn problem_section(overview: &ProblemOverview, subs: &[&JudgedSubmission]) -> Re
     let totals: Vec<f64> = subs.iter().map(|s| s.total).collect();
     let bins = score_bins(&totals, max_points);
     let mut out = format!(
-        "<section id=\"{id}\"><h2>{title}</h2>\n<p class=\"muted\">Table: <a href=\"{md}\">{md}</a>\
+        "<section id=\"{id}\"><h2>{title}</h2>\n<p class=\"muted\">Table: <a href=\"{link}\">{md}</a>\
          </p>\n<figure><figcaption>Total score of {n} submissions</figcaption>{hist}</figure>\n",
         id = anchor(overview),
         title = escape(&title(overview)),
         md = escape(&overview.report_name()),
+        link = escape(&overview.report_link()),
         n = subs.len(),
         hist = plots::score_histogram(&Histogram {
             bins: &bins,

@@ -15,6 +15,7 @@ use super::html_report::{anchor, render_html, REPORT_HTML};
 pub use super::report_rows::{python_float, JudgedSubmission, SubtaskCell, TestMeasure};
 use super::results::read_results;
 use super::roundrobin::{self, Candidate};
+use crate::name::SafeName;
 use crate::score::round_like_python;
 
 /// A score for display: rounded to 2 decimals, written as Python writes floats (`37.0`).
@@ -71,11 +72,39 @@ impl ProblemOverview {
     }
 
     /// The markdown report's file name: `<year>_<problem>.md`, or `<problem>.md` without a year.
+    /// A problem id that is no plain name (docs/data.md#names) or starts with `.` gives
+    /// `problem-<hash>.md` instead: a results file names no file outside its reports folder.
     pub fn report_name(&self) -> String {
-        match self.year {
+        let name = match self.year {
             0 => format!("{}.md", self.problem_id),
             year => format!("{year}_{}.md", self.problem_id),
+        };
+        match SafeName::parse(&name) {
+            Ok(safe) if !name.starts_with('.') => safe.to_string(),
+            _ => format!(
+                "problem-{}.md",
+                &blake3::hash(self.problem_id.as_bytes()).to_hex()[..16]
+            ),
         }
+    }
+
+    /// The report's file name as a relative link: the name itself when it holds only letters,
+    /// digits and `-._~` (as the reference writes it), else `./` and the name percent-encoded,
+    /// so that no problem id becomes a `javascript:` (or any other scheme's) link.
+    pub fn report_link(&self) -> String {
+        let name = self.report_name();
+        let plain = |byte: u8| byte.is_ascii_alphanumeric() || b"-._~".contains(&byte);
+        if name.bytes().all(plain) {
+            return name;
+        }
+        let mut link = String::from("./");
+        for byte in name.bytes() {
+            match plain(byte) {
+                true => link.push(byte as char),
+                false => link.push_str(&format!("%{byte:02X}")),
+            }
+        }
+        link
     }
 
     fn is_practice(&self) -> bool {
@@ -231,7 +260,7 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
                     format!("{}/100", points(o.best_submission)),
                     format!("{:.2}/100", o.limit_50_score),
                     format!("{:.2}/100", o.no_limit_score),
-                    format!("[link]({})", o.report_name()),
+                    format!("[link]({})", o.report_link()),
                 ]
             })
             .collect();
@@ -507,5 +536,61 @@ Plots: [report.html](report.html#2024_nile)
                 && err.contains("`status`"),
             "{err}"
         );
+    }
+
+    /// Problem ids from a results file written by others: none names a file outside the
+    /// reports folder (with year 0 too) or becomes an active link in README.md or report.html.
+    #[test]
+    fn hostile_problem_ids_stay_in_the_reports_folder_and_are_never_links_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let results = dir.path().join("model-a.jsonl");
+        let absolute = dir.path().join("abs-escape").display().to_string();
+        let ids = [
+            "../../escape",
+            absolute.as_str(),
+            "javascript:alert(1)",
+            ".hidden",
+        ];
+        let text: String = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut row = result(&format!("s{i}"), id, "1", None, Vec::new());
+                row["year"] = json!(0);
+                format!("{row}\n")
+            })
+            .collect();
+        std::fs::write(&results, text).unwrap();
+        let written = write_reports(std::slice::from_ref(&results), &out, "uuid").unwrap();
+        let folder = out.join("reports/model-a");
+        for path in &written {
+            assert_eq!(path.parent(), Some(folder.as_path()), "{}", path.display());
+        }
+        assert_eq!(written.len(), ids.len() + 2, "{written:?}");
+        let mut on_disk = Vec::new();
+        for entry in walkdir::WalkDir::new(dir.path()).min_depth(1) {
+            let entry = entry.unwrap();
+            if entry.file_type().is_file() {
+                on_disk.push(entry.path().to_path_buf());
+            }
+        }
+        on_disk.retain(|p| p != &results);
+        on_disk.sort();
+        let mut expected = written.clone();
+        expected.sort();
+        assert_eq!(on_disk, expected, "files outside the reports folder");
+        let readme = std::fs::read_to_string(folder.join("README.md")).unwrap();
+        let html = std::fs::read_to_string(folder.join(REPORT_HTML)).unwrap();
+        assert!(!readme.contains("](javascript:"), "{readme}");
+        assert!(
+            readme.contains("](./javascript%3Aalert%281%29.md)"),
+            "{readme}"
+        );
+        assert!(
+            !html.to_lowercase().contains("href=\"javascript:"),
+            "{html}"
+        );
+        assert!(html.contains("href=\"./javascript%3Aalert%281%29.md\""));
     }
 }

@@ -90,9 +90,9 @@ fn generate(
         .iter()
         .map(|t| {
             (
-                t.name.clone(),
+                t.name.to_string(),
                 TestCase {
-                    name: t.name.clone(),
+                    name: t.name.to_string(),
                     input: entry.join(format!("{}.in", t.name)),
                     output: entry.join(format!("{}.out", t.name)),
                 },
@@ -197,7 +197,7 @@ fn cache_key(
         part(test.name.as_bytes());
         if let GenCommand::Manual(file) = &test.command {
             let path = package.dir.join("gen/manual").join(file);
-            part(&fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?);
+            part(&crate::problem::package::read(&package.dir, &path)?);
         }
     }
     for (name, path) in tools.generators.iter().chain(&tools.validators) {
@@ -283,7 +283,8 @@ fn make_input(
     match &test.command {
         GenCommand::Manual(file) => {
             let from = package.dir.join("gen/manual").join(file);
-            fs::copy(&from, &raw).with_context(|| format!("cannot copy {}", from.display()))?;
+            let content = crate::problem::package::read(&package.dir, &from)?;
+            fs::write(&raw, content).with_context(|| format!("cannot write {}", raw.display()))?;
         }
         GenCommand::Generator { program, args } => {
             let (_, binary) = tools
@@ -412,7 +413,7 @@ fn validate(
     let subtasks: Vec<&str> = plan
         .subtask_tests
         .iter()
-        .filter(|(_, tests)| tests.contains(&test.name))
+        .filter(|(_, tests)| tests.iter().any(|t| test.name == *t))
         .map(|(name, _)| name.as_str())
         .collect();
     let input = out.join(format!("{}.in", test.name));

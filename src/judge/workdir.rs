@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use ioi_sandbox::Sandbox;
 
+use crate::name::RelativePath;
+
 pub struct BoxDir {
     dir: tempfile::TempDir,
     owner: (u32, u32),
@@ -43,9 +45,13 @@ impl BoxDir {
         self.dir.path().join(name)
     }
 
-    /// Writes a file (creating its folders, owned by the sandbox user) at a relative path.
+    /// Writes a file (creating its folders, owned by the sandbox user) at a relative path. The
+    /// path is checked as a [`RelativePath`] here, whoever built it (a grader file of a dataset
+    /// row, a problem id): nothing is written outside the box (docs/data.md#names).
     pub fn write(&self, relative: &str, content: &[u8]) -> Result<PathBuf> {
-        let path = self.join(relative);
+        let relative = RelativePath::parse(relative)
+            .with_context(|| format!("cannot write a file of the box at {relative:?}"))?;
+        let path = self.dir.path().join(relative.as_path());
         if let Some(parent) = path.parent() {
             self.mkdirs(parent)?;
         }

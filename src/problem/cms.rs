@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use super::config::{self, TaskConfig};
 use super::{id_from_headers, GraderFile, Problem, Subtask, TaskType, TestCase, TestSet};
 use crate::dataset::kind;
+use crate::name::RelativePath;
 
 /// Decimals of subtask scores when `problem.json` does not say.
 pub const DEFAULT_SCORE_PRECISION: u32 = 2;
@@ -135,6 +136,8 @@ fn read_tree(dir: &Path, sub: &str) -> Result<Vec<GraderFile>> {
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/");
+        let path = RelativePath::parse(&path)
+            .with_context(|| format!("{}: a file name breaks the rules", entry.path().display()))?;
         let content = std::fs::read(entry.path())
             .with_context(|| format!("cannot read {}", entry.path().display()))?;
         files.push(GraderFile { path, content });
@@ -158,6 +161,14 @@ pub(crate) fn read_test_folder(dir: &Path) -> Result<BTreeMap<String, TestCase>>
         }
         let (Some(stem), Some(ext)) = (path.file_stem(), path.extension()) else {
             continue;
+        };
+        let (stem, ext) = (stem.to_owned(), ext.to_owned());
+        // The sandbox opens a test input as root: a link out of the folder must lead to a
+        // file anyone may read (docs/data.md#links-in-packages).
+        let path = if path.is_symlink() {
+            super::package::check_readable(dir, &path)?
+        } else {
+            path
         };
         let stem = stem.to_string_lossy().into_owned();
         match ext.to_str() {

@@ -313,7 +313,8 @@ pub fn ensure_grader_config(problem: &mut Problem) {
         .grader_files
         .retain(|f| f.path != GRADER_CONFIG_PATH);
     problem.grader_files.push(super::GraderFile {
-        path: GRADER_CONFIG_PATH.to_string(),
+        path: crate::name::RelativePath::parse(GRADER_CONFIG_PATH)
+            .expect("the grader config's path is a relative path"),
         content,
     });
     problem.grader_files.sort_by(|a, b| a.path.cmp(&b.path));

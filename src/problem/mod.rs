@@ -4,10 +4,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::name::RelativePath;
+
 pub mod cms;
 pub mod config;
 pub mod convert;
 pub mod openr1;
+pub mod package;
 pub mod testcases;
 pub mod tps;
 
@@ -104,8 +107,8 @@ pub struct Subtask {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraderFile {
-    /// Path relative to the task root, with `/` separators.
-    pub path: String,
+    /// Path relative to the task root, with `/` separators (docs/data.md#names).
+    pub path: RelativePath,
     pub content: Vec<u8>,
 }
 
@@ -169,6 +172,7 @@ pub fn id_from_headers(files: &[GraderFile]) -> Option<String> {
     headers
         .first()
         .map(|name| name.trim_end_matches(".h").to_lowercase())
+        .filter(|id| crate::name::SafeName::parse(id).is_ok())
 }
 
 /// One test: where its input and expected output are on disk.

@@ -13,6 +13,7 @@ use super::config::{self, TaskKind, GRADER_CONFIG_PATH};
 pub use super::testcases::load_tests;
 use super::{id_from_headers, GraderFile, Problem, Subtask, TaskType};
 use crate::dataset::{files_under, kind, read_rows, Row};
+use crate::name::{RelativePath, SafeName};
 
 /// The problem columns ioi-run reads (the statement columns are skipped).
 const PROBLEM_COLUMNS: &[&str] = &[
@@ -177,6 +178,8 @@ impl SubtaskRow {
             None => bail!("{} is missing", at("test_names")),
         };
         let id = row.str("id")?.to_lowercase();
+        // The id names the submission's source file, `graders/<id>.cpp`.
+        SafeName::parse(&id).with_context(|| at("id"))?;
         Ok(SubtaskRow {
             year: row
                 .get("year")
@@ -243,7 +246,8 @@ fn grader_files(value: Option<&Value>, at: &str) -> Result<Vec<GraderFile>> {
             };
             match pair {
                 (Value::String(path), Value::String(content)) => Ok(GraderFile {
-                    path: path.clone(),
+                    path: RelativePath::parse(path)
+                        .with_context(|| format!("{at}: a path is not a relative path"))?,
                     content: content.clone().into_bytes(),
                 }),
                 _ => bail!("{at}: paths and contents must be strings"),

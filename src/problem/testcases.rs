@@ -25,6 +25,7 @@ use super::cms::read_test_folder;
 use super::openr1::list;
 use super::{Problem, TestCase, TestSet};
 use crate::dataset::{files_under, read_rows, Format, RowPolicy};
+use crate::name::SafeName;
 
 /// Rows decoded at once from a tests parquet file. Each row holds up to ~30 MB; measured peak
 /// memory for loading 32 MB tests is ~110 MB with 1 row per batch and ~240 MB with 4.
@@ -178,12 +179,11 @@ impl<'a> TestSink<'a> {
             .as_ref()
             .map(|d| d.path().to_path_buf())
             .unwrap_or_default();
-        // Test names become file names only when they are plain names.
-        let safe = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\', '\0']);
-        let stem = if safe {
-            name.to_string()
-        } else {
-            format!("test-{}", self.cases.len())
+        // A test name becomes a file name only when it is one (docs/data.md#names); any other
+        // is named by its hash, which no plain name starting with `~` will equal.
+        let stem = match SafeName::parse(name) {
+            Ok(safe) => safe.to_string(),
+            Err(_) => format!("~{}", &blake3::hash(name.as_bytes()).to_hex()[..32]),
         };
         let case = TestCase {
             name: name.to_string(),

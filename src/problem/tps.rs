@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 
 use super::{Communication, GraderFile, Problem, Subtask, TaskType, UserIo};
 use crate::dataset::kind;
+use crate::name::{RelativePath, SafeName};
 
 /// Whether `dir` looks like a TPS task folder (`problem.json` with `subtasks.json` beside it;
 /// a CMS folder has a `subtasks/` folder instead).
@@ -123,7 +124,7 @@ pub struct TpsPackage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GenCommand {
     /// `manual FILE`: a copy of `gen/manual/FILE`.
-    Manual(String),
+    Manual(RelativePath),
     /// `PROGRAM ARGS...`: the standard output of `gen/PROGRAM.cpp` run with ARGS.
     Generator { program: String, args: Vec<String> },
 }
@@ -131,8 +132,9 @@ pub enum GenCommand {
 /// One test of `gen/data`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenTest {
-    /// The name as exported to CMS (lowercase, `_` for spaces), e.g. `1-03`, `randomab-02`.
-    pub name: String,
+    /// The name as exported to CMS (lowercase, `_` for spaces), e.g. `1-03`, `randomab-02`;
+    /// a file name of the tests' folder.
+    pub name: SafeName,
     /// Line of `gen/data` it comes from (1-based).
     pub line: usize,
     pub command: GenCommand,
@@ -180,6 +182,8 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
                     let Some(name) = args.first() else {
                         bail!("{}: @{directive} needs a name", at());
                     };
+                    // It becomes part of test names, which are file names.
+                    SafeName::parse(name).with_context(|| format!("{}: @{directive}", at()))?;
                     test_offset = 1;
                     sets.insert(name.to_string(), BTreeSet::new());
                     if directive == "subtask" {
@@ -218,30 +222,34 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
         };
         let parts = shlex::split(line)
             .with_context(|| format!("{}: unbalanced quotes in {line:?}", at()))?;
-        let command = match parts.split_first() {
-            Some((m, rest)) if m == "manual" => match rest {
-                [file] => GenCommand::Manual(file.clone()),
-                _ => bail!(
-                    "{}: `manual` takes exactly one file name, found {}",
-                    at(),
-                    rest.len()
-                ),
-            },
-            Some((program, rest)) => {
-                if program.contains('/') || program.starts_with('.') {
-                    bail!(
-                        "{}: generator name {program:?} must be a file in gen/",
-                        at()
-                    );
+        let command =
+            match parts.split_first() {
+                Some((m, rest)) if m == "manual" => match rest {
+                    [file] => GenCommand::Manual(RelativePath::parse(file).with_context(|| {
+                        format!("{}: `manual` takes a file of gen/manual", at())
+                    })?),
+                    _ => bail!(
+                        "{}: `manual` takes exactly one file name, found {}",
+                        at(),
+                        rest.len()
+                    ),
+                },
+                Some((program, rest)) => {
+                    if program.contains('/') || program.starts_with('.') {
+                        bail!(
+                            "{}: generator name {program:?} must be a file in gen/",
+                            at()
+                        );
+                    }
+                    GenCommand::Generator {
+                        program: program.clone(),
+                        args: rest.to_vec(),
+                    }
                 }
-                GenCommand::Generator {
-                    program: program.clone(),
-                    args: rest.to_vec(),
-                }
-            }
-            None => bail!("{}: empty test line", at()),
-        };
-        let name = clean_name(&tps_name);
+                None => bail!("{}: empty test line", at()),
+            };
+        let name = SafeName::parse(&clean_name(&tps_name))
+            .with_context(|| format!("{}: test name", at()))?;
         if !seen_names.insert(name.clone()) {
             bail!("{}: test name {name:?} is used twice", at());
         }
@@ -274,7 +282,7 @@ impl TpsPackage {
     /// Reads a TPS task folder. Errors name the file and field at fault.
     pub fn read(dir: &Path) -> Result<TpsPackage> {
         let json_path = dir.join("problem.json");
-        let problem_json = read_file(&json_path)?;
+        let problem_json = read_file(dir, &json_path)?;
         let top = json_object(&problem_json, &json_path)?;
         let at = |field: &str| format!("{}: field `{field}`", json_path.display());
         let str_field = |field: &str| -> Result<Option<String>> {
@@ -365,14 +373,14 @@ impl TpsPackage {
                 let path = dir.join(&from);
                 if path.is_file() || path.is_symlink() {
                     grader_files.push(GraderFile {
-                        path: to,
-                        content: read_file(&path)?,
+                        path: RelativePath::parse(&to)?,
+                        content: read_file(dir, &path)?,
                     });
                 }
             }
         }
         if has_manager {
-            let files = cpp_and_headers(&dir.join("grader"), "graders")?;
+            let files = cpp_and_headers(dir, "grader", "graders")?;
             if !files.iter().any(|f| f.path == "graders/manager.cpp") {
                 bail!(
                     "{}: the task has a manager (problem.json `type`/`has_manager`) but there is no manager.cpp",
@@ -382,7 +390,7 @@ impl TpsPackage {
             grader_files.extend(files);
         }
         if has_checker {
-            let files = cpp_and_headers(&dir.join("checker"), "checker")?;
+            let files = cpp_and_headers(dir, "checker", "checker")?;
             if !files.iter().any(|f| f.path == "checker/checker.cpp") {
                 bail!(
                     "{}: the task has a checker (problem.json `has_checker`) but there is no checker.cpp",
@@ -394,10 +402,10 @@ impl TpsPackage {
         grader_files.sort_by(|a, b| a.path.cmp(&b.path));
         grader_files.dedup_by(|a, b| a.path == b.path);
 
-        let (subtasks, validators) = read_subtasks_json(&dir.join("subtasks.json"))?;
-        let validator_files = top_level_files(&dir.join("validator"))?;
+        let (subtasks, validators) = read_subtasks_json(dir, &dir.join("subtasks.json"))?;
+        let validator_files = top_level_files(dir, &dir.join("validator"))?;
         let gen_dir = dir.join("gen");
-        let gen_files = top_level_files(&gen_dir)?;
+        let gen_files = top_level_files(dir, &gen_dir)?;
         let gen_data = if let Some(f) = gen_files.iter().find(|f| f.path == "data") {
             GenData::Text(
                 String::from_utf8(f.content.clone())
@@ -411,7 +419,7 @@ impl TpsPackage {
                 gen_dir.display()
             );
         };
-        let (solutions, model_solution) = read_solutions_json(&dir.join("solutions.json"))?;
+        let (solutions, model_solution) = read_solutions_json(dir, &dir.join("solutions.json"))?;
         Ok(TpsPackage {
             dir: dir.to_path_buf(),
             problem_json,
@@ -494,6 +502,8 @@ impl TpsPackage {
                             path.display()
                         );
                     }
+                    super::package::check_readable(&self.dir, &path)
+                        .with_context(|| format!("{origin}: line {}", test.line))?;
                 }
                 GenCommand::Generator { program, .. } => {
                     let source = format!("{program}.cpp");
@@ -534,19 +544,9 @@ impl TpsPackage {
     }
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| {
-        match std::fs::read_link(path) {
-            // IOI 2022 links testlib.h and Makefiles into its `tps` submodule.
-            Ok(target) => format!(
-                "cannot read {} (a symbolic link to {}: is the `tps` submodule checked out? \
-                 `git submodule update --init`)",
-                path.display(),
-                target.display()
-            ),
-            Err(_) => format!("cannot read {}", path.display()),
-        }
-    })
+/// A file of the package at `root`, links out of it read as an unprivileged user.
+fn read_file(root: &Path, path: &Path) -> Result<Vec<u8>> {
+    super::package::read(root, path)
 }
 
 fn json_object(bytes: &[u8], path: &Path) -> Result<Map<String, Value>> {
@@ -563,20 +563,22 @@ fn json_object(bytes: &[u8], path: &Path) -> Result<Map<String, Value>> {
 
 /// `*.cpp` and `*.h` directly in `dir`, as `<prefix>/<name>` (what the CMS exporter copies
 /// for managers and checkers).
-fn cpp_and_headers(dir: &Path, prefix: &str) -> Result<Vec<GraderFile>> {
-    Ok(top_level_files(dir)?
+fn cpp_and_headers(root: &Path, folder: &str, prefix: &str) -> Result<Vec<GraderFile>> {
+    top_level_files(root, &root.join(folder))?
         .into_iter()
         .filter(|f| f.path.ends_with(".cpp") || f.path.ends_with(".h"))
-        .map(|f| GraderFile {
-            path: format!("{prefix}/{}", f.path),
-            content: f.content,
+        .map(|f| {
+            Ok(GraderFile {
+                path: RelativePath::parse(&format!("{prefix}/{}", f.path))?,
+                content: f.content,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Regular files (or links to them) directly in `dir`, by file name, sorted; none when the
 /// folder is missing. Build products of TPS (`*.exe`, `._*`) are skipped.
-fn top_level_files(dir: &Path) -> Result<Vec<GraderFile>> {
+fn top_level_files(root: &Path, dir: &Path) -> Result<Vec<GraderFile>> {
     if !dir.is_dir() {
         return Ok(Vec::new());
     }
@@ -593,16 +595,17 @@ fn top_level_files(dir: &Path) -> Result<Vec<GraderFile>> {
             continue;
         }
         files.push(GraderFile {
-            content: read_file(&path)?,
-            path: name,
+            content: read_file(root, &path)?,
+            path: RelativePath::parse(&name)
+                .with_context(|| format!("{}: a file name breaks the rules", path.display()))?,
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
 }
 
-fn read_subtasks_json(path: &Path) -> Result<(Vec<SubtaskSpec>, Validators)> {
-    let top = json_object(&read_file(path)?, path)?;
+fn read_subtasks_json(root: &Path, path: &Path) -> Result<(Vec<SubtaskSpec>, Validators)> {
+    let top = json_object(&read_file(root, path)?, path)?;
     let strings = |value: Option<&Value>, field: &str| -> Result<Vec<String>> {
         match value {
             None | Some(Value::Null) => Ok(Vec::new()),
@@ -666,8 +669,8 @@ fn read_subtasks_json(path: &Path) -> Result<(Vec<SubtaskSpec>, Validators)> {
     Ok((specs, validators))
 }
 
-fn read_solutions_json(path: &Path) -> Result<(Vec<SolutionSpec>, String)> {
-    let top = json_object(&read_file(path)?, path)?;
+fn read_solutions_json(root: &Path, path: &Path) -> Result<(Vec<SolutionSpec>, String)> {
+    let top = json_object(&read_file(root, path)?, path)?;
     let mut solutions = Vec::new();
     for (file, data) in &top {
         let at = |field: &str| format!("{}: field `{file}.{field}`", path.display());
@@ -748,7 +751,7 @@ gen-big 5
         );
         assert_eq!(
             plan.tests[2].command,
-            GenCommand::Manual("sample-1.in".into())
+            GenCommand::Manual("sample-1.in".parse().unwrap())
         );
         assert_eq!(
             plan.tests[4].command,

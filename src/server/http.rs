@@ -7,9 +7,12 @@
 //! Admission works with three semaphores. `admitted` (jobs + max_queue permits) bounds the
 //! requests in the server; `buffered` (in KiB) bounds the request bodies held in memory at once;
 //! `running` (jobs permits) bounds the executions. A request whose `Content-Length` exceeds
-//! `max_body` gets 413 at once, without its body being read. A request that finds no slot or
-//! not enough body budget waits for one, its body still unread (so waiting costs no memory),
-//! for at most `queue_wait`; then it gets 503 with `Retry-After`. The wait is what makes
+//! `max_body` gets 413 at once, without its body being read. Every client is hostile until its
+//! request is whole (docs/threat-model.md#clients): its headers must arrive within
+//! [`HEADER_TIMEOUT`] and its body within `read_timeout` (else 408), and while it sends, it holds
+//! body budget only for the bytes it has sent and no slot, so no number of slow or dead clients
+//! keeps a whole request from a slot. A request whose body finds no budget, or that then finds
+//! no slot, waits for it at most `queue_wait`; then it gets 503 with `Retry-After`. The wait is what makes
 //! open-r1's client back off instead of failing a reward: it retries a non-200 answer only five
 //! times, one to ten seconds apart, but waits 30 s for an answer. The permits move into the
 //! blocking task, so a client that hangs up does not free a slot its execution still occupies.
@@ -20,7 +23,6 @@
 //! per request (target `ioi_run::request`); the execute handler tells it the language, outcome
 //! and queue wait through a response extension ([`Served`]).
 
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,6 +61,11 @@ const MAX_WAITING: usize = 4096;
 const TRIM_AFTER_BYTES: usize = 16 << 20;
 /// Seconds a 503 asks the client to wait (`Retry-After`).
 const RETRY_AFTER_SECONDS: u64 = 5;
+/// Longest time a client may take to send the whole head of a request (its line and headers).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default longest time a client may take to send a whole request body: a body at the largest
+/// size of [`DEFAULT_MAX_BODY`] needs 10 MB/s.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How the server listens and how much work it takes on.
 #[derive(Debug, Clone)]
@@ -76,6 +83,8 @@ pub struct ServeOptions {
     pub max_body: u64,
     /// Bytes of request bodies held in memory at once, over all requests.
     pub max_buffered: u64,
+    /// Longest time a client may take to send a whole request body; then HTTP 408.
+    pub read_timeout: Duration,
     /// After a shutdown request, how long in-flight requests may take before their sandboxes
     /// are killed (`ioi_sandbox::abort_all`), and again before the server gives up on them.
     pub grace: Duration,
@@ -93,6 +102,7 @@ impl ServeOptions {
             queue_wait: DEFAULT_QUEUE_WAIT,
             max_body: DEFAULT_MAX_BODY,
             max_buffered: DEFAULT_MAX_BUFFERED,
+            read_timeout: DEFAULT_READ_TIMEOUT,
             grace: Duration::from_secs(10),
         }
     }
@@ -153,6 +163,7 @@ impl Server {
             jobs,
             max_queue: options.max_queue,
             queue_wait: options.queue_wait,
+            read_timeout: options.read_timeout,
             max_body: options.max_body,
         };
         let app = router(state);
@@ -211,30 +222,73 @@ fn kib(bytes: u64) -> usize {
     (bytes.div_ceil(1024)).min(Semaphore::MAX_PERMITS as u64) as usize
 }
 
+/// Serves one listener until shutdown: a connection per task, each request's head read within
+/// [`HEADER_TIMEOUT`]. On shutdown no connection is accepted, idle ones close, and in-flight
+/// requests get `grace`; then their sandboxes are killed.
 async fn serve(
     listener: TcpListener,
     app: Router,
     stop: watch::Receiver<bool>,
     grace: Duration,
 ) -> Result<()> {
-    let server = axum::serve(listener, app).with_graceful_shutdown(stopped(stop.clone()));
-    let mut server = std::pin::pin!(server.into_future());
-    tokio::select! {
-        result = &mut server => return result.context("the HTTP server failed"),
-        () = async { stopped(stop).await; tokio::time::sleep(grace).await } => {}
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            () = stopped(stop.clone()) => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, or a connection reset before it was accepted: the
+                // listener itself is fine.
+                tracing::warn!("cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let stop = stop.clone();
+        connections.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT);
+            let connection =
+                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                () = stopped(stop) => connection.as_mut().graceful_shutdown(),
+            }
+            // A connection's error is its client's business (a reset, a slow head).
+            let _ = connection.await;
+        });
+        while connections.try_join_next().is_some() {}
     }
-    tracing::warn!("requests still running {grace:?} after shutdown: killing their sandboxes");
-    // Runs killed here are answered as judge-side errors, never as verdicts.
-    crate::judge::stop::request();
-    ioi_sandbox::abort_all();
-    match tokio::time::timeout(grace, server).await {
-        Ok(result) => result.context("the HTTP server failed"),
-        Err(_) => bail!(
-            "requests were still running {:?} after shutdown, even after killing every sandbox; \
-             abandoned them",
-            grace * 2
-        ),
+    drop(listener);
+    let finished = {
+        let drained = async { while connections.join_next().await.is_some() {} };
+        let mut drained = std::pin::pin!(drained);
+        if tokio::time::timeout(grace, &mut drained).await.is_ok() {
+            return Ok(());
+        }
+        tracing::warn!("requests still running {grace:?} after shutdown: killing their sandboxes");
+        // Runs killed here are answered as judge-side errors, never as verdicts.
+        crate::judge::stop::request();
+        ioi_sandbox::abort_all();
+        tokio::time::timeout(grace, drained).await.is_ok()
+    };
+    if finished {
+        return Ok(());
     }
+    // Abandoned requests still answer their clients if they ever finish.
+    connections.detach_all();
+    bail!(
+        "requests were still running {:?} after shutdown, even after killing every sandbox; \
+         abandoned them",
+        grace * 2
+    )
 }
 
 /// Resolves once shutdown is requested (never, if every handle is gone without asking).
@@ -255,6 +309,7 @@ struct AppState {
     jobs: usize,
     max_queue: usize,
     queue_wait: Duration,
+    read_timeout: Duration,
     max_body: u64,
 }
 
@@ -482,16 +537,16 @@ where
     if declared.is_some_and(|length| length > state.max_body) {
         return Err(too_large(state.max_body));
     }
-    let queued = state.metrics.queued();
-    let waiting = Instant::now();
-    let admission = admit(state, declared.unwrap_or(state.max_body)).await;
-    served.queue_wait = Some(waiting.elapsed());
-    let (admitted, buffered) = admission?;
     // Dropped last, once the body, the parsed request and the job are all gone; a body of
     // unknown length may be large, even when it is refused.
     let mut trim = GiveMemoryBack(declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
-    let body = read_body(request.into_body(), state.max_body).await?;
+    let (body, buffered) = read_body(state, request.into_body()).await?;
     trim.0 = body.len() >= TRIM_AFTER_BYTES;
+    let queued = state.metrics.queued();
+    let waiting = Instant::now();
+    let admission = admit(state).await;
+    served.queue_wait = Some(waiting.elapsed());
+    let admitted = admission?;
     let parsed = parse(&body);
     drop(body);
     // The body is parsed: only what the job holds stays (the test files, which the executor
@@ -547,50 +602,86 @@ fn declared_length(request: &Request) -> Result<Option<u64>, ApiError> {
         .ok_or_else(|| ApiError::bad("Content-Length is not a number of bytes".to_string()))
 }
 
-/// A slot in the server and the memory budget for a body of `bytes`, waiting for both (body
-/// unread) at most `queue_wait`; 503 when they did not come.
-async fn admit(
-    state: &AppState,
-    bytes: u64,
-) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), ApiError> {
+/// A slot in the server for a request whose body is read, waiting for one at most
+/// `queue_wait`; 503 when none came.
+async fn admit(state: &AppState) -> Result<OwnedSemaphorePermit, ApiError> {
     let busy = || ApiError::busy(state);
     let _waiting = state
         .waiting
         .clone()
         .try_acquire_owned()
         .map_err(|_| busy())?;
-    let permits = async {
-        let admitted = state.admitted.clone().acquire_owned().await.ok()?;
-        let kib = u32::try_from(kib(bytes)).ok()?;
-        let buffered = state
-            .buffered_kib
-            .clone()
-            .acquire_many_owned(kib)
-            .await
-            .ok()?;
-        Some((admitted, buffered))
-    };
-    match tokio::time::timeout(state.queue_wait, permits).await {
-        Ok(Some(permits)) => Ok(permits),
-        Ok(None) => Err(ApiError::internal(
+    match tokio::time::timeout(state.queue_wait, state.admitted.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        Ok(Err(_)) => Err(ApiError::internal(
             "the server is shutting down".to_string(),
         )),
         Err(_) => Err(busy()),
     }
 }
 
-/// Reads at most `limit` bytes of body; 413 beyond (for bodies sent without a length).
-async fn read_body(body: Body, limit: u64) -> Result<Bytes, ApiError> {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_big = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if too_big {
-            too_large(limit as u64)
-        } else {
-            ApiError::bad(format!("cannot read the request body: {e}"))
+/// Reads the whole body within `read_timeout` (else 408) and at most `max_body` bytes (else
+/// 413), holding body budget for the bytes received so far: a client that stalls holds only
+/// what it sent. Budget that does not come within `queue_wait` is a 503.
+async fn read_body(
+    state: &AppState,
+    mut body: Body,
+) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), ApiError> {
+    use http_body_util::BodyExt as _;
+    let deadline = tokio::time::Instant::now() + state.read_timeout;
+    let late = || {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive whole within {:?} (--read-timeout)",
+                state.read_timeout
+            ),
+        )
+    };
+    let mut bytes = Vec::new();
+    let mut budget: Option<OwnedSemaphorePermit> = None;
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(late()),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::bad(format!("cannot read the request body: {e}")))
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let length = bytes.len() as u64 + data.len() as u64;
+        if length > state.max_body {
+            return Err(too_large(state.max_body));
         }
-    })
+        let held = budget.as_ref().map_or(0, |p| p.num_permits());
+        let needed = kib(length).saturating_sub(held);
+        if needed > 0 {
+            let more = state
+                .buffered_kib
+                .clone()
+                .acquire_many_owned(u32::try_from(needed).unwrap_or(u32::MAX));
+            let wait = tokio::time::Instant::now() + state.queue_wait;
+            let more = match tokio::time::timeout_at(wait.min(deadline), more).await {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(_)) => {
+                    return Err(ApiError::internal(
+                        "the server is shutting down".to_string(),
+                    ))
+                }
+                Err(_) if wait <= deadline => return Err(ApiError::busy(state)),
+                Err(_) => return Err(late()),
+            };
+            match &mut budget {
+                Some(permit) => permit.merge(more),
+                None => budget = Some(more),
+            }
+        }
+        bytes.extend_from_slice(&data);
+    }
+    Ok((bytes, budget))
 }
 
 fn too_large(max_body: u64) -> ApiError {

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::codeforces;
 use super::runtime::CONTRACT_FILES;
 use super::{allowed_memory, IoiJob, Job, PlainJob, RequestError, Runtime, DEFAULT_PLAIN_MEMORY};
+use crate::name::RelativePath;
 use crate::problem::config::{parse_config, GRADER_CONFIG_PATH};
 use crate::problem::{id_from_headers, Communication, GraderFile, TaskType, UserIo};
 
@@ -128,11 +129,13 @@ fn ioi_job(mut files: Vec<File>, limits: &RequestLimits) -> Result<IoiJob, Reque
     files.retain(|f| !PACKAGE_SCRIPTS.contains(&f.name.as_str()));
     let grader_files: Vec<GraderFile> = files
         .into_iter()
-        .map(|f| GraderFile {
-            path: f.name,
-            content: f.content,
+        .map(|f| {
+            Ok(GraderFile {
+                path: RelativePath::parse(&f.name).map_err(|e| bad(format!("files: {e}")))?,
+                content: f.content,
+            })
         })
-        .collect();
+        .collect::<Result<_, RequestError>>()?;
 
     let config = grader_files
         .iter()
@@ -208,9 +211,11 @@ fn problem_id(files: &[File]) -> Result<String, RequestError> {
     let headers: Vec<GraderFile> = files
         .iter()
         .filter(|f| f.name.ends_with(".h"))
-        .map(|f| GraderFile {
-            path: f.name.clone(),
-            content: Vec::new(),
+        .filter_map(|f| {
+            Some(GraderFile {
+                path: RelativePath::parse(&f.name).ok()?,
+                content: Vec::new(),
+            })
         })
         .collect();
     if let Some(id) = id_from_headers(&headers) {
@@ -220,7 +225,7 @@ fn problem_id(files: &[File]) -> Result<String, RequestError> {
         .first()
         .and_then(|f| f.name.strip_prefix("graders/"))
         .and_then(|name| name.strip_suffix(".cpp"))
-        .filter(|stem| !stem.is_empty() && !stem.contains('/'))
+        .filter(|stem| crate::name::SafeName::parse(stem).is_ok())
         .map(str::to_lowercase)
         .ok_or_else(|| {
             bad(
@@ -245,18 +250,6 @@ fn plain_job(
             "files holds {} files; a c++ run takes at most {MAX_PLAIN_FILES}",
             files.len()
         )));
-    }
-    // Each file appears in the box at its name: one cannot also be the folder of another.
-    for file in &files {
-        if let Some(inner) = files.iter().find(|f| {
-            f.name
-                .starts_with(&format!("{}/", file.name.trim_end_matches('/')))
-        }) {
-            return Err(bad(format!(
-                "files: {:?} is a file, so {:?} cannot be inside it",
-                file.name, inner.name
-            )));
-        }
     }
     let main = files.remove(0);
     let file_name = main.name;
@@ -313,6 +306,18 @@ fn files(value: Option<Value>) -> Result<Vec<File>, RequestError> {
         }
         files.push(file);
     }
+    // Each file appears in the box at its name: one cannot also be the folder of another.
+    for file in &files {
+        if let Some(inner) = files.iter().find(|f| {
+            f.name
+                .starts_with(&format!("{}/", file.name.trim_end_matches('/')))
+        }) {
+            return Err(bad(format!(
+                "files: {:?} is a file, so {:?} cannot be inside it",
+                file.name, inner.name
+            )));
+        }
+    }
     Ok(files)
 }
 
@@ -366,17 +371,17 @@ fn file(i: usize, item: Value) -> Result<File, RequestError> {
 /// they derive from it) as an option, or as a file of options to read from the box
 /// (`@opts.cpp` beside an `opts.cpp` holding `-wrapper /bin/sh,...` runs a shell).
 fn check_name(i: usize, name: &str) -> Result<(), RequestError> {
-    let escapes = name.starts_with('/') || name.split('/').any(|part| part == "..");
-    let names_nothing = name.split('/').all(|part| part.is_empty() || part == ".");
-    if names_nothing || name.contains('\0') || escapes {
-        return Err(bad(format!(
-            "files[{i}].name {name:?} must be a relative path inside the box (no leading /, no ..)"
-        )));
-    }
     if name.len() > MAX_NAME_BYTES {
         return Err(bad(format!(
             "files[{i}].name is {} bytes long; at most {MAX_NAME_BYTES}",
             name.len()
+        )));
+    }
+    // The one grammar of paths from the input (docs/data.md#names): relative, no `.` or `..`,
+    // no empty component, no control character (a newline would forge a log line).
+    if let Err(e) = RelativePath::parse(name) {
+        return Err(bad(format!(
+            "files[{i}].name must be a relative path inside the box: {e}"
         )));
     }
     if name.split('/').any(|part| part.starts_with(['-', '@'])) {
@@ -682,7 +687,7 @@ mod tests {
             r#"{"language": "c++", "version": "*", "files": [{"name": "../x", "content": ""}]}"#
         )
         .contains("inside the box"));
-        for name in [".", "./", "a/../b"] {
+        for name in [".", "./", "a/../b", "a\nFORGED log line"] {
             let body = json!({"language": "c++", "version": "*", "files": [file(name, "")]});
             assert!(
                 error(&body.to_string()).contains("must be a relative path inside the box"),

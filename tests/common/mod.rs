@@ -7,6 +7,8 @@
 //! allowance.
 #![allow(dead_code)]
 
+pub mod fuzz;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
