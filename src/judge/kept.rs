@@ -79,8 +79,9 @@ pub fn path(dir: &Path, test: &str, kind: Kept) -> PathBuf {
 }
 
 /// Copies up to [`KEPT_BYTES`] of `from` (a file of a root-only folder, written by the
-/// sandbox) to the test's file of `kind`; a missing `from` (a stream never opened) is kept as
-/// an empty file.
+/// sandbox) to the test's file of `kind`. Nothing is kept when `from` does not exist (a
+/// Communication test has no output of the solution's own unless a checker judges the
+/// manager's), and an older file of that kind is removed.
 pub fn copy(from: &Path, dir: &Path, test: &str, kind: Kept) -> Result<()> {
     copy_all(&[from], dir, test, kind)
 }
@@ -89,6 +90,14 @@ pub fn copy(from: &Path, dir: &Path, test: &str, kind: Kept) -> Result<()> {
 /// after a line `=== process I ===`.
 pub fn copy_all(from: &[&Path], dir: &Path, test: &str, kind: Kept) -> Result<()> {
     let to = path(dir, test, kind);
+    if !from.iter().any(|p| p.exists()) {
+        return match fs::remove_file(&to) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove {}", to.display()))
+            }
+            _ => Ok(()),
+        };
+    }
     let mut out =
         fs::File::create(&to).with_context(|| format!("cannot write {}", to.display()))?;
     let mut left = KEPT_BYTES;

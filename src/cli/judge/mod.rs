@@ -262,8 +262,8 @@ fn read_solution(solution: &Path, problem: &Problem) -> Result<Vec<u8>> {
             .map(|g| g.path.as_str())
             .collect();
         return Err(usage(anyhow::anyhow!(
-            "{} is a C file, but problem {} has graders in C++ only ({}): submit C++ (a \
-             file not named *.c)",
+            "{} is a C file, but problem {} has no C grader (graders/grader.c): its graders \
+             ({}) are C++ only, so submit C++ (a file not named *.c)",
             solution.display(),
             problem.id,
             graders.join(", ")
@@ -289,10 +289,10 @@ fn diagnose_all(
         kept,
         judged_as: &judged_as,
         given: &given,
-        communication: matches!(
-            loaded.problem.task,
-            crate::problem::TaskType::Communication(_)
-        ),
+        user_io: match &loaded.problem.task {
+            crate::problem::TaskType::Communication(params) => Some(params.user_io),
+            crate::problem::TaskType::Batch => None,
+        },
         time_limit: loaded.problem.time_limit,
     };
     let mut found = Diagnoses::new();
