@@ -130,6 +130,9 @@ fn check_debugging_args(args: &Args) -> Result<()> {
     if args.input.is_some() && (!args.test_names.is_empty() || args.all_tests) {
         bail!("--input runs your input only: leave out --test and --all-tests");
     }
+    if args.input.is_some() && args.json {
+        bail!("--input prints what your program wrote, not a report: leave out --json");
+    }
     if args.input.is_some() && args.min_score.is_some() {
         bail!("--input judges nothing: --min-score has no score to compare");
     }
