@@ -88,13 +88,20 @@ fn a_c_solution_to_a_task_with_cpp_graders_only_is_refused_clearly() {
         "long long count_pairs(int T, int *a) { return 0; }\n",
     )
     .unwrap();
-    let report = judge(work.path(), "sumpairs", &solution);
-    let message = report["compile_error"].as_str().unwrap();
+    // Refused before compiling, as a usage error, not shown as the compiler's words.
+    let out = bin(work.path())
+        .args(["judge", "--json"])
+        .arg(problem_dir("sumpairs"))
+        .arg(&solution)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&out.stderr);
     assert!(
         message.contains("graders/grader.c") && message.contains("graders/grader.cpp"),
         "{message}"
     );
-    assert_eq!(report["total"].as_f64(), Some(0.0));
+    assert!(out.stdout.is_empty(), "no report");
 }
 
 #[test]

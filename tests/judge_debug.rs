@@ -399,3 +399,39 @@ fn help_lists_the_debugging_options() {
     }
     assert!(help.contains("debug"), "{help}");
 }
+
+#[test]
+fn an_interrupted_judge_says_nothing_of_resuming() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = sumpairs();
+    let stderr_path = work.path().join("stderr");
+    let mut child = bin_shared_cache()
+        .args([
+            "judge",
+            path(&dir),
+            path(&dir.join("solutions/sleep_tle.cpp")),
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let guard = KillOnDrop(&mut child);
+    // The line comes once the interrupt handler is in place.
+    wait_until("judge to start", Duration::from_secs(60), || {
+        read().contains("compiling")
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(guard.0.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = guard.0.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    let stderr = read();
+    assert!(stderr.contains("ioi-run: interrupted"), "{stderr}");
+    assert!(!stderr.contains("evaluate"), "{stderr}");
+}

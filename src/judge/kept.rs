@@ -78,9 +78,27 @@ pub fn path(dir: &Path, test: &str, kind: Kept) -> PathBuf {
     dir.join(format!("{}.{}", file_stem(test), kind.suffix()))
 }
 
+/// A new file at `to`, replacing what was there. It is created afresh (`O_EXCL`), never
+/// opened through whatever holds its name: ioi-run runs as root, and a symbolic link left in
+/// the folder must not make it write elsewhere.
+pub fn create(to: &Path) -> Result<fs::File> {
+    match fs::remove_file(to) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot replace {}", to.display()));
+        }
+        _ => {}
+    }
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)
+        .with_context(|| format!("cannot write {}", to.display()))
+}
+
 /// Copies up to [`KEPT_BYTES`] of `from` (a file of a root-only folder, written by the
-/// sandbox) to the test's file of `kind`; a missing `from` (a stream never opened) is kept as
-/// an empty file.
+/// sandbox) to the test's file of `kind`. Nothing is kept when `from` does not exist (a
+/// Communication test has no output of the solution's own unless a checker judges the
+/// manager's), and an older file of that kind is removed.
 pub fn copy(from: &Path, dir: &Path, test: &str, kind: Kept) -> Result<()> {
     copy_all(&[from], dir, test, kind)
 }
@@ -89,8 +107,15 @@ pub fn copy(from: &Path, dir: &Path, test: &str, kind: Kept) -> Result<()> {
 /// after a line `=== process I ===`.
 pub fn copy_all(from: &[&Path], dir: &Path, test: &str, kind: Kept) -> Result<()> {
     let to = path(dir, test, kind);
-    let mut out =
-        fs::File::create(&to).with_context(|| format!("cannot write {}", to.display()))?;
+    if !from.iter().any(|p| p.exists()) {
+        return match fs::remove_file(&to) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove {}", to.display()))
+            }
+            _ => Ok(()),
+        };
+    }
+    let mut out = create(&to)?;
     let mut left = KEPT_BYTES;
     for (i, source) in from.iter().enumerate() {
         let Ok(file) = fs::File::open(source) else {
@@ -105,4 +130,43 @@ pub fn copy_all(from: &[&Path], dir: &Path, test: &str, kind: Kept) -> Result<()
         left -= copied;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_names_become_safe_file_names() {
+        assert_eq!(file_stem("05"), "05");
+        assert_eq!(file_stem("../../etc/passwd"), "_.._.._etc_passwd");
+        assert_eq!(file_stem(".hidden"), "_.hidden");
+        assert_eq!(file_stem(""), "_");
+        let dir = Path::new("/k");
+        assert_eq!(path(dir, "a/b", Kept::Output), Path::new("/k/a_b.out"));
+    }
+
+    #[test]
+    fn a_link_in_the_folder_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep me").unwrap();
+        let source = dir.path().join("stderr");
+        fs::write(&source, "debug line\n").unwrap();
+        std::os::unix::fs::symlink(&victim, path(dir.path(), "05", Kept::Stderr)).unwrap();
+        copy(&source, dir.path(), "05", Kept::Stderr).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me");
+        let kept = path(dir.path(), "05", Kept::Stderr);
+        assert!(!kept.is_symlink());
+        assert_eq!(fs::read_to_string(kept).unwrap(), "debug line\n");
+    }
+
+    #[test]
+    fn nothing_is_kept_of_a_stream_that_does_not_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = path(dir.path(), "05", Kept::Output);
+        fs::write(&stale, "an older run").unwrap();
+        copy(&dir.path().join("missing"), dir.path(), "05", Kept::Output).unwrap();
+        assert!(!stale.exists());
+    }
 }

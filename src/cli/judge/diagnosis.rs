@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::judge::kept::{self, Kept};
-use crate::problem::TestCase;
+use crate::problem::{TestCase, UserIo};
 use crate::score::{TestResult, Verdict};
 
 /// Lines of the input shown.
@@ -46,6 +46,9 @@ pub struct Diagnosis {
     /// The place in the solution's file a sanitizer or an assertion names (`sol.cpp:7 in f`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// What to do next to learn more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
     /// What the verdict or the signal usually means.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meaning: Option<String>,
@@ -67,7 +70,8 @@ pub struct Sources<'a> {
     /// The submission's name in the judge's folder (`graders/<id>.cpp`) and the user's.
     pub judged_as: &'a str,
     pub given: &'a str,
-    pub communication: bool,
+    /// How the solution talks to the manager, for a Communication task (`None`: Batch).
+    pub user_io: Option<UserIo>,
     /// The (scaled) time limit, in CPU seconds.
     pub time_limit: f64,
 }
@@ -99,6 +103,13 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
     let signal = signal_of(feedback);
     d.signal = signal.map(ioi_sandbox::signal_name);
     d.meaning = meaning(test, signal, &stderr, from);
+    let crashed = matches!(
+        signal,
+        Some(libc::SIGSEGV | libc::SIGFPE | libc::SIGABRT | libc::SIGBUS | libc::SIGILL)
+    );
+    if crashed && !is_sanitizer_report(&stderr) {
+        d.hint = Some("judge again with `--compile-profile debug`: it names the line".into());
+    }
     Some(d)
 }
 
@@ -111,35 +122,32 @@ pub fn signal_of(feedback: &str) -> Option<i32> {
 
 /// What a failure usually means, in a contestant's words.
 fn meaning(test: &TestResult, signal: Option<i32>, stderr: &str, from: &Sources) -> Option<String> {
-    let communication = from.communication;
+    let communication = from.user_io.is_some();
     let sanitized = is_sanitizer_report(stderr);
-    let debug_hint = match sanitized {
-        true => "",
-        false => "; `--compile-profile debug` names the line",
-    };
     Some(match (test.status, signal) {
-        (Verdict::RuntimeError, Some(libc::SIGSEGV)) => format!(
-            "invalid memory access: an index out of bounds, a null or dangling pointer, or a \
-             stack overflow{debug_hint}"
-        ),
-        (Verdict::RuntimeError, Some(libc::SIGFPE)) => format!(
-            "arithmetic error: an integer division or modulo by zero (or INT_MIN / -1){debug_hint}"
-        ),
+        (Verdict::RuntimeError, Some(libc::SIGSEGV)) => "invalid memory access: an index out of \
+                                                         bounds, a null or dangling pointer, or \
+                                                         a stack overflow"
+            .to_string(),
+        (Verdict::RuntimeError, Some(libc::SIGFPE)) => {
+            "arithmetic error: an integer division or modulo by zero (or INT_MIN / -1)".to_string()
+        }
         (Verdict::RuntimeError, Some(libc::SIGABRT)) => {
             let why = assertion(stderr).unwrap_or_else(|| {
                 "a failed assert, an uncaught exception (e.g. std::out_of_range from .at(), \
                  std::bad_alloc) or heap corruption the C library noticed"
                     .to_string()
             });
-            format!("abort(): {why}{debug_hint}")
+            format!("abort(): {why}")
         }
         (Verdict::RuntimeError, Some(libc::SIGBUS)) => {
-            format!("bus error: a misaligned or unmapped access{debug_hint}")
+            "bus error: a misaligned or unmapped access".to_string()
         }
-        (Verdict::RuntimeError, Some(libc::SIGILL)) => format!(
-            "illegal instruction: reached __builtin_unreachable(), or a function that returns a \
-             value ended without `return`{debug_hint}"
-        ),
+        (Verdict::RuntimeError, Some(libc::SIGILL)) => "illegal instruction: reached \
+                                                        __builtin_unreachable(), or a function \
+                                                        that returns a value ended without \
+                                                        `return`"
+            .to_string(),
         (Verdict::RuntimeError, Some(libc::SIGPIPE)) => {
             "wrote to a closed pipe: the other side (the manager) had stopped reading".to_string()
         }
@@ -175,6 +183,12 @@ fn meaning(test: &TestResult, signal: Option<i32>, stderr: &str, from: &Sources)
             }
         }
         (Verdict::MemoryLimit, _) => "the memory limit was reached (the stack counts too)".into(),
+        (Verdict::WrongAnswer, _) if from.user_io == Some(UserIo::StdIo) => {
+            "the manager did not accept the conversation: its message says why. Your standard \
+             output is the pipe to the manager: anything else written there (a debugging \
+             printf, a prompt) breaks the protocol; print debugging to stderr"
+                .into()
+        }
         (Verdict::WrongAnswer, _) if communication => {
             "the manager did not accept the conversation: its message says why".into()
         }

@@ -4,6 +4,7 @@
 //! an early stop left are removed: the table reports that test SKIPPED.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -39,7 +40,8 @@ pub fn write(results: &[SubtaskResult], loaded: &LoadedProblem, dir: &Path) -> R
             kept::copy(from, dir, &t.test_name, kind)?;
         }
         let to = kept::path(dir, &t.test_name, Kept::Verdict);
-        std::fs::write(&to, verdict_text(t))
+        kept::create(&to)?
+            .write_all(verdict_text(t).as_bytes())
             .with_context(|| format!("cannot write {}", to.display()))?;
     }
     Ok(())

@@ -130,6 +130,9 @@ fn check_debugging_args(args: &Args) -> Result<()> {
     if args.input.is_some() && (!args.test_names.is_empty() || args.all_tests) {
         bail!("--input runs your input only: leave out --test and --all-tests");
     }
+    if args.input.is_some() && args.json {
+        bail!("--input prints what your program wrote, not a report: leave out --json");
+    }
     if args.input.is_some() && args.min_score.is_some() {
         bail!("--input judges nothing: --min-score has no score to compare");
     }
@@ -264,8 +267,8 @@ fn read_solution(solution: &Path, problem: &Problem) -> Result<Vec<u8>> {
             .map(|g| g.path.as_str())
             .collect();
         return Err(usage(anyhow::anyhow!(
-            "{} is a C file, but problem {} has graders in C++ only ({}): submit C++ (a \
-             file not named *.c)",
+            "{} is a C file, but problem {} has no C grader (graders/grader.c): its graders \
+             ({}) are C++ only, so submit C++ (a file not named *.c)",
             solution.display(),
             problem.id,
             graders.join(", ")
@@ -291,10 +294,10 @@ fn diagnose_all(
         kept,
         judged_as: &judged_as,
         given: &given,
-        communication: matches!(
-            loaded.problem.task,
-            crate::problem::TaskType::Communication(_)
-        ),
+        user_io: match &loaded.problem.task {
+            crate::problem::TaskType::Communication(params) => Some(params.user_io),
+            crate::problem::TaskType::Batch => None,
+        },
         time_limit: loaded.problem.time_limit,
     };
     let mut found = Diagnoses::new();

@@ -182,56 +182,64 @@ fn explained(results: &[SubtaskResult], every: bool) -> Vec<&TestResult> {
     shown
 }
 
-/// Why each explained test failed, after the table (docs/debugging.md#why-a-test-failed).
+/// Why each explained test failed, after the table (docs/debugging.md#why-a-test-failed),
+/// fitted to the terminal: prose wrapped, quoted lines cut.
 fn print_reasons(
     results: &[SubtaskResult],
     shown: &Shown,
     paint: &dyn Fn(String, &str) -> String,
 ) -> Result<()> {
+    let width = terminal_width();
     for t in explained(results, shown.every_failure) {
         let Some(d) = shown.diagnoses.get(&t.test_name) else {
             continue;
         };
         outln!();
-        outln!(
-            "{} {} ({}: {})",
-            paint("why test".into(), "1"),
-            paint(t.test_name.clone(), "1"),
-            paint(t.status.as_str().into(), status_color(t.status)),
+        let title = format!(
+            "why test {} ({}: {})",
+            t.test_name,
+            t.status.as_str(),
             first_feedback_line(t)
         );
+        outln!("{}", paint(fit(&title, width), "1"));
+        let mut prose: Vec<(&str, String)> = Vec::new();
+        let mut quoted: Vec<String> = Vec::new();
         if let Some(meaning) = &d.meaning {
             let signal = d
                 .signal
                 .as_ref()
                 .map(|s| format!("{s}: "))
                 .unwrap_or_default();
-            outln!("  {:<9} {signal}{meaning}", "cause");
+            prose.push(("cause", format!("{signal}{meaning}")));
         }
         if let Some(location) = &d.location {
-            outln!("  {:<9} {location}", "where");
+            prose.push(("where", location.clone()));
         }
-        outln!(
-            "  {:<9} {} line{}, {} byte{}",
-            "input",
+        if let Some(hint) = &d.hint {
+            prose.push(("hint", hint.clone()));
+        }
+        for (heading, text) in prose.drain(..) {
+            print_wrapped(heading, &text, width)?;
+        }
+        let input = format!(
+            "{} line{}, {} byte{}",
             d.input_lines,
             plural(d.input_lines),
             d.input_bytes,
             plural(d.input_bytes as usize)
         );
-        print_quoted(&d.input_head, d.input_lines)?;
+        print_wrapped("input", &input, width)?;
+        quoted.extend(d.input_head.iter().cloned());
+        print_quoted(&quoted, d.input_lines, width)?;
         if let Some(diff) = &d.first_difference {
             let line = |text: &Option<String>| match text {
                 Some(text) => format!("{text:?}"),
                 None => "(end of output)".to_string(),
             };
-            outln!(
-                "  {:<9} line {}: {}",
-                "expected",
-                diff.line,
-                line(&diff.expected)
-            );
-            outln!("  {:<9} line {}: {}", "yours", diff.line, line(&diff.yours));
+            for (heading, text) in [("expected", &diff.expected), ("yours", &diff.yours)] {
+                let text = format!("  {heading:<9} line {}: {}", diff.line, line(text));
+                outln!("{}", fit(&text, width));
+            }
         }
         // The message only when it says more than the table's feedback line.
         if let Some(message) = d
@@ -239,16 +247,13 @@ fn print_reasons(
             .as_ref()
             .filter(|m| m.trim() != first_feedback_line(t))
         {
-            let mut lines = message.lines();
-            outln!("  {:<9} {}", "message", lines.next().unwrap_or(""));
-            for more in lines.take(9) {
-                outln!("  {:<9} {more}", "");
+            for (n, line) in message.lines().take(10).enumerate() {
+                print_wrapped(if n == 0 { "message" } else { "" }, line, width)?;
             }
         }
         if d.stderr_lines > 0 {
-            outln!(
-                "  {:<9} {} line{}{}",
-                "stderr",
+            let heading = format!(
+                "{} line{}{}",
                 d.stderr_lines,
                 plural(d.stderr_lines),
                 match d.stderr_head.len() < d.stderr_lines {
@@ -256,24 +261,56 @@ fn print_reasons(
                     false => String::new(),
                 }
             );
-            print_quoted(&d.stderr_head, d.stderr_head.len())?;
+            print_wrapped("stderr", &heading, width)?;
+            print_quoted(&d.stderr_head, d.stderr_head.len(), width)?;
         }
         if let Some(dir) = shown.kept {
             let stem = crate::judge::kept::file_stem(&t.test_name);
-            outln!(
-                "  {:<9} {}/{stem}.{{in,ans,out,err,verdict}}",
-                "kept",
-                dir.display()
-            );
+            let files = format!("{}/{stem}.{{in,ans,out,err,verdict}}", dir.display());
+            print_wrapped("kept", &files, width)?;
         }
     }
     Ok(())
 }
 
-/// Lines quoted under a heading, with how many more there are.
-fn print_quoted(lines: &[String], total: usize) -> Result<()> {
+/// `text` under a heading, its words wrapped to `width` (one line when there is none).
+fn print_wrapped(heading: &str, text: &str, width: Option<usize>) -> Result<()> {
+    let indent = 2 + 9 + 1;
+    let room = width
+        .map(|w| w.saturating_sub(indent).max(20))
+        .unwrap_or(usize::MAX);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > room {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    for (n, line) in lines.iter().enumerate() {
+        let heading = if n == 0 { heading } else { "" };
+        outln!("{}", fit(&format!("  {heading:<9} {line}"), width));
+    }
+    Ok(())
+}
+
+/// A line cut to the terminal's width, when there is one.
+fn fit(line: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) => truncate(line, w),
+        None => line.to_string(),
+    }
+}
+
+/// Lines quoted under a heading, with how many more there are, cut to the terminal's width.
+fn print_quoted(lines: &[String], total: usize, width: Option<usize>) -> Result<()> {
     for line in lines {
-        outln!("  {:<9} | {line}", "");
+        outln!("{}", fit(&format!("  {:<9} | {line}", ""), width));
     }
     if total > lines.len() {
         outln!("  {:<9} | … ({} more)", "", total - lines.len());
