@@ -24,19 +24,28 @@ int main() {
 
 /// The hostile programs, by what they do.
 const HOSTILE: &[(&str, &str)] = &[
-    ("fork bomb", "#include <unistd.h>\nint main() { while (1) fork(); }\n"),
+    (
+        "fork bomb",
+        "#include <unistd.h>\nint main() { while (1) fork(); }\n",
+    ),
     (
         "memory bomb",
         "#include <cstdlib>\n#include <cstring>\nint main() { while (1) { char *p = \
          (char *)malloc(1 << 20); if (p) memset(p, 1, 1 << 20); } }\n",
     ),
-    ("busy loop", "int main() { volatile unsigned long x = 0; while (1) x++; }\n"),
+    (
+        "busy loop",
+        "int main() { volatile unsigned long x = 0; while (1) x++; }\n",
+    ),
     (
         "200 MiB of output",
         "#include <cstdio>\nint main() { static char b[1 << 16]; for (int i = 0; i < 3200; i++) \
          fwrite(b, 1, sizeof b, stdout); }\n",
     ),
-    ("sleeper", "#include <unistd.h>\nint main() { sleep(100); }\n"),
+    (
+        "sleeper",
+        "#include <unistd.h>\nint main() { sleep(100); }\n",
+    ),
     ("crash", "int main() { volatile int *p = 0; return *p; }\n"),
 ];
 
@@ -59,7 +68,10 @@ fn request(i: usize) -> (Option<String>, Value) {
         return (None, body(source, ""));
     }
     let (a, b) = (i as i64 * 7919 - 500_000, 1_000_003 - i as i64 * 31);
-    (Some(format!("{}\n", a + b)), body(HONEST, &format!("{a} {b}\n")))
+    (
+        Some(format!("{}\n", a + b)),
+        body(HONEST, &format!("{a} {b}\n")),
+    )
 }
 
 #[test]
@@ -100,9 +112,10 @@ fn honest_answers_stay_exact_among_hostile_requests() {
                     let Some(expected) = expected else {
                         // A hostile request must be answered, whatever its verdict.
                         if status != 200 {
-                            wrong.lock().unwrap().push(format!(
-                                "hostile request {i}: HTTP {status}: {answer:#}"
-                            ));
+                            wrong
+                                .lock()
+                                .unwrap()
+                                .push(format!("hostile request {i}: HTTP {status}: {answer:#}"));
                         }
                         continue;
                     };
