@@ -72,8 +72,7 @@ pub fn judge_all(
         let mut sources = Vec::new();
         for solution in &package.solutions {
             let path = package.dir.join(&solution.file);
-            let code =
-                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let code = crate::problem::package::read(&package.dir, &path)?;
             let hash = blake3::hash(&code).to_hex().to_string();
             let key = key_of(&package.name, &solution.file, profile, judge.time_scale());
             let cached = cache.remove(&key).filter(|j| j.source_hash == hash);

@@ -141,7 +141,7 @@ fn compile_tools(
             .map(|source| (source.clone(), source)),
     )?;
     let model_path = package.solution_path(&package.model_solution);
-    let code = fs::read(&model_path)
+    let code = crate::problem::package::read(&package.dir, &model_path)
         .with_context(|| format!("cannot read the model solution {}", model_path.display()))?;
     // The expected outputs come from the model solution built as submissions are.
     let model = match judge.cache().submission(

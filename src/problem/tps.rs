@@ -674,6 +674,8 @@ fn read_solutions_json(root: &Path, path: &Path) -> Result<(Vec<SolutionSpec>, S
     let mut solutions = Vec::new();
     for (file, data) in &top {
         let at = |field: &str| format!("{}: field `{file}.{field}`", path.display());
+        // A file of `solution/`, read to be judged.
+        SafeName::parse(file).with_context(|| format!("{}: solution {file:?}", path.display()))?;
         let verdict = data
             .get("verdict")
             .and_then(Value::as_str)

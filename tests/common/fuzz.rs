@@ -91,7 +91,7 @@ pub fn run(target: &str, mut check: impl FnMut(&[u8])) -> usize {
     let seed: u64 = std::env::var("IOI_FUZZ_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0x0101_2024);
+        .unwrap_or(20_241_017);
     let mut rng = fastrand::Rng::with_seed(seed ^ hash(target));
     for i in 0..runs {
         let input = match seeds.get(i) {
