@@ -194,6 +194,8 @@ pub struct CompileCache {
     /// Compiles answered without the compiler: found on disk, or shared with an identical
     /// compile in progress.
     hits: AtomicUsize,
+    /// Runs of the compiler for a plain compile (those of [`super::pch`] are counted there).
+    plain_runs: AtomicUsize,
     /// Precompiled headers and grader objects for submission compiles.
     pch: super::pch::PchStore,
 }
@@ -217,6 +219,7 @@ impl CompileCache {
             in_memory: Mutex::new(HashMap::new()),
             builds: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
+            plain_runs: AtomicUsize::new(0),
             pch: super::pch::PchStore::new(std::env::var_os("IOI_RUN_NO_PCH").is_none()),
         })
     }
@@ -246,6 +249,13 @@ impl CompileCache {
     /// How many times this cache ran the compiler: what "compile once" is measured by.
     pub fn builds(&self) -> usize {
         self.builds.load(Ordering::Relaxed)
+    }
+
+    /// How many times the compiler itself ran: plain compiles, precompiled headers, grader
+    /// objects and accelerated compiles (a compile that falls back to the plain one counts
+    /// twice).
+    pub fn compiler_runs(&self) -> usize {
+        self.plain_runs.load(Ordering::Relaxed) + self.pch.compiler_runs()
     }
 
     /// How many compiles were answered from the cache (disk, or an identical compile in
@@ -422,6 +432,7 @@ impl CompileCache {
             Some(built) => built,
             None => {
                 plain_dir = super::workdir::BoxDir::new(sandbox)?;
+                self.plain_runs.fetch_add(1, Ordering::Relaxed);
                 build(sandbox, &plain_dir, job, self.max_program_bytes)?
             }
         };
@@ -539,28 +550,11 @@ fn build(
             }
             Ok(BuildResult::Binary(program))
         }
-        Termination::RuntimeError => {
-            let mut stderr = stderr;
-            // The driver exits with an error when one of its programs (cc1plus, as, ld) was
-            // killed by a signal: the OOM killer (reported as a memory limit above), a compiler
-            // crash, or somebody from outside. Not the compiler's verdict on the source: compile
-            // again next time. A file-size limit (SIGXFSZ) is the program's size: a verdict.
-            let killed = stderr.contains("signal terminated program")
-                || stderr.contains("terminated with signal");
-            let file_size = stderr.contains("File size limit exceeded");
-            let cacheable = !killed || file_size;
-            // The assembler or the linker stopped by the file-size limit: say why plainly.
-            if file_size {
-                stderr = format!(
-                    "{stderr}\nthe compiled program is over the limit of {max_program_bytes} \
-                     bytes (--max-program-size)"
-                );
-            }
-            error(
-                CompileError::exited(outcome.exit_code.unwrap_or(1), stderr),
-                cacheable,
-            )
-        }
+        Termination::RuntimeError => Ok(compiler_failed(
+            outcome.exit_code.unwrap_or(1),
+            stderr,
+            max_program_bytes,
+        )),
         Termination::InternalError => Err(crate::error::host(anyhow::anyhow!(
             "cannot compile: {}",
             outcome.message
@@ -573,6 +567,33 @@ fn build(
             CompileError::stopped(format!("{stderr}\ncompiler stopped: {}", outcome.message)),
             false,
         ),
+    }
+}
+
+/// The compile error of a compiler that exited with `exit_code` after printing `stderr`.
+pub(super) fn compiler_failed(
+    exit_code: i32,
+    mut stderr: String,
+    max_program_bytes: u64,
+) -> BuildResult {
+    // The driver exits with an error when one of its programs (cc1plus, as, ld) was killed by
+    // a signal: the OOM killer (reported as a memory limit), a compiler crash, or somebody from
+    // outside. Not the compiler's verdict on the source: compile again next time. A file-size
+    // limit (SIGXFSZ) is the program's size: a verdict.
+    let killed =
+        stderr.contains("signal terminated program") || stderr.contains("terminated with signal");
+    let file_size = stderr.contains("File size limit exceeded");
+    let cacheable = !killed || file_size;
+    // The assembler or the linker stopped by the file-size limit: say why plainly.
+    if file_size {
+        stderr = format!(
+            "{stderr}\nthe compiled program is over the limit of {max_program_bytes} bytes \
+             (--max-program-size)"
+        );
+    }
+    BuildResult::Error {
+        error: CompileError::exited(exit_code, stderr),
+        cacheable,
     }
 }
 

@@ -21,10 +21,13 @@
 //! because we write it: the submission only chooses which of a fixed set of include lines it
 //! lists, and the result of a given list is what textual inclusion would give. The `.gch` is
 //! used only when valid: it is not accompanied by its header, and `-Werror=invalid-pch` turns a
-//! rejected one into a failure. Any failure (an invalid or missing header, a compilation error,
-//! anything unexpected) falls back to the plain compile, so a compilation error's message is
-//! exactly the plain compile's. A compile stopped by a limit is not repeated: the plain
-//! compile does strictly more work.
+//! rejected one into a failure. A compilation error costs one compile: its message is the
+//! plain compile's word for word (the same source, flags and file names), except where the
+//! diagnostics show the precompiled header (an include chain through it): then, as after any
+//! other failure (an invalid or missing header, anything unexpected), the plain compile runs
+//! and gives the message. A compile stopped by a limit is not repeated: the plain compile does
+//! strictly more work. A link error names a grader's object as `/objs/<grader>.o`, where the
+//! plain compile names a temporary file of its own.
 
 use std::collections::HashMap;
 use std::fs;
@@ -36,8 +39,8 @@ use anyhow::{Context, Result};
 use ioi_sandbox::{Bind, RunSpec, Sandbox, Stdio, Termination};
 
 use super::compile::{
-    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache,
-    DEFAULT_MAX_PROGRAM_BYTES, MAX_COMPILER_STDERR,
+    compile_limits, compiler_failed, compiler_identity, read_diagnostics, BuildResult,
+    CompileCache, DEFAULT_MAX_PROGRAM_BYTES, MAX_COMPILER_STDERR,
 };
 use super::compiled::CompileError;
 use super::stop;
@@ -182,6 +185,8 @@ pub struct PchStore {
     used: AtomicUsize,
     fallbacks: AtomicUsize,
     objects_only: AtomicUsize,
+    /// Runs of the compiler: headers, grader objects and accelerated compiles.
+    runs: AtomicUsize,
 }
 
 /// A compile the store may accelerate: the submission compile of [`CompileCache`].
@@ -202,7 +207,13 @@ impl PchStore {
             used: AtomicUsize::new(0),
             fallbacks: AtomicUsize::new(0),
             objects_only: AtomicUsize::new(0),
+            runs: AtomicUsize::new(0),
         }
+    }
+
+    /// How many times this store ran the compiler.
+    pub fn compiler_runs(&self) -> usize {
+        self.runs.load(Ordering::Relaxed)
     }
 
     pub fn stats(&self) -> PchStats {
@@ -286,7 +297,14 @@ impl PchStore {
                 let pch_key = key("pch", request.flags, &[&split.header], others);
                 Some(self.entry(cache, &pch_key, |dir| {
                     self.headers_built.fetch_add(1, Ordering::Relaxed);
-                    build_header(sandbox, request.flags, &split.header, others, dir)
+                    build_header(
+                        sandbox,
+                        &self.runs,
+                        request.flags,
+                        &split.header,
+                        others,
+                        dir,
+                    )
                 })?)
             }
         };
@@ -295,11 +313,12 @@ impl PchStore {
         } else {
             let obj_key = key("obj", request.flags, graders, others);
             Some(self.entry(cache, &obj_key, |dir| {
-                build_objects(sandbox, request.flags, graders, others, dir)
+                build_objects(sandbox, &self.runs, request.flags, graders, others, dir)
             })?)
         };
         let (&source, _) = request.sources.split_first()?;
         let max_program_bytes = cache.max_program_bytes();
+        self.runs.fetch_add(1, Ordering::Relaxed);
         compile_with(
             sandbox,
             workdir,
@@ -426,7 +445,14 @@ fn box_with(sandbox: &Sandbox, files: &[(&str, &[u8])]) -> Result<BoxDir> {
 }
 
 /// Runs g++ with `args` in `workdir`; `Ok(true)` when it succeeded.
-fn gcc(sandbox: &Sandbox, workdir: &BoxDir, args: Vec<String>, binds: Vec<Bind>) -> Result<bool> {
+fn gcc(
+    sandbox: &Sandbox,
+    runs: &AtomicUsize,
+    workdir: &BoxDir,
+    args: Vec<String>,
+    binds: Vec<Bind>,
+) -> Result<bool> {
+    runs.fetch_add(1, Ordering::Relaxed);
     let mut argv = vec!["g++".to_string()];
     argv.extend(args);
     let mut spec = RunSpec::new(workdir.path(), argv);
@@ -461,9 +487,12 @@ fn take(from: &Path, to: &Path) -> Result<()> {
 
 /// Name of the precompiled header in its entry (its header is deliberately absent).
 const PCH_NAME: &str = "prefix.h";
+/// Where the header is written when it is precompiled: diagnostics through it name this file.
+const PCH_SOURCE: &str = "graders/.ioi-pch.h";
 
 fn build_header(
     sandbox: &Sandbox,
+    runs: &AtomicUsize,
     flags: &[&str],
     header: &str,
     others: &[(&str, &[u8])],
@@ -471,12 +500,12 @@ fn build_header(
 ) -> Result<bool> {
     let workdir = box_with(sandbox, others)?;
     // Beside the problem's headers, so that quoted includes find the same files.
-    let path = "graders/.ioi-pch.h";
+    let path = PCH_SOURCE;
     workdir.write(path, header.as_bytes())?;
     let gch = format!("{path}.gch");
     let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
     args.extend(["-x", "c++-header", "-o", &gch, path].map(String::from));
-    if !gcc(sandbox, &workdir, args, Vec::new())? {
+    if !gcc(sandbox, runs, &workdir, args, Vec::new())? {
         return Ok(false);
     }
     take(&workdir.join(&gch), &into.join(format!("{PCH_NAME}.gch")))?;
@@ -494,6 +523,7 @@ fn object_name(source: &str) -> String {
 
 fn build_objects(
     sandbox: &Sandbox,
+    runs: &AtomicUsize,
     flags: &[&str],
     graders: &[&str],
     others: &[(&str, &[u8])],
@@ -504,7 +534,7 @@ fn build_objects(
         let object = format!(".ioi-obj-{}", object_name(source));
         let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
         args.extend(["-c", "-o", &object, source].map(String::from));
-        if !gcc(sandbox, &workdir, args, Vec::new())? {
+        if !gcc(sandbox, runs, &workdir, args, Vec::new())? {
             return Ok(false);
         }
         take(&workdir.join(&object), &into.join(object_name(source)))?;
@@ -581,6 +611,23 @@ fn compile_with(
                 _ => None,
             }
         }
+        // The compiler's own verdict on the source, reported from this one compile. Without a
+        // precompiled header it is the plain compile's word for word: the same source, flags
+        // and file names, the graders only linked from objects. With one, a diagnostic that
+        // shows the header (an include chain through it, the command line's `-include`) would
+        // read differently from the plain compile's: the plain compile gives it.
+        Termination::RuntimeError => {
+            let stderr = read_diagnostics(&stderr_path, MAX_COMPILER_STDERR)?;
+            if pch.is_some() && shows_the_header(&stderr) {
+                None
+            } else {
+                Some(compiler_failed(
+                    outcome.exit_code.unwrap_or(1),
+                    stderr,
+                    max_program_bytes,
+                ))
+            }
+        }
         // The plain compile does strictly more work: it would be stopped too. These limits are
         // measured on the compiler alone, so they are its verdict (cached, as in `build`).
         Termination::TimeLimit | Termination::MemoryLimit => Some(BuildResult::Error {
@@ -593,6 +640,14 @@ fn compile_with(
         }),
         _ => None,
     })
+}
+
+/// Whether compiler diagnostics name the precompiled header or how it was included, which a
+/// plain compile's never do.
+fn shows_the_header(stderr: &str) -> bool {
+    [PCH_SOURCE, PCH_DIR, "<command-line>"]
+        .iter()
+        .any(|trace| stderr.contains(trace))
 }
 
 #[cfg(test)]
