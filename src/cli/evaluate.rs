@@ -266,7 +266,9 @@ pub fn run(args: Args) -> Result<i32> {
         outln!("dry run: nothing judged\n{}", run::describe(&plan));
         return Ok(if plan.bad_rows.is_empty() { 0 } else { 1 });
     }
-    let judge = Judge::new(args.run.judge_options().map_err(crate::error::usage)?)?;
+    let mut judge_options = args.run.judge_options().map_err(crate::error::usage)?;
+    judge_options.headers_ahead = true;
+    let judge = Judge::new(judge_options)?;
     let progress = Progress::default();
     let summary = evaluate_showing_progress(&options, &catalog, &judge, &progress)?;
     print_summary(&args, &inputs, &options, &judge, &progress, &summary)

@@ -316,6 +316,31 @@ impl CompileCache {
         )
     }
 
+    /// Hands the builder (when one is attached) the precompiled headers the C++ submissions of
+    /// `problem` most often start with, so that none waits for them; with `problem` `None`,
+    /// only the one every problem shares (`<bits/stdc++.h>`).
+    pub fn headers_ahead(
+        &self,
+        sandbox: &Sandbox,
+        problem: Option<&Problem>,
+        profile: CompileProfile,
+    ) {
+        let flags = profile.flags_for(Language::Cpp);
+        let Some(problem) = problem else {
+            self.pch.ahead(self, sandbox, flags, None, &[]);
+            return;
+        };
+        let source = format!("graders/{}.cpp", problem.id);
+        let mut files = grader_files(problem);
+        files.retain(|(name, _)| *name != source && !is_judge_only(name));
+        let header = format!("{}.h", problem.id);
+        let own = files
+            .iter()
+            .any(|(name, _)| name.strip_prefix("graders/") == Some(header.as_str()));
+        self.pch
+            .ahead(self, sandbox, flags, own.then_some(header.as_str()), &files);
+    }
+
     /// Compiles a trusted tool of the problem (`checker/checker.cpp`, `graders/manager.cpp`).
     pub fn tool(
         &self,
@@ -456,6 +481,48 @@ impl CompileCache {
     /// Counts a new entry written beside the compiles (precompiled headers) against the bound.
     pub(super) fn account(&self, added: u64) {
         self.store.account(added);
+    }
+}
+
+/// Builds precompiled headers on a thread of its own, so that no compile waits for one (see
+/// [`super::pch`]): a compile whose header is not ready goes on without it, and hands it here.
+/// Dropping it stops the thread after the header in progress; headers handed to it and not
+/// started are left for the next process.
+pub struct HeaderBuilder {
+    cache: Arc<CompileCache>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HeaderBuilder {
+    /// Starts building the headers `cache` hands over, with `sandbox`.
+    pub fn start(cache: Arc<CompileCache>, sandbox: Arc<Sandbox>) -> Result<HeaderBuilder> {
+        let (sender, jobs) = std::sync::mpsc::channel::<super::pch::HeaderJob>();
+        let thread_cache = Arc::clone(&cache);
+        let thread = std::thread::Builder::new()
+            .name("header-builder".into())
+            .spawn(move || {
+                while let Ok(job) = jobs.recv() {
+                    if thread_cache.pch.builder_closed() || stop::requested() {
+                        break;
+                    }
+                    thread_cache.pch.build_job(&thread_cache, &sandbox, job);
+                }
+            })
+            .context("cannot start the thread that builds precompiled headers")?;
+        cache.pch.attach_builder(sender);
+        Ok(HeaderBuilder {
+            cache,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for HeaderBuilder {
+    fn drop(&mut self) {
+        self.cache.pch.detach_builder();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
