@@ -310,9 +310,10 @@ fn print_summary(
     let secs = summary.elapsed.as_secs_f64().max(1e-9);
     let tests = progress.tests_run.load(Ordering::Relaxed);
     outln!(
-        "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed; {} compiled, {} from the compile cache)",
+        "judged {} submission(s) in {:.1} s ({} answered with the verdict of an identical one; {:.1} tests/s, {} tests run, {} run ahead and not needed; {} compiled, {} from the compile cache)",
         summary.judged,
         secs,
+        summary.from_cache,
         tests as f64 / secs,
         tests,
         progress.tests_discarded.load(Ordering::Relaxed),

@@ -19,6 +19,7 @@ pub mod schedule;
 pub mod scripts;
 pub mod stop;
 pub mod tps;
+pub mod verdicts;
 mod workdir;
 pub(crate) use workdir::read_capped;
 pub use workdir::OUTPUT_CAP;
