@@ -2,8 +2,11 @@
 //! errors as plain compiles, are really used, and are bypassed when they cannot be trusted.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
-use ioi_run::judge::compile::{CompileCache, CompileProfile, Compiled};
+use ioi_run::judge::compile::{CompileCache, CompileProfile, Compiled, HeaderBuilder};
+use ioi_run::judge::{Build, Judge, JudgeOptions, Program};
 use ioi_run::problem::Problem;
 use ioi_sandbox::{Sandbox, SandboxOptions};
 
@@ -108,34 +111,56 @@ fn precompiled_headers_give_identical_binaries_and_errors() {
     assert!(pch[0].join("prefix.h.gch").is_file() && !pch[0].join("prefix.h").exists());
     assert_eq!(plain.pch_stats().used, 0);
 
-    // A compilation error: the same exit code and message as the plain compile (the plain
-    // compile produces it, after the accelerated one failed).
+    // A compilation error: the same exit code and message as the plain compile, from one run
+    // of the compiler.
     let broken = SOLUTION.replace("return {best, at};", "return {best, at}");
     let expected = compile(&plain, &sandbox, &problem, &broken);
+    let runs = fast.compiler_runs();
     let got = compile(&fast, &sandbox, &problem, &broken);
     assert!(matches!(expected, Compiled::Error { .. }));
     assert_eq!(expected, got);
+    assert_eq!(
+        fast.compiler_runs() - runs,
+        1,
+        "a compilation error compiled once"
+    );
+    assert_eq!(fast.pch_stats().fallbacks, 0);
+    // An error inside a standard header names the includes that led there, which differ
+    // through the precompiled header: the plain compile gives the message.
+    let deep = SOLUTION.replace(
+        "return {best, at};",
+        "std::vector<std::mutex> m(2); auto n = m; return {best, at};",
+    );
+    let expected = compile(&plain, &sandbox, &problem, &deep);
+    assert!(matches!(expected, Compiled::Error { .. }));
+    assert_eq!(expected, compile(&fast, &sandbox, &problem, &deep));
     assert_eq!(fast.pch_stats().fallbacks, 1);
 
-    // Not starting with bits/stdc++.h: nothing to precompile, but linked with the grader
-    // objects built for the submissions above, and still the plain compile's executable.
+    // A definition before any standard include: nothing to precompile, but linked with the
+    // grader objects built for the submissions above, and still the plain compile's executable.
     let vector_only = SOLUTION.replace(
         "#include <bits/stdc++.h>",
-        "#include <vector>\n#include <numeric>\n#include <climits>\n#include <cstdlib>",
+        "#define ORCHARD 1\n#include <vector>\n#include <numeric>\n#include <climits>\n#include <cstdlib>",
     );
     let expected = binary(compile(&plain, &sandbox, &problem, &vector_only));
     let got = binary(compile(&fast, &sandbox, &problem, &vector_only));
     assert!(expected == got, "the grader objects changed the executable");
     let stats = fast.pch_stats();
-    assert_eq!((stats.used, stats.objects_only), (2, 1));
+    assert_eq!((stats.used, stats.objects_only), (3, 1));
     assert_eq!(entries(&fast, "obj-").len(), 1, "one set of grader objects");
     assert_eq!(plain.pch_stats().objects_only, 0);
-    // Its compilation error is the plain compile's.
+    // Its compilation error is the plain compile's, from one run of the compiler.
     let broken = vector_only.replace("return {best, at};", "return {best, at}");
     let expected = compile(&plain, &sandbox, &problem, &broken);
     assert!(matches!(expected, Compiled::Error { .. }));
+    let runs = fast.compiler_runs();
     assert_eq!(expected, compile(&fast, &sandbox, &problem, &broken));
-    assert_eq!(fast.pch_stats().objects_only, 1);
+    assert_eq!(
+        fast.compiler_runs() - runs,
+        1,
+        "a compilation error compiled once"
+    );
+    assert_eq!(fast.pch_stats().objects_only, 2);
 }
 
 #[test]
@@ -157,4 +182,117 @@ fn a_damaged_precompiled_header_is_never_trusted() {
     assert!(expected == got);
     let stats = fast.pch_stats();
     assert_eq!((stats.used, stats.fallbacks), (1, 1));
+}
+
+#[test]
+fn standard_includes_are_precompiled_too() {
+    let Some(sandbox) = sandbox() else { return };
+    let problem = orchard();
+    let (_dir, plain, fast) = caches();
+    let code = SOLUTION.replace(
+        "#include <bits/stdc++.h>",
+        "#include <vector>\n#include <numeric>\n#include <climits>\n#include <cstdlib>",
+    );
+    let expected = binary(compile(&plain, &sandbox, &problem, &code));
+    assert!(expected == binary(compile(&fast, &sandbox, &problem, &code)));
+    let stats = fast.pch_stats();
+    assert_eq!((stats.headers_built, stats.used), (1, 1));
+}
+
+/// A submission that includes `<bits/stdc++.h>` alone, without the problem's header.
+const STDCXX_ONLY: &str = r#"#include <bits/stdc++.h>
+using namespace std;
+
+vector<long long> split_orchard(vector<int> A) {
+    long long total = accumulate(A.begin(), A.end(), 0LL), left = 0, best = LLONG_MAX, at = 1;
+    for (size_t k = 1; k < A.size(); k++) {
+        left += A[k - 1];
+        long long d = llabs(2 * left - total);
+        if (d < best) best = d, at = k;
+    }
+    return {best, at};
+}
+"#;
+
+/// Whether every precompiled header of `cache` is complete, and how many there are.
+fn headers_complete(cache: &CompileCache) -> Option<usize> {
+    let pch = entries(cache, "pch-");
+    pch.iter()
+        .all(|p| p.join("complete").is_file())
+        .then_some(pch.len())
+}
+
+#[test]
+fn no_compile_waits_for_a_header_and_headers_of_standard_includes_serve_every_problem() {
+    let Some(sandbox) = sandbox() else { return };
+    let sandbox = Arc::new(sandbox);
+    let problem = orchard();
+    let (_dir, plain, fast) = caches();
+    let fast = Arc::new(fast);
+    let builder = HeaderBuilder::start(Arc::clone(&fast), Arc::clone(&sandbox)).unwrap();
+
+    // The header is not ready: the compile goes on without it (the plain executable) and
+    // hands it to the builder.
+    let expected = binary(compile(&plain, &sandbox, &problem, STDCXX_ONLY));
+    assert!(expected == binary(compile(&fast, &sandbox, &problem, STDCXX_ONLY)));
+    let stats = fast.pch_stats();
+    assert_eq!((stats.used, stats.fallbacks), (0, 1));
+    common::wait_until("the header built", Duration::from_secs(300), || {
+        headers_complete(&fast) == Some(1)
+    });
+
+    // Ready: used, by this problem and by another one with other grader files.
+    let code = format!("{STDCXX_ONLY}// another submission\n");
+    let expected = binary(compile(&plain, &sandbox, &problem, &code));
+    assert!(expected == binary(compile(&fast, &sandbox, &problem, &code)));
+    let mut other = orchard();
+    other.grader_files.push(ioi_run::problem::GraderFile {
+        path: "graders/notes.txt".into(),
+        content: b"another problem".to_vec(),
+    });
+    let expected = binary(compile(&plain, &sandbox, &other, &code));
+    assert!(expected == binary(compile(&fast, &sandbox, &other, &code)));
+    let stats = fast.pch_stats();
+    assert_eq!(
+        (stats.headers_built, stats.used, stats.fallbacks),
+        (1, 2, 1)
+    );
+    assert_eq!(
+        entries(&fast, "pch-").len(),
+        1,
+        "one header for both problems"
+    );
+    drop(builder);
+}
+
+#[test]
+fn headers_are_built_ahead_of_the_first_submission() {
+    if sandbox().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let judge = Judge::new(JudgeOptions {
+        cache_dir: dir.path().join("compile"),
+        headers_ahead: true,
+        ..JudgeOptions::default()
+    })
+    .unwrap();
+    let (problem, tests) =
+        ioi_run::problem::cms::load_cms(&common::project().join("demo/problems/orchard")).unwrap();
+    let loaded = judge.prepare(problem, tests).unwrap();
+    // `<bits/stdc++.h>` alone, and after and before the problem's header.
+    common::wait_until("the headers built ahead", Duration::from_secs(600), || {
+        headers_complete(judge.cache()) == Some(3)
+    });
+    for code in [SOLUTION, STDCXX_ONLY] {
+        let build = judge
+            .compile(&loaded, code.as_bytes(), ioi_run::judge::Language::Cpp)
+            .unwrap();
+        assert!(matches!(build, Build::Program(Program::Binary(_))));
+    }
+    let stats = judge.cache().pch_stats();
+    assert_eq!(
+        (stats.headers_built, stats.used, stats.fallbacks),
+        (3, 2, 0)
+    );
 }

@@ -93,7 +93,12 @@ const TESTS_PER_SUBMISSION: usize = 8;
 
 /// The test: `COUNT` pseudo-random numbers and their sum.
 fn test_case() -> (String, String) {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    test_case_seeded(0)
+}
+
+/// A test of its own for each `seed`.
+fn test_case_seeded(seed: u64) -> (String, String) {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
     let mut sum: i64 = 0;
     let mut input = format!("{COUNT}\n");
     for _ in 0..COUNT {
@@ -241,10 +246,15 @@ pub fn bench_serve(options: &BenchServeOptions) -> Result<()> {
         .prefix("ioi-run-bench-cache-")
         .tempdir()
         .context("cannot create a compile cache for the benchmark")?;
-    let executor = Arc::new(JudgeExecutor::new(JudgeOptions {
-        cache_dir: cache.path().to_path_buf(),
-        ..JudgeOptions::default()
-    })?);
+    // Every request judged: these figures are the judge's (the verdict cache is measured
+    // on its own, by `rl_batch`).
+    let executor = Arc::new(
+        JudgeExecutor::new(JudgeOptions {
+            cache_dir: cache.path().to_path_buf(),
+            ..JudgeOptions::default()
+        })?
+        .without_verdict_cache(),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -276,7 +286,98 @@ pub fn bench_serve(options: &BenchServeOptions) -> Result<()> {
     runtime
         .block_on(server.wait())
         .context("the server did not stop cleanly")?;
-    result
+    result?;
+    rl_batch(options, &runtime, cache.path())
+}
+
+/// Prompts of the RL-like batch, completions per prompt, distinct programs among a prompt's
+/// completions, and tests per completion.
+const RL_PROMPTS: usize = 4;
+const RL_COMPLETIONS: usize = 8;
+const RL_DISTINCT: usize = 4;
+const RL_TESTS: usize = 8;
+/// Rounds of each kind, alternated.
+const RL_ROUNDS: usize = 3;
+
+/// An RL-like batch (`RL_COMPLETIONS` completions per prompt, half of them copies of another
+/// completion of the same prompt, each sent once per test, all at once) through a server
+/// without and with the verdict cache, alternately, each round with a fresh server on the same
+/// warm compile cache: what the verdict cache saves beyond compiling once.
+fn rl_batch(
+    options: &BenchServeOptions,
+    runtime: &tokio::runtime::Runtime,
+    cache: &std::path::Path,
+) -> Result<()> {
+    let tests: Vec<(String, String)> = (0..RL_TESTS as u64).map(test_case_seeded).collect();
+    let mut bodies = Vec::new();
+    for prompt in 0..RL_PROMPTS {
+        for completion in 0..RL_COMPLETIONS {
+            let program = completion % RL_DISTINCT;
+            let source = format!("{SOLUTION}// prompt {prompt} program {program}\n");
+            for (input, output) in &tests {
+                bodies.push(request_body(&source, input, output));
+            }
+        }
+    }
+    let distinct = RL_PROMPTS * RL_DISTINCT;
+    outln!(
+        "\nRL-like batch: {RL_PROMPTS} prompts x {RL_COMPLETIONS} completions ({distinct} \
+         distinct programs, {:.0} % copies) x {RL_TESTS} tests = {} requests at once; {RL_ROUNDS} \
+         paired rounds, alternated, compile cache warm",
+        100.0 * (1.0 - distinct as f64 / (RL_PROMPTS * RL_COMPLETIONS) as f64),
+        bodies.len()
+    );
+    let mut seconds = [Vec::new(), Vec::new()];
+    // A first round without the cache compiles every program.
+    for round_number in 0..=2 * RL_ROUNDS {
+        let cached = round_number % 2 == 0 && round_number > 0;
+        let mut executor = JudgeExecutor::new(JudgeOptions {
+            cache_dir: cache.to_path_buf(),
+            ..JudgeOptions::default()
+        })?;
+        if !cached {
+            executor = executor.without_verdict_cache();
+        }
+        let executor = Arc::new(executor);
+        let mut serve = ServeOptions::new(([127, 0, 0, 1], 0).into(), options.jobs);
+        serve.max_queue = serve.max_queue.max(bodies.len());
+        let server = runtime.block_on(Server::start(serve, executor.clone()))?;
+        let urls: Vec<String> = server
+            .local_addrs()
+            .iter()
+            .map(|addr| format!("http://{addr}/api/v2/execute"))
+            .collect();
+        let t = Instant::now();
+        let result = round(&urls, &bodies, bodies.len());
+        let elapsed = t.elapsed().as_secs_f64();
+        server.shutdown_handle().shutdown();
+        runtime
+            .block_on(server.wait())
+            .context("the server did not stop cleanly")?;
+        result?;
+        if round_number > 0 {
+            seconds[cached as usize].push(elapsed);
+            if cached {
+                outln!(
+                    "  round {}: without {:.2} s, with {:.2} s ({} answered from the cache)",
+                    round_number / 2,
+                    seconds[0].last().copied().unwrap_or(f64::NAN),
+                    elapsed,
+                    executor.verdict_hits()
+                );
+            }
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (without, with) = (median(&mut seconds[0]), median(&mut seconds[1]));
+    outln!(
+        "RL batch: without the verdict cache {without:.2} s, with {with:.2} s (medians): {:.2}x",
+        without / with
+    );
+    Ok(())
 }
 
 fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecutor) -> Result<()> {

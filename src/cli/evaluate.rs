@@ -266,7 +266,9 @@ pub fn run(args: Args) -> Result<i32> {
         outln!("dry run: nothing judged\n{}", run::describe(&plan));
         return Ok(if plan.bad_rows.is_empty() { 0 } else { 1 });
     }
-    let judge = Judge::new(args.run.judge_options().map_err(crate::error::usage)?)?;
+    let mut judge_options = args.run.judge_options().map_err(crate::error::usage)?;
+    judge_options.headers_ahead = true;
+    let judge = Judge::new(judge_options)?;
     let progress = Progress::default();
     let summary = evaluate_showing_progress(&options, &catalog, &judge, &progress)?;
     print_summary(&args, &inputs, &options, &judge, &progress, &summary)
@@ -308,9 +310,10 @@ fn print_summary(
     let secs = summary.elapsed.as_secs_f64().max(1e-9);
     let tests = progress.tests_run.load(Ordering::Relaxed);
     outln!(
-        "judged {} submission(s) in {:.1} s ({:.1} tests/s, {} tests run, {} run ahead and not needed; {} compiled, {} from the compile cache)",
+        "judged {} submission(s) in {:.1} s ({} answered with the verdict of an identical one; {:.1} tests/s, {} tests run, {} run ahead and not needed; {} compiled, {} from the compile cache)",
         summary.judged,
         secs,
+        summary.from_cache,
         tests as f64 / secs,
         tests,
         progress.tests_discarded.load(Ordering::Relaxed),

@@ -133,6 +133,7 @@ fn make_executor(
     let mut options = JudgeOptions {
         compile_profile: profile,
         time_scale,
+        headers_ahead: true,
         ..JudgeOptions::default()
     };
     cache.apply(&mut options);

@@ -15,6 +15,7 @@ use crate::dataset::RowPolicy;
 use crate::judge::schedule::{
     self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
+use crate::judge::verdicts::{KeyBuilder, VerdictKey};
 use crate::judge::{stop, Judge, LoadedProblem};
 use crate::problem::openr1::ProblemRows;
 use crate::problem::{Problem, ProblemKey};
@@ -366,6 +367,9 @@ impl Plan {
 #[derive(Debug, Default)]
 pub struct Summary {
     pub judged: usize,
+    /// Of `judged`, the submissions answered with the verdict of an identical one (the same
+    /// problem, language and code) judged in this run.
+    pub from_cache: usize,
     /// Rows skipped as unreadable (malformed, a field missing or wrong, a duplicate id).
     pub skipped_rows: usize,
     /// Where the skipped rows are recorded (`<dataset>.skipped.jsonl`).
@@ -598,14 +602,8 @@ pub fn evaluate(
     } = prepare(options, catalog, false)?;
     let skipped_files = record_skipped(options, &plan.skipped)?;
     on_plan(&plan);
-    let jobs: Vec<SubmissionJob> = pending
-        .iter()
-        .map(|p| SubmissionJob {
-            problem: p.problem_key.to_string(),
-            code: p.submission.code.clone().map(String::into_bytes),
-            language: p.submission.language,
-        })
-        .collect();
+    let (jobs, copies) = distinct_jobs(&pending);
+    let from_cache = pending.len() - jobs.len();
     let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
     let failures = Mutex::new(Vec::new());
     let host_failures = std::sync::atomic::AtomicUsize::new(0);
@@ -628,36 +626,38 @@ pub fn evaluate(
         &options.schedule,
         progress,
         &|finished: Finished| {
-            let pending = &pending[finished.job];
-            let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
-            match finished.outcome {
-                Ok(Judged { problem, results }) => {
-                    let mut row = result_row(&pending.submission, &problem.problem, &results);
-                    // How the submission was compiled: results of the two profiles can differ.
-                    row.entry("compile_profile")
-                        .or_insert(judge.compile_profile().as_str().into());
-                    if let Some(hash) = source.hash_of(&pending.problem_key.to_string()) {
-                        row.insert(settings::PROBLEM_HASH.into(), hash.into());
-                    }
-                    let appended = files[pending.dataset]
-                        .lock()
-                        .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
-                        .and_then(|mut file| file.append(&row));
-                    if let Err(e) = appended {
-                        if let Ok(mut errors) = write_errors.lock() {
-                            errors.push(format!("{who}: {e:#}"));
+            for &copy in &copies[finished.job] {
+                let pending = &pending[copy];
+                let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
+                match &finished.outcome {
+                    Ok(Judged { problem, results }) => {
+                        let mut row = result_row(&pending.submission, &problem.problem, results);
+                        // How the submission was compiled: results of the two profiles can differ.
+                        row.entry("compile_profile")
+                            .or_insert(judge.compile_profile().as_str().into());
+                        if let Some(hash) = source.hash_of(&pending.problem_key.to_string()) {
+                            row.insert(settings::PROBLEM_HASH.into(), hash.into());
+                        }
+                        let appended = files[pending.dataset]
+                            .lock()
+                            .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
+                            .and_then(|mut file| file.append(&row));
+                        if let Err(e) = appended {
+                            if let Ok(mut errors) = write_errors.lock() {
+                                errors.push(format!("{who}: {e:#}"));
+                            }
                         }
                     }
-                }
-                // Interrupted: not a verdict and not a failure; the next run judges it afresh.
-                Err(e) if stop::is_aborted(&e) || stop::requested() => {}
-                Err(e) => {
-                    tracing::warn!("{who}: not judged: {e:#}");
-                    if crate::error::class_of(&e) == Some(crate::error::ErrorClass::Host) {
-                        host_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    if let Ok(mut list) = failures.lock() {
-                        list.push(format!("{who}: {e:#}"));
+                    // Interrupted: not a verdict and not a failure; the next run judges it afresh.
+                    Err(e) if stop::is_aborted(e) || stop::requested() => {}
+                    Err(e) => {
+                        tracing::warn!("{who}: not judged: {e:#}");
+                        if crate::error::class_of(e) == Some(crate::error::ErrorClass::Host) {
+                            host_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        if let Ok(mut list) = failures.lock() {
+                            list.push(format!("{who}: {e:#}"));
+                        }
                     }
                 }
             }
@@ -701,7 +701,8 @@ pub fn evaluate(
             bad_rows: plan.bad_rows.len(),
             broken_problems: plan.broken_problems.len(),
             naming_broken: plan.naming_broken,
-            judged: jobs.len() - failed.len(),
+            judged: pending.len() - failed.len(),
+            from_cache,
             failed,
             host_failures,
             elapsed: started.elapsed(),
@@ -726,7 +727,8 @@ pub fn evaluate(
         bad_rows: plan.bad_rows.len(),
         broken_problems: plan.broken_problems.len(),
         naming_broken: plan.naming_broken,
-        judged: jobs.len() - failed.len(),
+        judged: pending.len() - failed.len(),
+        from_cache,
         failed,
         host_failures,
         elapsed: started.elapsed(),
@@ -734,6 +736,35 @@ pub fn evaluate(
         parquet_files,
         reports,
     })
+}
+
+/// The distinct submissions of `pending` to judge, and for each the positions in `pending` of
+/// the submissions it answers: the first with that problem, language and code, and its copies.
+/// In one run every problem has one content and the judge one set of settings, so these three
+/// decide the verdict (src/judge/verdicts.rs); the copies get the first one's results.
+fn distinct_jobs(pending: &[Pending]) -> (Vec<SubmissionJob>, Vec<Vec<usize>>) {
+    let mut jobs = Vec::new();
+    let mut copies: Vec<Vec<usize>> = Vec::new();
+    let mut seen: HashMap<VerdictKey, usize> = HashMap::new();
+    for (at, p) in pending.iter().enumerate() {
+        let mut key = KeyBuilder::new("evaluate");
+        key.part(p.problem_key.to_string().as_bytes())
+            .part(p.submission.language.as_str().as_bytes())
+            .optional(p.submission.code.as_deref().map(str::as_bytes));
+        match seen.entry(key.finish()) {
+            std::collections::hash_map::Entry::Occupied(job) => copies[*job.get()].push(at),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(jobs.len());
+                copies.push(vec![at]);
+                jobs.push(SubmissionJob {
+                    problem: p.problem_key.to_string(),
+                    code: p.submission.code.clone().map(String::into_bytes),
+                    language: p.submission.language,
+                });
+            }
+        }
+    }
+    (jobs, copies)
 }
 
 /// Writes each dataset's skipped rows beside its results, replacing the record of an earlier

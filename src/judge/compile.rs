@@ -241,6 +241,8 @@ pub struct CompileCache {
     /// Compiles answered without the compiler: found on disk, or shared with an identical
     /// compile in progress.
     hits: AtomicUsize,
+    /// Runs of the compiler for a plain compile (those of [`super::pch`] are counted there).
+    plain_runs: AtomicUsize,
     /// Precompiled headers and grader objects for submission compiles.
     pch: super::pch::PchStore,
 }
@@ -264,6 +266,7 @@ impl CompileCache {
             in_memory: Mutex::new(HashMap::new()),
             builds: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
+            plain_runs: AtomicUsize::new(0),
             pch: super::pch::PchStore::new(std::env::var_os("IOI_RUN_NO_PCH").is_none()),
         })
     }
@@ -293,6 +296,13 @@ impl CompileCache {
     /// How many times this cache ran the compiler: what "compile once" is measured by.
     pub fn builds(&self) -> usize {
         self.builds.load(Ordering::Relaxed)
+    }
+
+    /// How many times the compiler itself ran: plain compiles, precompiled headers, grader
+    /// objects and accelerated compiles (a compile that falls back to the plain one counts
+    /// twice).
+    pub fn compiler_runs(&self) -> usize {
+        self.plain_runs.load(Ordering::Relaxed) + self.pch.compiler_runs()
     }
 
     /// How many compiles were answered from the cache (disk, or an identical compile in
@@ -351,6 +361,31 @@ impl CompileCache {
                 submission: language == Language::Cpp,
             },
         )
+    }
+
+    /// Hands the builder (when one is attached) the precompiled headers the C++ submissions of
+    /// `problem` most often start with, so that none waits for them; with `problem` `None`,
+    /// only the one every problem shares (`<bits/stdc++.h>`).
+    pub fn headers_ahead(
+        &self,
+        sandbox: &Sandbox,
+        problem: Option<&Problem>,
+        profile: CompileProfile,
+    ) {
+        let flags = profile.flags_for(Language::Cpp);
+        let Some(problem) = problem else {
+            self.pch.ahead(self, sandbox, flags, None, &[]);
+            return;
+        };
+        let source = format!("graders/{}.cpp", problem.id);
+        let mut files = grader_files(problem);
+        files.retain(|(name, _)| *name != source && !is_judge_only(name));
+        let header = format!("{}.h", problem.id);
+        let own = files
+            .iter()
+            .any(|(name, _)| name.strip_prefix("graders/") == Some(header.as_str()));
+        self.pch
+            .ahead(self, sandbox, flags, own.then_some(header.as_str()), &files);
     }
 
     /// Compiles a trusted tool of the problem (`checker/checker.cpp`, `graders/manager.cpp`).
@@ -469,6 +504,7 @@ impl CompileCache {
             Some(built) => built,
             None => {
                 plain_dir = super::workdir::BoxDir::new(sandbox)?;
+                self.plain_runs.fetch_add(1, Ordering::Relaxed);
                 build(sandbox, &plain_dir, job, self.max_program_bytes)?
             }
         };
@@ -492,6 +528,48 @@ impl CompileCache {
     /// Counts a new entry written beside the compiles (precompiled headers) against the bound.
     pub(super) fn account(&self, added: u64) {
         self.store.account(added);
+    }
+}
+
+/// Builds precompiled headers on a thread of its own, so that no compile waits for one (see
+/// [`super::pch`]): a compile whose header is not ready goes on without it, and hands it here.
+/// Dropping it stops the thread after the header in progress; headers handed to it and not
+/// started are left for the next process.
+pub struct HeaderBuilder {
+    cache: Arc<CompileCache>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HeaderBuilder {
+    /// Starts building the headers `cache` hands over, with `sandbox`.
+    pub fn start(cache: Arc<CompileCache>, sandbox: Arc<Sandbox>) -> Result<HeaderBuilder> {
+        let (sender, jobs) = std::sync::mpsc::channel::<super::pch::HeaderJob>();
+        let thread_cache = Arc::clone(&cache);
+        let thread = std::thread::Builder::new()
+            .name("header-builder".into())
+            .spawn(move || {
+                while let Ok(job) = jobs.recv() {
+                    if thread_cache.pch.builder_closed() || stop::requested() {
+                        break;
+                    }
+                    thread_cache.pch.build_job(&thread_cache, &sandbox, job);
+                }
+            })
+            .context("cannot start the thread that builds precompiled headers")?;
+        cache.pch.attach_builder(sender);
+        Ok(HeaderBuilder {
+            cache,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for HeaderBuilder {
+    fn drop(&mut self) {
+        self.cache.pch.detach_builder();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -586,28 +664,11 @@ fn build(
             }
             Ok(BuildResult::Binary(program))
         }
-        Termination::RuntimeError => {
-            let mut stderr = stderr;
-            // The driver exits with an error when one of its programs (cc1plus, as, ld) was
-            // killed by a signal: the OOM killer (reported as a memory limit above), a compiler
-            // crash, or somebody from outside. Not the compiler's verdict on the source: compile
-            // again next time. A file-size limit (SIGXFSZ) is the program's size: a verdict.
-            let killed = stderr.contains("signal terminated program")
-                || stderr.contains("terminated with signal");
-            let file_size = stderr.contains("File size limit exceeded");
-            let cacheable = !killed || file_size;
-            // The assembler or the linker stopped by the file-size limit: say why plainly.
-            if file_size {
-                stderr = format!(
-                    "{stderr}\nthe compiled program is over the limit of {max_program_bytes} \
-                     bytes (--max-program-size)"
-                );
-            }
-            error(
-                CompileError::exited(outcome.exit_code.unwrap_or(1), stderr),
-                cacheable,
-            )
-        }
+        Termination::RuntimeError => Ok(compiler_failed(
+            outcome.exit_code.unwrap_or(1),
+            stderr,
+            max_program_bytes,
+        )),
         Termination::InternalError => Err(crate::error::host(anyhow::anyhow!(
             "cannot compile: {}",
             outcome.message
@@ -620,6 +681,33 @@ fn build(
             CompileError::stopped(format!("{stderr}\ncompiler stopped: {}", outcome.message)),
             false,
         ),
+    }
+}
+
+/// The compile error of a compiler that exited with `exit_code` after printing `stderr`.
+pub(super) fn compiler_failed(
+    exit_code: i32,
+    mut stderr: String,
+    max_program_bytes: u64,
+) -> BuildResult {
+    // The driver exits with an error when one of its programs (cc1plus, as, ld) was killed by
+    // a signal: the OOM killer (reported as a memory limit), a compiler crash, or somebody from
+    // outside. Not the compiler's verdict on the source: compile again next time. A file-size
+    // limit (SIGXFSZ) is the program's size: a verdict.
+    let killed =
+        stderr.contains("signal terminated program") || stderr.contains("terminated with signal");
+    let file_size = stderr.contains("File size limit exceeded");
+    let cacheable = !killed || file_size;
+    // The assembler or the linker stopped by the file-size limit: say why plainly.
+    if file_size {
+        stderr = format!(
+            "{stderr}\nthe compiled program is over the limit of {max_program_bytes} bytes \
+             (--max-program-size)"
+        );
+    }
+    BuildResult::Error {
+        error: CompileError::exited(exit_code, stderr),
+        cacheable,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod schedule;
 pub mod scripts;
 pub mod stop;
 pub mod tps;
+pub mod verdicts;
 mod workdir;
 pub(crate) use workdir::read_capped;
 pub use workdir::OUTPUT_CAP;
@@ -66,6 +67,10 @@ pub struct JudgeOptions {
     /// Every test's output, standard error and checker's or manager's words are copied to
     /// this folder, named by test ([`kept`]; native runner). `None` keeps nothing.
     pub keep_dir: Option<PathBuf>,
+    /// Builds the precompiled headers most submissions start with as soon as the judge starts
+    /// and as each problem is prepared, on a thread of their own (long runs: `evaluate`,
+    /// `serve`). Either way no compile waits for a header.
+    pub headers_ahead: bool,
 }
 
 impl Default for JudgeOptions {
@@ -79,6 +84,7 @@ impl Default for JudgeOptions {
             time_scale: 1.0,
             placement: placement::Placement::SharedCpu,
             keep_dir: None,
+            headers_ahead: false,
         }
     }
 }
@@ -168,8 +174,11 @@ fn missing_compiler(dirs: &[&str]) -> Option<String> {
 
 /// The judge: a sandbox, a compile cache and a runner.
 pub struct Judge {
-    sandbox: Sandbox,
-    cache: CompileCache,
+    sandbox: Arc<Sandbox>,
+    cache: Arc<CompileCache>,
+    /// Builds the precompiled headers compiles do not wait for (native runner).
+    headers: Option<compile::HeaderBuilder>,
+    headers_ahead: bool,
     runner: Runner,
     profile: CompileProfile,
     time_scale: f64,
@@ -179,8 +188,10 @@ pub struct Judge {
 }
 
 impl Drop for Judge {
-    /// The folders of the tests run are removed before the judge is gone.
+    /// The header in progress is finished, and the folders of the tests run are removed,
+    /// before the judge is gone.
     fn drop(&mut self) {
+        self.headers = None;
         crate::scratch::wait_for_removals();
     }
 }
@@ -220,13 +231,30 @@ impl Judge {
             return Err(crate::error::host(anyhow::anyhow!("{missing}")));
         }
         crate::scratch::sweep_stale();
-        let sandbox = Sandbox::new(SandboxOptions::default()).map_err(crate::error::host)?;
-        let cache = CompileCache::new(options.cache_dir, options.cache_max_bytes)
-            .map_err(crate::error::host)?
-            .with_max_program_bytes(options.max_program_bytes);
+        let sandbox =
+            Arc::new(Sandbox::new(SandboxOptions::default()).map_err(crate::error::host)?);
+        let cache = Arc::new(
+            CompileCache::new(options.cache_dir, options.cache_max_bytes)
+                .map_err(crate::error::host)?
+                .with_max_program_bytes(options.max_program_bytes),
+        );
+        let native = matches!(options.runner, Runner::Native);
+        let headers = match native {
+            true => Some(compile::HeaderBuilder::start(
+                Arc::clone(&cache),
+                Arc::clone(&sandbox),
+            )?),
+            false => None,
+        };
+        let headers_ahead = options.headers_ahead && native;
+        if headers_ahead {
+            cache.headers_ahead(&sandbox, None, options.compile_profile);
+        }
         Ok(Judge {
             sandbox,
             cache,
+            headers,
+            headers_ahead,
             runner: options.runner,
             profile: options.compile_profile,
             time_scale: options.time_scale,
@@ -288,6 +316,10 @@ impl Judge {
                 "problem {}: a Communication task with a checker is judged by the native runner only (not --runner scripts)",
                 problem.id
             );
+        }
+        if self.headers_ahead {
+            self.cache
+                .headers_ahead(&self.sandbox, Some(&problem), self.profile);
         }
         let mut tools = ProblemTools::default();
         if matches!(self.runner, Runner::Native) {

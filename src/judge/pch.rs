@@ -2,11 +2,17 @@
 //!
 //! Nearly every model-written submission starts with `#include <bits/stdc++.h>`, and g++
 //! spends most of such a compile parsing it. When a submission's first lines are only
-//! includes of `<bits/stdc++.h>` and of the problem's own headers (with blank and `//` comment
-//! lines between them), the compile is split in three, each in the sandbox:
+//! includes of standard headers (`<bits/stdc++.h>` or the common ones, at least one) and of the
+//! problem's own headers (with blank and `//` comment lines between them), the compile is split
+//! in three, each in the sandbox:
 //!
 //! 1. a precompiled header (`.gch`) of exactly those include lines, in that order, built once
-//!    per compiler, flags, include list and grader headers, and kept in the compile cache;
+//!    per compiler, flags and include list (and the problem's files, when it includes one of
+//!    its headers: a header of standard includes serves every problem), kept in the compile
+//!    cache. No compile waits for one: a compile whose header is not ready goes on without it
+//!    and hands it to the judge's builder thread; `evaluate` and `serve` hand it
+//!    `<bits/stdc++.h>` when they start and the problem's header with it when they prepare a
+//!    problem;
 //! 2. the problem's grader sources (`grader.cpp`, `stub.cpp`) compiled to objects, once per
 //!    problem and flags, kept in the compile cache;
 //! 3. the submission, with those first lines made blank (line numbers, `__FILE__` and
@@ -21,23 +27,26 @@
 //! because we write it: the submission only chooses which of a fixed set of include lines it
 //! lists, and the result of a given list is what textual inclusion would give. The `.gch` is
 //! used only when valid: it is not accompanied by its header, and `-Werror=invalid-pch` turns a
-//! rejected one into a failure. Any failure (an invalid or missing header, a compilation error,
-//! anything unexpected) falls back to the plain compile, so a compilation error's message is
-//! exactly the plain compile's. A compile stopped by a limit is not repeated: the plain
-//! compile does strictly more work.
+//! rejected one into a failure. A compilation error costs one compile: its message is the
+//! plain compile's word for word (the same source, flags and file names), except where the
+//! diagnostics show the precompiled header (an include chain through it): then, as after any
+//! other failure (an invalid or missing header, anything unexpected), the plain compile runs
+//! and gives the message. A compile stopped by a limit is not repeated: the plain compile does
+//! strictly more work. A link error names a grader's object as `/objs/<grader>.o`, where the
+//! plain compile names a temporary file of its own.
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
 
 use anyhow::{Context, Result};
 use ioi_sandbox::{Bind, RunSpec, Sandbox, Stdio, Termination};
 
 use super::compile::{
-    compile_limits, compiler_identity, read_diagnostics, BuildResult, CompileCache,
-    DEFAULT_MAX_PROGRAM_BYTES, MAX_COMPILER_STDERR,
+    compile_limits, compiler_failed, compiler_identity, read_diagnostics, BuildResult,
+    CompileCache, DEFAULT_MAX_PROGRAM_BYTES, MAX_COMPILER_STDERR,
 };
 use super::compiled::CompileError;
 use super::stop;
@@ -52,11 +61,67 @@ const MAX_INCLUDES: usize = 6;
 const PCH_DIR: &str = "/pch";
 const OBJ_DIR: &str = "/objs";
 
+/// The standard headers a prefix may include besides `<bits/stdc++.h>` (C++17 and the C
+/// headers of its library): a header of any of them is what textual inclusion gives, whatever
+/// the problem.
+const STANDARD: &[&str] = &[
+    "algorithm",
+    "any",
+    "array",
+    "atomic",
+    "bitset",
+    "cassert",
+    "cctype",
+    "cfloat",
+    "chrono",
+    "cinttypes",
+    "climits",
+    "cmath",
+    "complex",
+    "cstdint",
+    "cstdio",
+    "cstdlib",
+    "cstring",
+    "ctime",
+    "deque",
+    "functional",
+    "iomanip",
+    "ios",
+    "iostream",
+    "istream",
+    "iterator",
+    "limits",
+    "list",
+    "map",
+    "memory",
+    "numeric",
+    "optional",
+    "ostream",
+    "queue",
+    "random",
+    "set",
+    "sstream",
+    "stack",
+    "string",
+    "string_view",
+    "tuple",
+    "type_traits",
+    "unordered_map",
+    "unordered_set",
+    "utility",
+    "variant",
+    "vector",
+];
+
+/// At most this many headers are built by one process (bounds the compiler time a hostile
+/// dataset can make us spend on headers: each include list is a header of its own).
+const MAX_HEADERS: usize = 64;
+
 /// One include line of a submission's prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Include {
-    /// `#include <bits/stdc++.h>`
-    Stdcxx,
+    /// `#include <name>` of `<bits/stdc++.h>` or a [`STANDARD`] header.
+    System(String),
     /// `#include "<name>"` of one of the problem's headers.
     Grader(String),
 }
@@ -99,16 +164,10 @@ pub fn split(code: &str, headers: &[&str]) -> Option<Split> {
             _ => break,
         }
     }
-    if !includes.contains(&Include::Stdcxx) {
+    if !includes.iter().any(|i| matches!(i, Include::System(_))) {
         return None;
     }
-    let mut header = String::new();
-    for include in &includes {
-        match include {
-            Include::Stdcxx => header.push_str("#include <bits/stdc++.h>\n"),
-            Include::Grader(name) => header.push_str(&format!("#include \"{name}\"\n")),
-        }
-    }
+    let header = header_of(&includes);
     // Every line of the prefix becomes empty; line ends are kept, so line numbers hold.
     let mut rest = String::with_capacity(code.len());
     for line in code[..end].split_inclusive('\n') {
@@ -122,15 +181,30 @@ pub fn split(code: &str, headers: &[&str]) -> Option<Split> {
     Some(Split { header, rest })
 }
 
-/// `#include <bits/stdc++.h>` or `#include "h"` for a problem header `h`, with optional spaces
+/// The header standing for `includes`, canonically spelled.
+fn header_of(includes: &[Include]) -> String {
+    let mut header = String::new();
+    for include in includes {
+        match include {
+            Include::System(name) => header.push_str(&format!("#include <{name}>\n")),
+            Include::Grader(name) => header.push_str(&format!("#include \"{name}\"\n")),
+        }
+    }
+    header
+}
+
+/// `#include <h>` for `<bits/stdc++.h>` or a [`STANDARD`] header, or `#include "h"` for a
+/// problem header `h`, with optional spaces
 /// and an optional trailing `//` comment.
 fn parse_include(line: &str, headers: &[&str]) -> Option<Include> {
     let rest = line.strip_prefix('#')?.trim_start();
     let rest = rest.strip_prefix("include")?.trim_start();
     let (include, after) = if let Some(r) = rest.strip_prefix('<') {
         let close = r.find('>')?;
+        let name = &r[..close];
         (
-            (&r[..close] == STDCXX).then_some(Include::Stdcxx)?,
+            (name == STDCXX || STANDARD.contains(&name))
+                .then(|| Include::System(name.to_string()))?,
             &r[close + 1..],
         )
     } else if let Some(r) = rest.strip_prefix('"') {
@@ -182,6 +256,12 @@ pub struct PchStore {
     used: AtomicUsize,
     fallbacks: AtomicUsize,
     objects_only: AtomicUsize,
+    /// Runs of the compiler: headers, grader objects and accelerated compiles.
+    runs: AtomicUsize,
+    /// Where headers that are not ready go to be built, off the compiles' path.
+    builder: Mutex<Option<mpsc::Sender<HeaderJob>>>,
+    /// The builder was detached: it builds nothing more.
+    closed: AtomicBool,
 }
 
 /// A compile the store may accelerate: the submission compile of [`CompileCache`].
@@ -202,7 +282,15 @@ impl PchStore {
             used: AtomicUsize::new(0),
             fallbacks: AtomicUsize::new(0),
             objects_only: AtomicUsize::new(0),
+            runs: AtomicUsize::new(0),
+            builder: Mutex::new(None),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// How many times this store ran the compiler.
+    pub fn compiler_runs(&self) -> usize {
+        self.runs.load(Ordering::Relaxed)
     }
 
     pub fn stats(&self) -> PchStats {
@@ -259,13 +347,13 @@ impl PchStore {
             workdir,
         );
         let counter = match (&split, &built) {
-            (Some(_), Some(_)) => &self.used,
-            (Some(_), None) => &self.fallbacks,
+            (Some(_), Some((_, true))) => &self.used,
+            (Some(_), _) => &self.fallbacks,
             (None, Some(_)) => &self.objects_only,
             (None, None) => return None,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        built
+        built.map(|(built, _)| built)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -279,33 +367,35 @@ impl PchStore {
         others: &[(&str, &[u8])],
         graders: &[&str],
         workdir: &BoxDir,
-    ) -> Option<BuildResult> {
-        let pch = match split {
-            None => None,
-            Some(split) => {
-                let pch_key = key("pch", request.flags, &[&split.header], others);
-                Some(self.entry(cache, &pch_key, |dir| {
-                    self.headers_built.fetch_add(1, Ordering::Relaxed);
-                    build_header(sandbox, request.flags, &split.header, others, dir)
-                })?)
-            }
-        };
+    ) -> Option<(BuildResult, bool)> {
+        // A header not ready is not waited for: the compile goes on without it (the same
+        // executable), and the header is built meanwhile for the submissions to come.
+        let pch = split
+            .and_then(|split| self.header(cache, sandbox, request.flags, &split.header, others));
+        if pch.is_none() && graders.is_empty() {
+            return None;
+        }
         let objects = if graders.is_empty() {
             None
         } else {
             let obj_key = key("obj", request.flags, graders, others);
             Some(self.entry(cache, &obj_key, |dir| {
-                build_objects(sandbox, request.flags, graders, others, dir)
+                build_objects(sandbox, &self.runs, request.flags, graders, others, dir)
             })?)
         };
         let (&source, _) = request.sources.split_first()?;
+        let used = pch.is_some();
         let max_program_bytes = cache.max_program_bytes();
+        self.runs.fetch_add(1, Ordering::Relaxed);
         compile_with(
             sandbox,
             workdir,
             request,
             source,
-            split.map_or(code, |s| s.rest.as_str()),
+            match (split, &pch) {
+                (Some(split), Some(_)) => split.rest.as_str(),
+                _ => code,
+            },
             others,
             graders,
             pch.as_deref(),
@@ -314,6 +404,146 @@ impl PchStore {
         )
         .ok()
         .flatten()
+        .map(|built| (built, used))
+    }
+
+    /// The precompiled header of `header` (its key covers the problem's files only when it
+    /// includes one of them: a header of standard includes is shared by every problem), or
+    /// `None` when it is not ready. With a builder, a header not ready is handed to it; without
+    /// one, it is built now.
+    fn header(
+        &self,
+        cache: &CompileCache,
+        sandbox: &Sandbox,
+        flags: &[&str],
+        header: &str,
+        others: &[(&str, &[u8])],
+    ) -> Option<PathBuf> {
+        let files = if header.contains('"') { others } else { &[] };
+        let pch_key = key("pch", flags, &[header], files);
+        let dir = match self.claim(cache, &pch_key, true)? {
+            Claim::Ready(dir) => return Some(dir),
+            Claim::Mine(dir) => dir,
+        };
+        let builder = self.builder.lock().ok().and_then(|b| b.clone());
+        match builder {
+            Some(builder) => {
+                let job = HeaderJob {
+                    key: pch_key.clone(),
+                    dir,
+                    flags: flags.iter().map(|f| f.to_string()).collect(),
+                    header: header.to_string(),
+                    files: files
+                        .iter()
+                        .map(|(n, c)| (n.to_string(), c.to_vec()))
+                        .collect(),
+                };
+                if builder.send(job).is_err() {
+                    if let Ok(mut entries) = self.entries.lock() {
+                        entries.remove(&pch_key);
+                    }
+                }
+                None
+            }
+            None => {
+                let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+                let files: Vec<(String, Vec<u8>)> = files
+                    .iter()
+                    .map(|(n, c)| (n.to_string(), c.to_vec()))
+                    .collect();
+                self.finish(cache, &pch_key, dir, |into| {
+                    build_header(sandbox, &self.runs, &flags, header, &files, into)
+                })
+            }
+        }
+    }
+
+    /// Builds a header handed to the builder.
+    pub(super) fn build_job(&self, cache: &CompileCache, sandbox: &Sandbox, job: HeaderJob) {
+        self.finish(cache, &job.key, job.dir, |into| {
+            build_header(
+                sandbox,
+                &self.runs,
+                &job.flags,
+                &job.header,
+                &job.files,
+                into,
+            )
+        });
+    }
+
+    /// Starts handing headers that are not ready to `builder` instead of building them on the
+    /// compile's path.
+    pub(super) fn attach_builder(&self, builder: mpsc::Sender<HeaderJob>) {
+        if let Ok(mut slot) = self.builder.lock() {
+            *slot = Some(builder);
+        }
+    }
+
+    /// Stops handing headers to the builder; the headers it was handed and has not started
+    /// are left unbuilt (the next process builds them).
+    pub(super) fn detach_builder(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        if let Ok(mut slot) = self.builder.lock() {
+            *slot = None;
+        }
+    }
+
+    pub(super) fn builder_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Hands the builder the headers most submissions of `problem` start with, ahead of them:
+    /// `<bits/stdc++.h>` alone (once for every problem) and with the problem's header before
+    /// or after it.
+    pub(super) fn ahead(
+        &self,
+        cache: &CompileCache,
+        sandbox: &Sandbox,
+        flags: &[&str],
+        problem_header: Option<&str>,
+        others: &[(&str, &[u8])],
+    ) {
+        if !self.enabled || self.builder.lock().map_or(true, |b| b.is_none()) {
+            return;
+        }
+        let stdcxx = Include::System(STDCXX.to_string());
+        let mut lists = vec![vec![stdcxx.clone()]];
+        if let Some(name) = problem_header {
+            let own = Include::Grader(name.to_string());
+            lists.push(vec![own.clone(), stdcxx.clone()]);
+            lists.push(vec![stdcxx, own]);
+        }
+        for list in lists {
+            self.header(cache, sandbox, flags, &header_of(&list), others);
+        }
+    }
+
+    /// The entry `key` when it is ready (from memory or disk), `Mine` when the caller is to
+    /// build it, `None` while another compile builds it, when it cannot be built, or when
+    /// `header` and the process built [`MAX_HEADERS`] already.
+    fn claim(&self, cache: &CompileCache, key: &str, header: bool) -> Option<Claim> {
+        let dir = cache.dir().join(key);
+        let mut entries = self.entries.lock().ok()?;
+        match entries.get(key) {
+            Some(Entry::Ready(path)) if path.is_dir() => {
+                touch(path);
+                return Some(Claim::Ready(path.clone()));
+            }
+            Some(Entry::Building) | Some(Entry::Failed) => return None,
+            _ => {}
+        }
+        if dir.join(COMPLETE).is_file() {
+            touch(&dir);
+            entries.insert(key.to_string(), Entry::Ready(dir.clone()));
+            return Some(Claim::Ready(dir));
+        }
+        if header && self.headers_built.fetch_add(1, Ordering::Relaxed) >= MAX_HEADERS {
+            self.headers_built.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        entries.insert(key.to_string(), Entry::Building);
+        Some(Claim::Mine(dir))
     }
 
     /// The entry `key`, from memory, from disk, or built now by `make` (which fills a folder);
@@ -324,24 +554,20 @@ impl PchStore {
         key: &str,
         make: impl FnOnce(&Path) -> Result<bool>,
     ) -> Option<PathBuf> {
-        let dir = cache.dir().join(key);
-        {
-            let mut entries = self.entries.lock().ok()?;
-            match entries.get(key) {
-                Some(Entry::Ready(path)) if path.is_dir() => {
-                    touch(path);
-                    return Some(path.clone());
-                }
-                Some(Entry::Building) | Some(Entry::Failed) => return None,
-                _ => {}
-            }
-            if dir.join(COMPLETE).is_file() {
-                touch(&dir);
-                entries.insert(key.to_string(), Entry::Ready(dir.clone()));
-                return Some(dir);
-            }
-            entries.insert(key.to_string(), Entry::Building);
+        match self.claim(cache, key, false)? {
+            Claim::Ready(dir) => Some(dir),
+            Claim::Mine(dir) => self.finish(cache, key, dir, make),
         }
+    }
+
+    /// Builds the entry `key` claimed by the caller into `dir`.
+    fn finish(
+        &self,
+        cache: &CompileCache,
+        key: &str,
+        dir: PathBuf,
+        make: impl FnOnce(&Path) -> Result<bool>,
+    ) -> Option<PathBuf> {
         let made = store(cache, &dir, make);
         let mut entries = self.entries.lock().ok()?;
         match made {
@@ -364,6 +590,23 @@ impl PchStore {
             }
         }
     }
+}
+
+/// What [`PchStore::claim`] found.
+enum Claim {
+    Ready(PathBuf),
+    /// Absent: the caller builds it into this folder.
+    Mine(PathBuf),
+}
+
+/// A header handed to the builder (see [`super::compile::HeaderBuilder`]).
+pub(super) struct HeaderJob {
+    key: String,
+    dir: PathBuf,
+    flags: Vec<String>,
+    header: String,
+    /// The problem's files the header may include (none for standard includes only).
+    files: Vec<(String, Vec<u8>)>,
 }
 
 /// Marks a finished entry: entries are complete or absent, never half-written.
@@ -426,7 +669,14 @@ fn box_with(sandbox: &Sandbox, files: &[(&str, &[u8])]) -> Result<BoxDir> {
 }
 
 /// Runs g++ with `args` in `workdir`; `Ok(true)` when it succeeded.
-fn gcc(sandbox: &Sandbox, workdir: &BoxDir, args: Vec<String>, binds: Vec<Bind>) -> Result<bool> {
+fn gcc(
+    sandbox: &Sandbox,
+    runs: &AtomicUsize,
+    workdir: &BoxDir,
+    args: Vec<String>,
+    binds: Vec<Bind>,
+) -> Result<bool> {
+    runs.fetch_add(1, Ordering::Relaxed);
     let mut argv = vec!["g++".to_string()];
     argv.extend(args);
     let mut spec = RunSpec::new(workdir.path(), argv);
@@ -461,22 +711,28 @@ fn take(from: &Path, to: &Path) -> Result<()> {
 
 /// Name of the precompiled header in its entry (its header is deliberately absent).
 const PCH_NAME: &str = "prefix.h";
+/// Where the header is written when it is precompiled: diagnostics through it name this file.
+const PCH_SOURCE: &str = "graders/.ioi-pch.h";
 
 fn build_header(
     sandbox: &Sandbox,
-    flags: &[&str],
+    runs: &AtomicUsize,
+    flags: &[String],
     header: &str,
-    others: &[(&str, &[u8])],
+    files: &[(String, Vec<u8>)],
     into: &Path,
 ) -> Result<bool> {
-    let workdir = box_with(sandbox, others)?;
+    let workdir = BoxDir::new(sandbox)?;
+    for (name, content) in files {
+        workdir.write(name, content)?;
+    }
     // Beside the problem's headers, so that quoted includes find the same files.
-    let path = "graders/.ioi-pch.h";
+    let path = PCH_SOURCE;
     workdir.write(path, header.as_bytes())?;
     let gch = format!("{path}.gch");
-    let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+    let mut args: Vec<String> = flags.to_vec();
     args.extend(["-x", "c++-header", "-o", &gch, path].map(String::from));
-    if !gcc(sandbox, &workdir, args, Vec::new())? {
+    if !gcc(sandbox, runs, &workdir, args, Vec::new())? {
         return Ok(false);
     }
     take(&workdir.join(&gch), &into.join(format!("{PCH_NAME}.gch")))?;
@@ -494,6 +750,7 @@ fn object_name(source: &str) -> String {
 
 fn build_objects(
     sandbox: &Sandbox,
+    runs: &AtomicUsize,
     flags: &[&str],
     graders: &[&str],
     others: &[(&str, &[u8])],
@@ -504,7 +761,7 @@ fn build_objects(
         let object = format!(".ioi-obj-{}", object_name(source));
         let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
         args.extend(["-c", "-o", &object, source].map(String::from));
-        if !gcc(sandbox, &workdir, args, Vec::new())? {
+        if !gcc(sandbox, runs, &workdir, args, Vec::new())? {
             return Ok(false);
         }
         take(&workdir.join(&object), &into.join(object_name(source)))?;
@@ -581,6 +838,23 @@ fn compile_with(
                 _ => None,
             }
         }
+        // The compiler's own verdict on the source, reported from this one compile. Without a
+        // precompiled header it is the plain compile's word for word: the same source, flags
+        // and file names, the graders only linked from objects. With one, a diagnostic that
+        // shows the header (an include chain through it, the command line's `-include`) would
+        // read differently from the plain compile's: the plain compile gives it.
+        Termination::RuntimeError => {
+            let stderr = read_diagnostics(&stderr_path, MAX_COMPILER_STDERR)?;
+            if pch.is_some() && shows_the_header(&stderr) {
+                None
+            } else {
+                Some(compiler_failed(
+                    outcome.exit_code.unwrap_or(1),
+                    stderr,
+                    max_program_bytes,
+                ))
+            }
+        }
         // The plain compile does strictly more work: it would be stopped too. These limits are
         // measured on the compiler alone, so they are its verdict (cached, as in `build`).
         Termination::TimeLimit | Termination::MemoryLimit => Some(BuildResult::Error {
@@ -593,6 +867,14 @@ fn compile_with(
         }),
         _ => None,
     })
+}
+
+/// Whether compiler diagnostics name the precompiled header or how it was included, which a
+/// plain compile's never do.
+fn shows_the_header(stderr: &str) -> bool {
+    [PCH_SOURCE, PCH_DIR, "<command-line>"]
+        .iter()
+        .any(|trace| stderr.contains(trace))
 }
 
 #[cfg(test)]
@@ -626,20 +908,21 @@ mod tests {
 
     #[test]
     fn the_prefix_stops_at_the_first_other_line() {
-        // <vector> is not precompiled: it stays in the source, where it was.
-        let code = "#include \"orchard.h\"\n#include <bits/stdc++.h>\n#include <vector>\n#include \"orchard.h\"\n";
+        // <ext/rope> is not precompiled: it stays in the source, where it was.
+        let code = "#include \"orchard.h\"\n#include <bits/stdc++.h>\n#include <ext/rope>\n#include <vector>\n";
         let s = split(code, H).unwrap();
         assert_eq!(
             s.header,
             "#include \"orchard.h\"\n#include <bits/stdc++.h>\n"
         );
-        assert_eq!(s.rest, "\n\n#include <vector>\n#include \"orchard.h\"\n");
+        assert_eq!(s.rest, "\n\n#include <ext/rope>\n#include <vector>\n");
     }
 
     #[test]
-    fn submissions_that_do_not_start_with_bits_stdcxx_are_left_alone() {
+    fn submissions_that_do_not_start_with_a_standard_include_are_left_alone() {
         for code in [
-            "#include \"orchard.h\"\n#include <vector>\n#include <bits/stdc++.h>\n",
+            "#include \"orchard.h\"\n#include <ext/rope>\n#include <bits/stdc++.h>\n",
+            "#include \"orchard.h\"\nint x;\n#include <bits/stdc++.h>\n",
             "#pragma GCC optimize(\"O3\")\n#include <bits/stdc++.h>\n",
             "#define int long long\n#include <bits/stdc++.h>\n",
             "int x;\n#include <bits/stdc++.h>\n",
@@ -668,6 +951,17 @@ mod tests {
         // After a valid prefix, such a line just ends it.
         let s = split("#include <bits/stdc++.h>\n/* x */\n", H).unwrap();
         assert_eq!(s.rest, "\n/* x */\n");
+    }
+
+    #[test]
+    fn standard_headers_make_a_prefix_of_their_own() {
+        let code = "#include <vector>\n#include \"orchard.h\"\n#include <map>\nint x;\n";
+        let s = split(code, H).unwrap();
+        assert_eq!(
+            s.header,
+            "#include <vector>\n#include \"orchard.h\"\n#include <map>\n"
+        );
+        assert_eq!(s.rest, "\n\n\nint x;\n");
     }
 
     #[test]

@@ -31,6 +31,7 @@ use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Stdio, Terminatio
 use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
 use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
 use crate::judge::compile::Compiled;
+use crate::judge::verdicts::{self, KeyBuilder, VerdictCache, VerdictKey};
 use crate::judge::{read_capped, Build, CompileError, Judge, JudgeOptions, Runner};
 use crate::problem::{Problem, Subtask, TaskType, TestCase, TestSet};
 
@@ -50,6 +51,9 @@ const MIN_PLAIN_BOX: u64 = 1 << 20;
 /// Judges Piston requests with a [`Judge`].
 pub struct JudgeExecutor {
     judge: Judge,
+    /// `cms_ioi` answers by request content: an RL batch sends the same program many times.
+    /// `None`: every request is judged (`bench serve` measures the judging).
+    verdicts: Option<VerdictCache<IoiOutcome>>,
 }
 
 impl JudgeExecutor {
@@ -64,7 +68,14 @@ impl JudgeExecutor {
         }
         Ok(JudgeExecutor {
             judge: Judge::new(options)?,
+            verdicts: Some(VerdictCache::new(verdicts::DEFAULT_CAPACITY)),
         })
+    }
+
+    /// Judges every request, even one identical to a request judged before.
+    pub fn without_verdict_cache(mut self) -> JudgeExecutor {
+        self.verdicts = None;
+        self
     }
 
     /// The judge, e.g. to read its compile counter (`judge().cache().builds()`).
@@ -72,8 +83,55 @@ impl JudgeExecutor {
         &self.judge
     }
 
-    /// One submission on one test.
-    pub fn judge_ioi(&self, mut job: IoiJob) -> Result<IoiOutcome, RequestError> {
+    /// One submission on one test: the answer already given to the same request (the same
+    /// submission, files, test, limits and time-out), or a fresh judgement.
+    pub fn judge_ioi(&self, job: IoiJob) -> Result<IoiOutcome, RequestError> {
+        match &self.verdicts {
+            Some(verdicts) => {
+                let key = self.verdict_key(&job);
+                verdicts.get_or_judge(key, || self.judge_ioi_afresh(job))
+            }
+            None => self.judge_ioi_afresh(job),
+        }
+    }
+
+    /// How many `cms_ioi` requests were answered from the verdict cache.
+    pub fn verdict_hits(&self) -> u64 {
+        self.verdicts.as_ref().map_or(0, VerdictCache::hits)
+    }
+
+    /// Everything a `cms_ioi` answer depends on (src/judge/verdicts.rs): the request's every
+    /// field, and how this judge compiles and times (fixed for its life, with the compiler).
+    fn verdict_key(&self, job: &IoiJob) -> VerdictKey {
+        let mut key = KeyBuilder::new("cms_ioi");
+        let profile = self.judge.compile_profile();
+        key.part(profile.as_str().as_bytes());
+        for flag in profile.submission_flags() {
+            key.part(flag.as_bytes());
+        }
+        key.part(&self.judge.time_scale().to_le_bytes())
+            .part(job.problem_id.as_bytes())
+            .part(&job.submission)
+            .part(&job.input)
+            .optional(job.expected_output.as_deref())
+            .part(&(job.grader_files.len() as u64).to_le_bytes());
+        for file in &job.grader_files {
+            key.part(file.path.as_bytes()).part(&file.content);
+        }
+        key.part(&job.time_limit.to_le_bytes())
+            .part(&job.memory_limit.to_le_bytes())
+            .part(format!("{:?}", job.task).as_bytes())
+            .part(&job.run_timeout.as_nanos().to_le_bytes())
+            .optional(
+                job.compile_timeout
+                    .map(|t| t.as_nanos().to_le_bytes())
+                    .as_ref()
+                    .map(|b| b.as_slice()),
+            );
+        key.finish()
+    }
+
+    fn judge_ioi_afresh(&self, mut job: IoiJob) -> Result<IoiOutcome, RequestError> {
         let run_timeout = job.run_timeout;
         let submission = std::mem::take(&mut job.submission);
         let (problem, tests) = one_test_problem(job)?;
@@ -254,6 +312,7 @@ impl Executor for JudgeExecutor {
         Some(super::metrics::CacheCounts {
             hits: cache.hits() as u64,
             misses: cache.builds() as u64,
+            verdict_hits: self.verdict_hits(),
         })
     }
 }

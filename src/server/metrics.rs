@@ -285,6 +285,11 @@ impl Collector for CacheCollector {
                 "Compiles the compile cache had to run the compiler for",
                 counts.misses,
             ),
+            (
+                "verdict_cache_hits",
+                "Requests answered with the verdict of an identical request judged before",
+                counts.verdict_hits,
+            ),
         ] {
             let counter = ConstCounter::new(value);
             let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
@@ -299,6 +304,8 @@ impl Collector for CacheCollector {
 pub struct CacheCounts {
     pub hits: u64,
     pub misses: u64,
+    /// Requests answered from the verdict cache (src/judge/verdicts.rs).
+    pub verdict_hits: u64,
 }
 
 #[cfg(test)]
