@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post, MethodRouter};
@@ -39,7 +39,8 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::metrics::{self, Metrics, RequestOutcome, Served};
-use super::{parse_execute, Executor, RequestError, Response, Runtime};
+use super::request::parse_execute_noting_runtime;
+use super::{Executor, RequestError, Response, Runtime};
 
 /// Default largest request body: tests reach ~22 MB of input plus ~10 MB of output, and
 /// Piston deployments for IOI raised their limit to 512 MB.
@@ -298,6 +299,7 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     let response = next.run(request).await;
     let duration = started.elapsed();
     let status = response.status().as_u16();
+    state.metrics.record_http(&path, status);
     let served = response.extensions().get::<Served>().copied();
     let millis = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
     match served {
@@ -327,12 +329,22 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     response
 }
 
-async fn render_metrics(State(state): State<AppState>) -> HttpResponse {
-    (
-        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        state.metrics.render(),
-    )
-        .into_response()
+async fn render_metrics(State(state): State<AppState>, headers: HeaderMap) -> HttpResponse {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok());
+    match metrics::wants_openmetrics(accept) {
+        true => (
+            [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            state.metrics.render(),
+        )
+            .into_response(),
+        false => (
+            [(header::CONTENT_TYPE, metrics::CLASSIC_CONTENT_TYPE)],
+            state.metrics.render_classic(),
+        )
+            .into_response(),
+    }
 }
 
 async fn runtimes() -> Json<Value> {
@@ -420,7 +432,7 @@ async fn execute_request(
     let mut trim = GiveMemoryBack(declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
     let body = read_body(request.into_body(), state.max_body).await?;
     trim.0 = body.len() >= TRIM_AFTER_BYTES;
-    let request = parse_execute(&body);
+    let request = parse_execute_noting_runtime(&body, &mut served.runtime);
     drop(body);
     // The body is parsed: only what the job holds stays (the test files, which the executor
     // writes out and drops).
