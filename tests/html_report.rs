@@ -1,6 +1,7 @@
 //! End-to-end: `ioi-run report RESULTS_FOLDER` writes `report.html` next to the markdown
-//! reports, with numbers that match the results, every untrusted name escaped, and a page a real
-//! browser (headless Chromium) loads without an error and draws.
+//! reports, with numbers that match the results, every submission with its tests and code,
+//! every untrusted name escaped, and a page a real browser (headless Chromium) loads without an
+//! error and draws; `ioi-run report A B` compares result sets on one page.
 
 mod common;
 
@@ -40,6 +41,12 @@ const HOSTILE: &str = "</td><script>alert(1)</script>";
 /// that fails it on memory. The first lists the sample test in both subtasks, as a test shared
 /// by two subtasks is.
 fn results() -> Vec<Value> {
+    let mut rows = three_submissions();
+    rows[1]["all_subtasks_results"][1]["test_results"][1]["feedback"] = json!("too slow");
+    rows
+}
+
+fn three_submissions() -> Vec<Value> {
     let samples = |t: f64| vec![test("0-01", "AC", t, 2 * MIB)];
     vec![
         row(
@@ -155,12 +162,34 @@ fn the_html_report_shows_the_numbers_of_the_results() {
     // Score distribution: two submissions at 0, one at 100 (the last bin).
     assert!(html.contains("<td>0.0 – 10.0</td><td class=\"num\">2</td>"));
     assert!(html.contains("<td>90.0 – 100.0</td><td class=\"num\">1</td>"));
-    // Four inline charts, nothing fetched from anywhere.
+    // Four inline charts: scores, solve rates, time and memory as shares of the limit.
     assert_eq!(html.matches("<svg").count(), 4);
-    for outside in ["src=", "http://", "https://", "<script", "<link"] {
+    // Every submission is a row of the grid, best first, its subtasks coloured by status, with
+    // its tests against the limits, its message and its code.
+    assert_eq!(html.matches("<tbody class=\"s\"").count(), 3);
+    let full = html.find(">full</a>").unwrap();
+    let slow = html.find(">slow</a>").unwrap();
+    assert!(full < slow, "sorted by total");
+    assert!(
+        html.contains(
+            "<td class=\"st st-TLE\" data-v=\"0\" title=\"01-all: 0.0/100 (TLE); most time \
+         1.100 s (110.0%); most memory 30.0 MiB (46.9%)\">0.0</td>"
+        ),
+        "{html}"
+    );
+    assert!(html.contains(
+        "<td>01-all</td><td>1-02</td><td class=\"st st-TLE\">TLE</td><td class=\"num\">0.0</td>\
+         <td class=\"num\">1.100 s (<span class=\"over\">110.0%</span>)</td>\
+         <td class=\"num\">30.0 MiB (46.9%)</td><td>too slow</td>"
+    ), "{html}");
+    assert_eq!(html.matches("<pre>int main(){}</pre>").count(), 3);
+    // Nothing is fetched from anywhere, and only the page's own script may run.
+    for outside in ["src=", "http://", "https://", "<link", "<iframe", "<img"] {
         let found = html.replace("http://www.w3.org/2000/svg", "");
         assert!(!found.contains(outside), "the page refers to {outside:?}");
     }
+    assert_eq!(html.matches("<script").count(), 1);
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none';"));
     // The markdown reports link the page.
     let md = work.path().join("results/reports/model");
     let readme = std::fs::read_to_string(md.join("README.md")).unwrap();
@@ -168,6 +197,14 @@ fn the_html_report_shows_the_numbers_of_the_results() {
     let nile = std::fs::read_to_string(md.join("2024_nile.md")).unwrap();
     assert!(nile.contains("(report.html#2024_nile)"), "{nile}");
     assert!(html.contains("<section id=\"2024_nile\">"));
+    // Links lead only to the page's own anchors.
+    for href in html.split("href=\"").skip(1) {
+        assert!(
+            href.starts_with('#'),
+            "a link leaves the page: {}",
+            &href[..40.min(href.len())]
+        );
+    }
 }
 
 #[test]
@@ -178,16 +215,35 @@ fn a_hostile_label_or_name_stays_text() {
     let mut rows = results();
     rows[1]["all_subtasks_results"][1]["subtask"] = json!(HOSTILE);
     rows[1]["all_subtasks_results"][1]["test_results"][0]["test_name"] = json!(HOSTILE);
+    rows[1]["all_subtasks_results"][1]["test_results"][1]["feedback"] = json!(HOSTILE);
+    rows[1]["code"] = json!(format!("{HOSTILE}<a href=\"javascript:alert(1)\">x</a>"));
     rows[1]["problem_id"] = json!("<img src=x onerror=alert(1)>");
+    rows[2]["problem_id"] = json!("javascript:alert(1)");
+    rows[2]["problem_year"] = json!(0);
+    rows[0]["uuid"] = json!("javascript:alert(1)");
+    rows[0]["submission_id"] = json!("javascript:alert(1)");
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(dir.join("model.jsonl"), text).unwrap();
     ok(bin(work.path()).arg("report").arg(&dir).output().unwrap());
     let html = std::fs::read_to_string(dir.join("reports/model/report.html")).unwrap();
+    // The one script is the page's own, at its end.
+    assert_eq!(html.matches("<script").count(), 1, "{html}");
+    assert!(html.rfind("<script nonce=").unwrap() > html.rfind("</section>").unwrap());
     assert!(
-        !html.contains("<script") && !html.contains("<img"),
+        !html.contains("<img") && !html.contains("<a href=\"javascript"),
         "{html}"
     );
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    for href in html.split("href=\"").skip(1) {
+        let target: String = href.chars().take_while(|c| *c != '"').collect();
+        assert!(
+            target.starts_with('#')
+                && target[1..]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            "a link made of input: {target}"
+        );
+    }
 }
 
 #[test]
@@ -244,8 +300,33 @@ fn headless(browser: &str, home: &Path) -> Command {
     cmd
 }
 
+/// Takes a screenshot of `url` in a window of `width` × `height` and returns its pixels.
+fn screenshot(browser: &str, home: &Path, url: &str, name: &str, size: (u32, u32)) -> Image {
+    // The screenshot is kept for a person to look at when IOI_RUN_SCREENSHOT names a folder.
+    let folder = std::env::var_os("IOI_RUN_SCREENSHOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.to_path_buf());
+    let shot = folder.join(name);
+    let out = headless(browser, home)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("--window-size={},{}", size.0, size.1))
+        .arg(url)
+        .output()
+        .unwrap();
+    ok_browser(&out);
+    let image = decode_png(&std::fs::read(&shot).expect("Chromium wrote the screenshot"));
+    assert_eq!((image.width, image.height), size);
+    image
+}
+
+/// How many pixels of the screenshot have this colour. The legend's swatch of a status is
+/// 12 × 12 pixels; a cell of the grid in its colour is over a thousand.
+fn pixels_of(image: &Image, rgb: [u8; 3]) -> usize {
+    image.pixels.iter().filter(|p| **p == rgb).count()
+}
+
 #[test]
-fn chromium_loads_the_report_without_errors_and_takes_a_screenshot() {
+fn chromium_shows_every_submission_and_the_differences_between_two_runs() {
     let Some(browser) = chromium() else {
         skip("Chromium is not installed (Debian: apt-get install chromium; .ci/run installs it)");
         return;
@@ -256,6 +337,7 @@ fn chromium_loads_the_report_without_errors_and_takes_a_screenshot() {
     let home = work.path().join("browser");
     std::fs::create_dir_all(&home).unwrap();
 
+    // The DOM once the page's script ran: every submission a row of the grid, with its details.
     let out = headless(browser, &home)
         .arg("--dump-dom")
         .arg(&url)
@@ -266,24 +348,179 @@ fn chromium_loads_the_report_without_errors_and_takes_a_screenshot() {
         dom.contains("<h1>model</h1>") && dom.matches("<svg").count() == 4,
         "{dom}"
     );
+    assert_eq!(dom.matches("<tbody class=\"s\"").count(), 3, "{dom}");
+    assert!(
+        dom.contains("<span class=\"shown\">3</span> of 3 shown"),
+        "{dom}"
+    );
 
-    // The screenshot is kept for a person to look at when IOI_RUN_SCREENSHOT names a file.
-    let shot = std::env::var_os("IOI_RUN_SCREENSHOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| work.path().join("report.png"));
+    // Drawn: the grid's cells in the colours of AC, TLE and MLE.
+    let image = screenshot(browser, &home, &url, "report.png", (1100, 2600));
+    for (status, rgb) in [
+        ("AC", [0x2e, 0x7d, 0x32]),
+        ("TLE", [0xef, 0x6c, 0x00]),
+        ("MLE", [0x6a, 0x1b, 0x9a]),
+    ] {
+        let n = pixels_of(&image, rgb);
+        assert!(
+            n > 1200,
+            "no {status} cell on the screenshot ({n} pixels of its colour)"
+        );
+    }
+
+    // A second run of the same submissions where `slow` passes: the comparison page shows it.
+    let second = work.path().join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    let mut rows = results();
+    rows[1]["all_subtasks_results"][1] = subtask(
+        "01-all",
+        1.0,
+        100,
+        "AC",
+        vec![
+            test("1-01", "AC", 0.75, 12 * MIB),
+            test("1-02", "AC", 0.9, 30 * MIB),
+        ],
+    );
+    rows[1]["all_subtasks_points"] = json!(100.0);
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(second.join("model.jsonl"), text).unwrap();
+    let out_dir = work.path().join("compared");
+    let printed = ok(bin(work.path())
+        .args(["report", "--out"])
+        .arg(&out_dir)
+        .arg(work.path().join("results/model.jsonl"))
+        .arg(second.join("model.jsonl"))
+        .output()
+        .unwrap());
+    let page = out_dir.join("reports/comparison.html");
+    assert!(printed.contains(&*page.to_string_lossy()), "{printed}");
+    let url = format!("file://{}", page.display());
     let out = headless(browser, &home)
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1000,1400")
+        .arg("--dump-dom")
         .arg(&url)
         .output()
         .unwrap();
-    ok_browser(&out);
-    let png = std::fs::read(&shot).expect("Chromium wrote the screenshot");
+    let dom = ok_browser(&out);
+    assert!(
+        dom.contains("Verdicts that differ: 1 of 3 submissions in several sets"),
+        "{dom}"
+    );
+    assert!(dom.contains("<b>slow</b>"), "{dom}");
+    assert!(dom.contains("1 test result(s) differ"), "{dom}");
+    // Side by side: the first run scores 100 with 50 submissions, and so does the second.
+    assert!(
+        dom.contains("<td><b>results-model</b></td><td class=\"num\">3</td>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<td><b>second-model</b></td><td class=\"num\">3</td>"),
+        "{dom}"
+    );
+    // The second run's subtask solve rate: 2 of 3 solve 01-all, against 1 of 3.
+    assert!(
+        dom.contains(
+            "<td>01-all</td><td class=\"num\">33.3% (1/3)</td><td class=\"num\">66.7% (2/3)</td>"
+        ),
+        "{dom}"
+    );
+    let image = screenshot(browser, &home, &url, "comparison.png", (1100, 1600));
+    // The TLE that differs, as its subtask's status and its test's (the legend's swatch is 144).
+    let n = pixels_of(&image, [0xef, 0x6c, 0x00]);
+    assert!(
+        n > 500,
+        "the TLE that differs is not drawn ({n} pixels of its colour)"
+    );
+}
+
+/// A decoded screenshot: its size and its pixels' colours.
+struct Image {
+    width: u32,
+    height: u32,
+    pixels: Vec<[u8; 3]>,
+}
+
+/// Decodes the 8-bit RGB or RGBA, non-interlaced PNG Chromium writes (the IDAT chunks inflated,
+/// each line's filter undone).
+fn decode_png(png: &[u8]) -> Image {
+    use std::io::Read;
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    // Width and height from the IHDR chunk: the window's size.
-    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
-    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
-    assert_eq!((width, height), (1000, 1400));
+    let (mut at, mut data) = (8, Vec::new());
+    let (mut width, mut height, mut channels) = (0, 0, 0);
+    while at + 8 <= png.len() {
+        let len = u32::from_be_bytes(png[at..at + 4].try_into().unwrap()) as usize;
+        let kind = &png[at + 4..at + 8];
+        let body = &png[at + 8..at + 8 + len];
+        match kind {
+            b"IHDR" => {
+                width = u32::from_be_bytes(body[0..4].try_into().unwrap());
+                height = u32::from_be_bytes(body[4..8].try_into().unwrap());
+                assert_eq!((body[8], body[12]), (8, 0), "8-bit, not interlaced");
+                channels = match body[9] {
+                    2 => 3,
+                    6 => 4,
+                    other => panic!("PNG colour type {other}"),
+                };
+            }
+            b"IDAT" => data.extend_from_slice(body),
+            _ => {}
+        }
+        at += 12 + len;
+    }
+    let mut raw = Vec::new();
+    flate2::read::ZlibDecoder::new(&data[..])
+        .read_to_end(&mut raw)
+        .unwrap();
+    let stride = width as usize * channels;
+    let mut previous = vec![0u8; stride];
+    let mut pixels = Vec::with_capacity((width * height) as usize);
+    for line in raw.chunks(stride + 1).take(height as usize) {
+        let (filter, bytes) = (line[0], &line[1..]);
+        let mut current = vec![0u8; stride];
+        for i in 0..stride {
+            let left = if i >= channels {
+                current[i - channels]
+            } else {
+                0
+            };
+            let up = previous[i];
+            let up_left = if i >= channels {
+                previous[i - channels]
+            } else {
+                0
+            };
+            let predicted = match filter {
+                0 => 0,
+                1 => left,
+                2 => up,
+                3 => ((left as u16 + up as u16) / 2) as u8,
+                4 => {
+                    let p = left as i16 + up as i16 - up_left as i16;
+                    let (pa, pb, pc) = (
+                        (p - left as i16).abs(),
+                        (p - up as i16).abs(),
+                        (p - up_left as i16).abs(),
+                    );
+                    if pa <= pb && pa <= pc {
+                        left
+                    } else if pb <= pc {
+                        up
+                    } else {
+                        up_left
+                    }
+                }
+                other => panic!("PNG filter {other}"),
+            };
+            current[i] = bytes[i].wrapping_add(predicted);
+        }
+        pixels.extend(current.chunks(channels).map(|p| [p[0], p[1], p[2]]));
+        previous = current;
+    }
+    Image {
+        width,
+        height,
+        pixels,
+    }
 }
 
 /// The stdout of a Chromium run that succeeded and logged no console message, failed load or

@@ -105,10 +105,18 @@ fn ioi_request(submission: &str) -> String {
     .to_string()
 }
 
-/// The `/metrics` text of a server whose API base is `base` (`http://ADDR/api/v2`).
+/// The `/metrics` text of a server whose API base is `base` (`http://ADDR/api/v2`), in the
+/// OpenMetrics format, as Prometheus asks for it.
 fn scrape(base: &str) -> String {
     let url = base.trim_end_matches("/api/v2").to_string() + "/metrics";
-    let response = agent().get(&url).call().expect("GET /metrics answers 200");
+    let response = agent()
+        .get(&url)
+        .set(
+            "Accept",
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+        )
+        .call()
+        .expect("GET /metrics answers 200");
     assert!(
         response
             .header("Content-Type")
@@ -171,6 +179,112 @@ fn metrics_count_requests_by_language_and_outcome_and_the_cache_hits() {
     assert_eq!(count("ioi_run_queue_depth"), 0.0, "{text}");
     assert_eq!(count("ioi_run_busy_rejections_total"), 0.0, "{text}");
     assert!(text.ends_with("# EOF\n"), "{text}");
+}
+
+/// The `/metrics` text in the classic format, as a scraper asking for `text/plain` gets it.
+fn scrape_classic(base: &str) -> String {
+    let url = base.trim_end_matches("/api/v2").to_string() + "/metrics";
+    let response = agent()
+        .get(&url)
+        .set("Accept", "text/plain; version=0.0.4")
+        .call()
+        .expect("GET /metrics answers 200");
+    assert_eq!(
+        response.header("Content-Type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    response.into_string().unwrap()
+}
+
+#[test]
+fn the_classic_format_passes_promtool_and_counts_every_route_and_the_build() {
+    let server = TestServer::start(Fake::new(), |_| {});
+    assert_eq!(post(&server.url("execute"), &ioi_request("AC")).0, 200);
+    // A python3 request refused for a missing file: its language was read.
+    let python = json!({"language": "python3", "version": "*", "files": [
+        {"name": "main.python", "content": "print(1)"},
+        {"name": "input.txt", "content": ""},
+        {"name": "grader_config", "content": "TIME_LIMIT=1\nMEMORY_LIMIT=64\nINPUT_MODE=stdio\n"},
+    ]});
+    let (status, body) = post(&server.url("execute"), &python.to_string());
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("correct_output.txt")),
+        "{body}"
+    );
+    agent()
+        .get(&server.url("runtimes"))
+        .call()
+        .expect("runtimes");
+    assert!(agent().get(&server.url("execute")).call().is_err(), "405");
+    let probe = server.base.trim_end_matches("/api/v2").to_string() + "/wp-admin";
+    assert!(agent().get(&probe).call().is_err(), "404");
+
+    let text = scrape_classic(&server.base);
+    assert!(!text.contains("# EOF"), "{text}");
+    assert_eq!(requests(&text, "python3", "bad_request"), 1.0, "{text}");
+    assert_eq!(requests(&text, "unknown", "bad_request"), 0.0, "{text}");
+    let count = |series: &str| sample(&text, series);
+    for (route, code, n) in [
+        ("/api/v2/execute", 200, 1.0),
+        ("/api/v2/execute", 400, 1.0),
+        ("/api/v2/execute", 405, 1.0),
+        ("/api/v2/runtimes", 200, 1.0),
+        ("other", 404, 1.0),
+    ] {
+        let series = format!("ioi_run_http_responses_total{{route=\"{route}\",code=\"{code}\"}}");
+        assert_eq!(count(&series), n, "{series}\n{text}");
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        count(&format!("ioi_run_build_info{{version=\"{version}\"}}")),
+        1.0,
+        "{text}"
+    );
+    // Every family has its HELP under the name of its samples.
+    for family in [
+        "ioi_run_requests_total",
+        "ioi_run_busy_rejections_total",
+        "ioi_run_compile_cache_hits_total",
+    ] {
+        assert!(
+            text.contains(&format!("# HELP {family} ")),
+            "{family}\n{text}"
+        );
+    }
+
+    let Ok(promtool) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        common::skip(
+            "promtool is not installed (Debian: apt-get install prometheus; .ci/run installs it)",
+        );
+        return;
+    };
+    let mut promtool = promtool;
+    use std::io::Write;
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{text}"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `ioi-run serve`: the Piston-compatible HTTP server (docs/piston-api.md), so existing Piston
 //! clients can point at ioi-run instead of a fleet of Piston workers.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +17,11 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
+    /// Host name or address clients use to reach the server, for the `PISTON_ENDPOINTS` line
+    /// [default: the --host address, or 127.0.0.1 when it is every address (0.0.0.0, ::), as
+    /// in a container whose port is published on the host's].
+    #[arg(long, value_name = "HOST")]
+    advertise: Option<String>,
     /// Port to listen on (Piston's default is 2000).
     #[arg(long, default_value_t = 2000, conflicts_with = "ports")]
     port: u16,
@@ -94,7 +99,7 @@ pub fn run(args: Args) -> Result<i32> {
         let endpoints: Vec<String> = server
             .local_addrs()
             .iter()
-            .map(|addr| format!("http://{addr}/api/v2"))
+            .map(|addr| endpoint(*addr, args.advertise.as_deref()))
             .collect();
         eprintln!(
             "ioi-run: Piston API on {} ({} jobs, queue {})",
@@ -112,6 +117,21 @@ pub fn run(args: Args) -> Result<i32> {
     // Executions abandoned after the grace periods must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result.map(|()| 0)
+}
+
+/// The API base a client uses for a server listening on `addr`: an unspecified address
+/// (`0.0.0.0`, `::`) is no address to connect to, so the loopback one stands for it unless
+/// `advertise` names the host.
+fn endpoint(addr: SocketAddr, advertise: Option<&str>) -> String {
+    let host = match (advertise, addr.ip()) {
+        (Some(host), _) if host.contains(':') && !host.starts_with('[') => format!("[{host}]"),
+        (Some(host), _) => host.to_string(),
+        (None, IpAddr::V4(ip)) if ip.is_unspecified() => Ipv4Addr::LOCALHOST.to_string(),
+        (None, IpAddr::V6(ip)) if ip.is_unspecified() => format!("[{}]", Ipv6Addr::LOCALHOST),
+        (None, IpAddr::V4(ip)) => ip.to_string(),
+        (None, IpAddr::V6(ip)) => format!("[{ip}]"),
+    };
+    format!("http://{host}:{}/api/v2", addr.port())
 }
 
 fn describe(endpoints: &[String]) -> String {
@@ -233,6 +253,21 @@ fn say(line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endpoint_is_an_address_a_client_can_connect_to() {
+        let any: SocketAddr = "0.0.0.0:2000".parse().unwrap();
+        assert_eq!(endpoint(any, None), "http://127.0.0.1:2000/api/v2");
+        assert_eq!(endpoint(any, Some("judge-7")), "http://judge-7:2000/api/v2");
+        let any6: SocketAddr = "[::]:2001".parse().unwrap();
+        assert_eq!(endpoint(any6, None), "http://[::1]:2001/api/v2");
+        assert_eq!(
+            endpoint(any6, Some("fd00::7")),
+            "http://[fd00::7]:2001/api/v2"
+        );
+        let one: SocketAddr = "10.0.0.5:2000".parse().unwrap();
+        assert_eq!(endpoint(one, None), "http://10.0.0.5:2000/api/v2");
+    }
 
     #[test]
     fn port_lists_and_ranges_parse() {

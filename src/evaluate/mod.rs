@@ -9,12 +9,16 @@
 
 pub mod demo;
 pub mod export;
+pub mod html_compare;
 pub mod html_report;
+mod html_submissions;
 mod hub;
 mod lock;
 pub mod merge;
 mod plots;
 mod report_rows;
+pub mod report_source;
+pub mod report_stats;
 pub mod reports;
 pub mod results;
 pub mod roundrobin;

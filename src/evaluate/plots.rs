@@ -8,12 +8,13 @@
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
+use crate::score::Verdict;
+
 const FONT: &str = "sans-serif";
 const BAR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const SOLVED: RGBColor = RGBColor(0x2e, 0x7d, 0x32);
 const PARTIAL: RGBColor = RGBColor(0xf9, 0xa8, 0x25);
 const LIMIT: RGBColor = RGBColor(0xc6, 0x28, 0x28);
-const RANGE: RGBColor = RGBColor(0x9e, 0x9e, 0x9e);
 
 /// Submissions per bin of total scores.
 pub struct Histogram<'a> {
@@ -29,13 +30,18 @@ pub struct SolveRate<'a> {
     pub partial: f64,
 }
 
-/// One test's smallest and largest use over the submissions that ran it, and whether any of
-/// them exceeded the limit (the point is then drawn in the limit's colour).
-pub struct Usage<'a> {
-    pub name: &'a str,
-    pub min: f64,
-    pub max: f64,
-    pub over_limit: bool,
+/// The colour of a status, in the charts and the page's grid alike (`#rrggbb`).
+pub fn status_color(status: Verdict) -> RGBColor {
+    match status {
+        Verdict::Accepted => SOLVED,
+        Verdict::Partial => PARTIAL,
+        Verdict::WrongAnswer => LIMIT,
+        Verdict::TimeLimit => RGBColor(0xef, 0x6c, 0x00),
+        Verdict::MemoryLimit => RGBColor(0x6a, 0x1b, 0x9a),
+        Verdict::RuntimeError => RGBColor(0xad, 0x14, 0x57),
+        Verdict::CompilationError => RGBColor(0x61, 0x61, 0x61),
+        Verdict::Skipped => RGBColor(0xbd, 0xbd, 0xbd),
+    }
 }
 
 fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {
@@ -75,8 +81,8 @@ pub fn score_histogram(histogram: &Histogram) -> Result<String> {
             .disable_x_mesh()
             .x_desc("total score")
             .y_desc("submissions")
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
             .draw()
             .map_err(plot_error)?;
         chart
@@ -111,8 +117,8 @@ pub fn solve_rates(rates: &[SolveRate]) -> Result<String> {
             .x_labels(rates.len().clamp(1, 12))
             .x_label_formatter(&|x| item_label(&names, *x))
             .y_desc("% of submissions")
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
             .draw()
             .map_err(plot_error)?;
         let bar = |i: usize, low: f64, high: f64, color: RGBColor| {
@@ -145,7 +151,7 @@ pub fn solve_rates(rates: &[SolveRate]) -> Result<String> {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 12))
+            .label_font((FONT, 14))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
@@ -155,60 +161,101 @@ pub fn solve_rates(rates: &[SolveRate]) -> Result<String> {
     Ok(svg)
 }
 
-/// Per test, a grey line from the smallest to the largest use and a dot at the largest (red when
-/// a run exceeded the limit), with the limit as a red line across (when known). `unit` names the
-/// vertical axis. The page's caption explains this: no legend hides a point.
-pub fn usage_against_limit(tests: &[Usage], limit: Option<f64>, unit: &str) -> Result<String> {
+/// One status's test runs, counted per bin of their use as a share of the limit.
+pub struct StatusCurve<'a> {
+    pub status: &'a str,
+    pub color: RGBColor,
+    /// Runs per bin; bin `i` starts at `bin_low(i)` of the limit.
+    pub counts: &'a [usize],
+}
+
+/// Per status, a line through the number of runs in each bin of use as a share of the limit, on
+/// a log scale from 0.01 % to 10 times the limit, the limit as a red vertical line. `what`
+/// names the horizontal axis.
+pub fn share_of_limit(
+    curves: &[StatusCurve],
+    bin_low: impl Fn(usize) -> f64,
+    what: &str,
+) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (940, 300)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (470, 300)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
-        let n = tests.len().max(1) as f64;
-        let names: Vec<&str> = tests.iter().map(|t| t.name).collect();
-        let highest = tests
+        let bins = curves.iter().map(|c| c.counts.len()).max().unwrap_or(1);
+        let (low, high) = (bin_low(0), bin_low(bins));
+        let top = curves
             .iter()
-            .map(|t| t.max)
-            .chain(limit)
-            .fold(0.0f64, f64::max);
-        let top = if highest > 0.0 { highest * 1.12 } else { 1.0 };
+            .flat_map(|c| c.counts.iter().copied())
+            .max()
+            .unwrap_or(0)
+            .max(1);
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(-0.5f64..n - 0.5, 0f64..top)
+            .margin_right(30)
+            .x_label_area_size(44)
+            .y_label_area_size(50)
+            .build_cartesian_2d((low..high).log_scale(), 0usize..top + top / 5 + 1)
             .map_err(plot_error)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(tests.len().clamp(1, 16))
-            .x_label_formatter(&|x| item_label(&names, *x))
-            .x_desc("test")
-            .y_desc(unit)
-            .label_style((FONT, 11))
-            .axis_desc_style((FONT, 13))
+            .x_labels(6)
+            .x_label_formatter(&|x| percent_of_limit(*x))
+            .x_desc(what)
+            .y_desc("test runs")
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
             .draw()
             .map_err(plot_error)?;
-        let at = |i: usize| i as f64;
         chart
-            .draw_series(tests.iter().enumerate().map(|(i, t)| {
-                PathElement::new(vec![(at(i), t.min), (at(i), t.max)], RANGE.stroke_width(2))
-            }))
+            .draw_series(LineSeries::new(
+                [(1.0, 0), (1.0, top + top / 5 + 1)],
+                LIMIT.stroke_width(2),
+            ))
             .map_err(plot_error)?;
-        chart
-            .draw_series(tests.iter().enumerate().map(|(i, t)| {
-                let color = if t.over_limit { LIMIT } else { BAR };
-                Circle::new((at(i), t.max), 3, color.filled())
-            }))
-            .map_err(plot_error)?;
-        if let Some(limit) = limit {
-            let ends = [(-0.5, limit), (n - 0.5, limit)];
+        for curve in curves {
+            // Each count sits at the middle of its bin on the log axis.
+            let points: Vec<(f64, usize)> = curve
+                .counts
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| ((bin_low(i) * bin_low(i + 1)).sqrt(), n))
+                .collect();
+            let color = curve.color;
             chart
-                .draw_series(LineSeries::new(ends, LIMIT.stroke_width(2)))
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(plot_error)?
+                .label(curve.status)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(3))
+                });
+            chart
+                .draw_series(
+                    points
+                        .into_iter()
+                        .filter(|p| p.1 > 0)
+                        .map(|p| Circle::new(p, 3, color.filled())),
+                )
                 .map_err(plot_error)?;
         }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_error)?;
         root.present().map_err(plot_error)?;
     }
     Ok(svg)
+}
+
+/// A share of the limit as a percentage, with no more digits than it needs (`0.01%`, `100%`).
+fn percent_of_limit(x: f64) -> String {
+    let percent = x * 100.0;
+    let digits = (-percent.log10().floor()).clamp(0.0, 4.0) as usize;
+    format!("{percent:.digits$}%")
 }
 
 #[cfg(test)]
@@ -235,18 +282,20 @@ mod tests {
             !svg.contains("<script>") && svg.contains("&lt;script&gt;"),
             "{svg}"
         );
-        let svg = usage_against_limit(
-            &[Usage {
-                name: hostile,
-                min: 0.1,
-                max: 1.2,
-                over_limit: true,
+        let svg = share_of_limit(
+            &[StatusCurve {
+                status: hostile,
+                color: LIMIT,
+                counts: &[0, 2, 1],
             }],
-            Some(1.0),
-            "CPU seconds",
+            |i| 10f64.powi(i as i32 - 2),
+            "CPU time",
         )
         .unwrap();
         assert!(!svg.contains("<script>"), "{svg}");
         assert!(svg.contains("#C62828") || svg.contains("#c62828"), "{svg}");
+        assert_eq!(percent_of_limit(1.0), "100%");
+        assert_eq!(percent_of_limit(0.0001), "0.01%");
+        assert_eq!(percent_of_limit(10.0), "1000%");
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use super::report_source::RowSpan;
 use super::roundrobin::Candidate;
 use super::submissions::{reasoning_length, SubmissionKey};
 use crate::dataset::Row;
@@ -24,6 +25,9 @@ pub struct SubtaskCell {
     /// `weighted/points (STATUS)`, numbers written as Python writes them.
     pub text: String,
     pub tests: Vec<TestMeasure>,
+    /// The most CPU seconds and bytes of memory its tests used.
+    pub max_time: Option<f64>,
+    pub max_memory: Option<u64>,
 }
 
 /// One test of a subtask as the HTML report plots it: its verdict and what it used.
@@ -35,6 +39,10 @@ pub struct TestMeasure {
     pub time: Option<f64>,
     /// Peak memory in bytes.
     pub memory: Option<u64>,
+    /// The unweighted 0–1 score.
+    pub score: f64,
+    /// The checker's or judge's message (for a compile error, the compiler's output).
+    pub feedback: Option<String>,
 }
 
 /// What reports need from one results row.
@@ -61,6 +69,14 @@ pub struct JudgedSubmission {
     pub time_limit: Option<f64>,
     /// The problem's memory limit in bytes (`problem_memory_limit`), when the row says.
     pub memory_limit: Option<u64>,
+    /// A hash of every test's name, status and score, in order: two runs of the same
+    /// submission whose verdicts differ have different ones.
+    pub verdicts: blake3::Hash,
+    /// The most CPU seconds and bytes of memory any of its tests used.
+    pub max_time: Option<f64>,
+    pub max_memory: Option<u64>,
+    /// Where the row lies in its results file, to read its code and tests again.
+    pub span: RowSpan,
 }
 
 impl JudgedSubmission {
@@ -96,17 +112,22 @@ impl JudgedSubmission {
                 row.location()
             ),
         };
-        let subtasks = match row.get("all_subtasks_results") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| subtask_cell(row, i, item))
-                .collect::<Result<Vec<_>>>()?,
-            _ => bail!(
-                "{}: field `all_subtasks_results` must be a list",
-                row.location()
-            ),
-        };
+        let subtasks = subtask_cells(row)?;
+        let max_time = subtasks.iter().filter_map(|s| s.max_time).reduce(f64::max);
+        let max_memory = subtasks.iter().filter_map(|s| s.max_memory).max();
+        let mut verdicts = blake3::Hasher::new();
+        for cell in &subtasks {
+            verdicts
+                .update(cell.name.as_bytes())
+                .update(&[0, cell.status as u8]);
+            verdicts.update(&cell.score.to_le_bytes());
+            for test in &cell.tests {
+                verdicts
+                    .update(test.name.as_bytes())
+                    .update(&[0, test.status as u8]);
+                verdicts.update(&test.score.to_le_bytes());
+            }
+        }
         let first_subtask_status = subtasks.first().map_or(Verdict::Skipped, |c| c.status);
         let label = match text("label")? {
             Some(label) => Some(label),
@@ -133,7 +154,19 @@ impl JudgedSubmission {
             reasoning_length: reasoning_length(&row.fields),
             time_limit: optional_number(row, "problem_time_limit")?,
             memory_limit: optional_number(row, "problem_memory_limit")?.map(|m| m as u64),
+            verdicts: verdicts.finalize(),
+            max_time,
+            max_memory,
+            span: RowSpan::default(),
         })
+    }
+
+    /// Forgets the tests of every subtask: what a report keeps of a submission once its tests
+    /// are counted (they are read again from the row when shown).
+    pub fn forget_tests(&mut self) {
+        for cell in &mut self.subtasks {
+            cell.tests = Vec::new();
+        }
     }
 
     pub(super) fn candidate(&self) -> Candidate {
@@ -144,6 +177,22 @@ impl JudgedSubmission {
             subtask_scores: self.subtasks.iter().map(|s| s.score).collect(),
             reasoning_length: self.reasoning_length,
         }
+    }
+}
+
+/// The subtasks of a results row with their tests, in order; errors name the file, row and
+/// field.
+pub fn subtask_cells(row: &Row) -> Result<Vec<SubtaskCell>> {
+    match row.get("all_subtasks_results") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| subtask_cell(row, i, item))
+            .collect(),
+        _ => bail!(
+            "{}: field `all_subtasks_results` must be a list",
+            row.location()
+        ),
     }
 }
 
@@ -191,6 +240,8 @@ fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
             Some(_) => bail!("`test_results` must be a list"),
         };
         Ok(SubtaskCell {
+            max_time: tests.iter().filter_map(|t| t.time).reduce(f64::max),
+            max_memory: tests.iter().filter_map(|t| t.memory).max(),
             tests,
             name: sub.str("subtask")?.to_string(),
             score: sub.float("score")?,
@@ -218,6 +269,15 @@ fn test_measure(sub: &Row, j: usize, item: &Value) -> Result<TestMeasure> {
                 .with_context(|| format!("`status` is not a status: {word:?}"))?,
             time: optional_number(&test, "time")?,
             memory: optional_number(&test, "memory")?.map(|m| m as u64),
+            score: match test.get("score") {
+                None => 0.0,
+                Some(_) => test.float("score")?,
+            },
+            feedback: match test.get("feedback") {
+                None => None,
+                Some(Value::String(text)) => Some(text.clone()),
+                Some(other) => Some(other.to_string()),
+            },
         })
     };
     measure().with_context(|| format!("in `{field}`"))

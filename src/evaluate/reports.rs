@@ -6,20 +6,23 @@
 //! a set of submissions, summed; "no limit" uses every submission, "50 limit" those chosen by
 //! [`roundrobin::select`](super::roundrobin::select).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::html_report::{anchor, render_html, REPORT_HTML};
+use super::html_compare::{write_comparison, COMPARISON_HTML};
+use super::html_report::{anchor, stats_key, write_page, REPORT_HTML};
 pub use super::report_rows::{python_float, JudgedSubmission, SubtaskCell, TestMeasure};
-use super::results::read_results;
+use super::report_source::ResultsFiles;
+use super::report_stats::ProblemStats;
 use super::roundrobin::{self, Candidate};
 use crate::name::SafeName;
 use crate::score::round_like_python;
 
 /// A score for display: rounded to 2 decimals, written as Python writes floats (`37.0`).
-fn points(x: f64) -> String {
+pub fn points(x: f64) -> String {
     python_float(round_like_python(x, 2))
 }
 
@@ -327,33 +330,102 @@ fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> Str
     out
 }
 
-/// Writes the reports of each results JSONL to `<out_dir>/reports/<dataset>/`, the dataset being
-/// the file's stem (results files of the same stem are merged): the markdown reports, then
-/// `report.html`. Returns the files written.
+/// One result set of a report: a results file (a dataset) and what the report keeps of it, its
+/// submissions without their tests and each problem's tests counted.
+pub struct ResultSet {
+    /// The dataset's name: the file's stem, made unique among the report's sets.
+    pub name: String,
+    pub path: PathBuf,
+    /// Its submissions in file order, each once (a row repeating a submission is ignored, as on
+    /// resume).
+    pub submissions: Vec<JudgedSubmission>,
+    /// Per `(year, problem id)`, its tests' time and memory.
+    pub stats: HashMap<(i64, String), ProblemStats>,
+}
+
+/// Streams the rows of `path` into a [`ResultSet`]: each row is read, its tests counted and
+/// forgotten, so that memory grows with the submissions, not with their tests or code.
+pub fn read_result_set(
+    files: &mut ResultsFiles,
+    name: String,
+    path: &Path,
+    id_column: &str,
+) -> Result<ResultSet> {
+    let mut set = ResultSet {
+        name,
+        path: path.to_path_buf(),
+        submissions: Vec::new(),
+        stats: HashMap::new(),
+    };
+    let mut seen = HashSet::new();
+    files.stream(path, |row, span| {
+        let mut judged = JudgedSubmission::from_row(&row, id_column)?;
+        if !seen.insert((judged.year, judged.problem_id.clone(), judged.id.clone())) {
+            return Ok(());
+        }
+        judged.span = span;
+        set.stats
+            .entry(stats_key(judged.year, &judged.problem_id))
+            .or_default()
+            .add(&judged);
+        judged.forget_tests();
+        set.submissions.push(judged);
+        Ok(())
+    })?;
+    Ok(set)
+}
+
+/// The name of each results file: its stem, or, when several files share a stem, their folder's
+/// name and the stem (`run1-submissions`), numbered if that is still not enough.
+pub fn dataset_names(paths: &[PathBuf]) -> Result<Vec<String>> {
+    let stem = |path: &PathBuf| -> Result<String> {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .with_context(|| format!("{}: cannot name a dataset after it", path.display()))
+    };
+    let stems = paths.iter().map(stem).collect::<Result<Vec<_>>>()?;
+    let mut names: Vec<String> = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
+        let shared = stems.iter().filter(|s| **s == stems[i]).count() > 1;
+        let mut name = match shared {
+            false => stems[i].clone(),
+            true => match path.canonicalize().ok().and_then(|p| {
+                p.parent()
+                    .and_then(|d| d.file_name())
+                    .map(|d| d.to_string_lossy().into_owned())
+            }) {
+                Some(folder) => format!("{folder}-{}", stems[i]),
+                None => stems[i].clone(),
+            },
+        };
+        if names.contains(&name) {
+            name = format!("{name}-{}", i + 1);
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// Writes the reports of each results JSONL to `<out_dir>/reports/<dataset>/` (see
+/// [`dataset_names`]): the markdown reports, then `report.html`; with several results files,
+/// also the page comparing them, `<out_dir>/reports/comparison.html`. Returns the files written.
 pub fn write_reports(
     results_jsonl: &[PathBuf],
     out_dir: &Path,
     id_column: &str,
 ) -> Result<Vec<PathBuf>> {
-    let mut datasets: BTreeMap<String, Vec<JudgedSubmission>> = BTreeMap::new();
-    for path in results_jsonl {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .with_context(|| format!("{}: cannot name a dataset after it", path.display()))?;
-        let rows = read_results(path)?;
-        let judged = rows
-            .iter()
-            .map(|row| JudgedSubmission::from_row(row, id_column))
-            .collect::<Result<Vec<_>>>()?;
-        datasets.entry(name).or_default().extend(judged);
+    let names = dataset_names(results_jsonl)?;
+    let mut files = ResultsFiles::new();
+    let mut sets = Vec::new();
+    for (path, name) in results_jsonl.iter().zip(names) {
+        sets.push(read_result_set(&mut files, name, path, id_column)?);
     }
     let mut written = Vec::new();
-    for (name, submissions) in &datasets {
-        let folder = out_dir.join("reports").join(name);
+    for set in &sets {
+        let folder = out_dir.join("reports").join(&set.name);
         std::fs::create_dir_all(&folder)
             .with_context(|| format!("cannot create {}", folder.display()))?;
-        let problems = problems(submissions);
+        let problems = problems(&set.submissions);
         for report in render_reports(&problems) {
             let path = folder.join(&report.name);
             std::fs::write(&path, &report.markdown)
@@ -361,11 +433,31 @@ pub fn write_reports(
             written.push(path);
         }
         let path = folder.join(REPORT_HTML);
-        std::fs::write(&path, render_html(name, &problems)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        write_html(&path, |out| {
+            write_page(out, &set.name, &problems, &set.stats, &files)
+        })?;
+        written.push(path);
+    }
+    if sets.len() > 1 {
+        let path = out_dir.join("reports").join(COMPARISON_HTML);
+        write_html(&path, |out| write_comparison(out, &sets, &files))?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Writes an HTML file through a buffer, by `write`.
+fn write_html(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
+) -> Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    write(&mut out)?;
+    out.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post, MethodRouter};
@@ -41,11 +41,9 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::metrics::{self, Metrics, RequestOutcome, Served};
+use super::request::parse_execute_noting_runtime;
 use super::sandbox_fusion::{parse_run_code, RunCodeRequest};
-use super::{
-    parse_execute, ExecuteRequest, Executor, RequestError, Response, RunCodeJob, RunCodeReply,
-    Runtime,
-};
+use super::{ExecuteRequest, Executor, RequestError, Response, RunCodeJob, RunCodeReply, Runtime};
 
 /// Default largest request body: tests reach ~22 MB of input plus ~10 MB of output, and
 /// Piston deployments for IOI raised their limit to 512 MB.
@@ -358,6 +356,7 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     let response = next.run(request).await;
     let duration = started.elapsed();
     let status = response.status().as_u16();
+    state.metrics.record_http(&path, status);
     let served = response.extensions().get::<Served>().copied();
     let millis = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
     match served {
@@ -387,12 +386,22 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     response
 }
 
-async fn render_metrics(State(state): State<AppState>) -> HttpResponse {
-    (
-        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        state.metrics.render(),
-    )
-        .into_response()
+async fn render_metrics(State(state): State<AppState>, headers: HeaderMap) -> HttpResponse {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok());
+    match metrics::wants_openmetrics(accept) {
+        true => (
+            [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            state.metrics.render(),
+        )
+            .into_response(),
+        false => (
+            [(header::CONTENT_TYPE, metrics::CLASSIC_CONTENT_TYPE)],
+            state.metrics.render_classic(),
+        )
+            .into_response(),
+    }
 }
 
 async fn runtimes() -> Json<Value> {
@@ -445,9 +454,11 @@ async fn execute(State(state): State<AppState>, request: Request) -> HttpRespons
         outcome: RequestOutcome::InternalError,
         queue_wait: None,
     };
-    let parse = |body: &[u8]| {
-        let request = parse_execute(body)?;
-        Ok((request.runtime.language(), Parsed::Execute(request)))
+    let parse = |body: &[u8], language: &mut Option<&'static str>| {
+        let mut runtime = None;
+        let request = parse_execute_noting_runtime(body, &mut runtime);
+        *language = runtime.map(Runtime::language);
+        Ok(Parsed::Execute(request?))
     };
     let run = |executor: &dyn Executor, request: ExecuteRequest| {
         executor
@@ -479,12 +490,16 @@ async fn run_code(State(state): State<AppState>, request: Request) -> HttpRespon
         queue_wait: None,
     };
     let mut unserved = false;
-    let parse = |body: &[u8]| {
+    let parse = |body: &[u8], label: &mut Option<&'static str>| {
         Ok(match parse_run_code(body)? {
-            RunCodeRequest::Run(job) => (job.language.as_str(), Parsed::Execute(job)),
+            RunCodeRequest::Run(job) => {
+                *label = Some(job.language.as_str());
+                Parsed::Execute(job)
+            }
             RunCodeRequest::Unserved { language } => {
                 unserved = true;
-                ("unknown", Parsed::Answer(RunCodeReply::unserved(&language)))
+                *label = Some("unknown");
+                Parsed::Answer(RunCodeReply::unserved(&language))
             }
         })
     };
@@ -526,7 +541,7 @@ async fn admit_and_run<J, R>(
     state: &AppState,
     request: Request,
     served: &mut Served,
-    parse: impl FnOnce(&[u8]) -> Result<(&'static str, Parsed<J, R>), RequestError>,
+    parse: impl FnOnce(&[u8], &mut Option<&'static str>) -> Result<Parsed<J, R>, RequestError>,
     run: impl FnOnce(&dyn Executor, J) -> Result<R, RequestError> + Send + 'static,
 ) -> Result<R, ApiError>
 where
@@ -547,14 +562,15 @@ where
     let admission = admit(state).await;
     served.queue_wait = Some(waiting.elapsed());
     let admitted = admission?;
-    let parsed = parse(&body);
+    // The language is noted as soon as it is read, also for a request refused after it.
+    let mut language = None;
+    let parsed = parse(&body, &mut language);
+    served.language = language;
     drop(body);
     // The body is parsed: only what the job holds stays (the test files, which the executor
     // writes out and drops).
     drop(buffered);
-    let (language, parsed) = parsed?;
-    served.language = Some(language);
-    let job = match parsed {
+    let job = match parsed? {
         Parsed::Execute(job) => job,
         Parsed::Answer(answer) => return Ok(answer),
     };

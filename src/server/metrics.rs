@@ -1,5 +1,6 @@
-//! What an operator of a fleet watches: `GET /metrics` in the OpenMetrics text format that
-//! Prometheus scrapes, and one log line per request.
+//! What an operator of a fleet watches: `GET /metrics`, in the OpenMetrics text format when the
+//! scraper asks for it (Prometheus does) and in the classic text format (`text/plain;
+//! version=0.0.4`) otherwise, and one log line per request.
 //!
 //! A fleet of 16 ports × N machines is only run well when one can see, per machine, how full
 //! its queue is, how long requests wait and take, which verdicts it hands out, how often the
@@ -18,12 +19,48 @@ use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use super::{Executor, Response, Runtime};
 
 /// The content type of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of [`Metrics::render_classic`]'s text.
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Whether a scraper's `Accept` header asks for OpenMetrics; any other scraper (the classic
+/// format's, `curl`) gets the classic text format, as Prometheus' own exporters answer.
+pub fn wants_openmetrics(accept: Option<&str>) -> bool {
+    accept.is_some_and(|accept| {
+        accept.split(',').any(|item| {
+            let mut parts = item.split(';');
+            let kind = parts.next().unwrap_or("").trim();
+            let refused = parts.any(|p| matches!(p.trim().strip_prefix("q="), Some(q) if q.trim().parse::<f64>().is_ok_and(|q| q <= 0.0)));
+            kind.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+        })
+    })
+}
+
+/// The routes of the server, as the `route` label names them (any other path is `other`, so
+/// that a scanner probing paths cannot grow the label set).
+pub const ROUTES: [&str; 5] = [
+    "/api/v2/runtimes",
+    "/api/v2/packages",
+    "/api/v2/execute",
+    "/metrics",
+    "other",
+];
+
+/// The `route` label of a request's path.
+pub fn route_of(path: &str) -> &'static str {
+    ROUTES
+        .iter()
+        .find(|route| **route == path)
+        .copied()
+        .unwrap_or("other")
+}
 
 /// How one `execute` request ended, as counted and logged. The verdict outcomes read the
 /// response the way the client does: the score on `run.stdout` for the scoring runtimes.
@@ -131,6 +168,18 @@ struct LanguageLabel {
     language: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    route: &'static str,
+    /// The status code: HTTP's three digits, a bounded set.
+    code: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+}
+
 /// The server's metrics. Gauges are moved by [`Metrics::queued`] and [`Metrics::running`]
 /// guards, so that no path out of a handler (an early return, a client hanging up) leaves
 /// them off by one.
@@ -142,6 +191,7 @@ pub struct Metrics {
     queue_depth: Gauge,
     running: Gauge,
     busy: Counter,
+    http: Family<HttpLabels, Counter>,
 }
 
 /// Buckets from 5 ms to ~3 min, doubling: tests take milliseconds to the client's 30 s.
@@ -191,6 +241,19 @@ impl Metrics {
             "Execute requests answered 503 because the queue stayed full",
             busy.clone(),
         );
+        let http = Family::<HttpLabels, Counter>::default();
+        registry.register(
+            "http_responses",
+            "HTTP responses of every route, by route and status code",
+            http.clone(),
+        );
+        registry.register(
+            "build",
+            "The ioi-run build serving these metrics",
+            Info::new(BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            }),
+        );
         registry.register_collector(Box::new(CacheCollector(executor)));
         Metrics {
             registry,
@@ -200,7 +263,18 @@ impl Metrics {
             queue_depth,
             running,
             busy,
+            http,
         }
+    }
+
+    /// Counts one HTTP response of any route.
+    pub fn record_http(&self, path: &str, status: u16) {
+        self.http
+            .get_or_create(&HttpLabels {
+                route: route_of(path),
+                code: status,
+            })
+            .inc();
     }
 
     /// Counts one answered execute request that took `duration` in all.
@@ -242,6 +316,43 @@ impl Metrics {
         }
         text
     }
+
+    /// The same metrics in the classic Prometheus text format (version 0.0.4).
+    pub fn render_classic(&self) -> String {
+        to_classic(&self.render())
+    }
+}
+
+/// The classic text format of an OpenMetrics text: a counter's HELP and TYPE name its
+/// `_total` samples, an info metric is a gauge named with `_info`, and the `# UNIT` and
+/// `# EOF` lines go. `prometheus-client` writes only OpenMetrics, and the two formats differ in
+/// nothing else for the metrics here; samples are copied as they are.
+pub fn to_classic(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut help: Option<(&str, &str)> = None;
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = Some(rest.split_once(' ').unwrap_or((rest, "")));
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "info" => (format!("{name}_info"), "gauge"),
+                "unknown" => (name.to_string(), "untyped"),
+                other => (name.to_string(), other),
+            };
+            if let Some((_, text)) = help.take() {
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+        } else if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Holds one unit of a gauge.
@@ -323,6 +434,39 @@ mod tests {
                 signal.map(str::to_string),
             )),
         }
+    }
+
+    #[test]
+    fn the_classic_format_names_counters_by_their_samples_and_drops_eof() {
+        let open = "# HELP ioi_run_requests Execute requests.\n# TYPE ioi_run_requests counter\n\
+                    ioi_run_requests_total{language=\"c++\"} 1\n\
+                    # HELP ioi_run_build The build.\n# TYPE ioi_run_build info\n\
+                    ioi_run_build_info{version=\"0.1.0\"} 1\n# EOF\n";
+        assert_eq!(
+            to_classic(open),
+            "# HELP ioi_run_requests_total Execute requests.\n\
+             # TYPE ioi_run_requests_total counter\n\
+             ioi_run_requests_total{language=\"c++\"} 1\n\
+             # HELP ioi_run_build_info The build.\n# TYPE ioi_run_build_info gauge\n\
+             ioi_run_build_info{version=\"0.1.0\"} 1\n"
+        );
+    }
+
+    #[test]
+    fn openmetrics_only_when_the_scraper_asks() {
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                          version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert!(wants_openmetrics(Some(prometheus)));
+        assert!(!wants_openmetrics(Some("text/plain; version=0.0.4")));
+        assert!(!wants_openmetrics(Some("*/*")));
+        assert!(!wants_openmetrics(None));
+        assert!(!wants_openmetrics(Some("application/openmetrics-text;q=0")));
+    }
+
+    #[test]
+    fn a_probed_path_is_counted_as_other() {
+        assert_eq!(route_of("/api/v2/execute"), "/api/v2/execute");
+        assert_eq!(route_of("/wp-admin/x"), "other");
     }
 
     #[test]

@@ -43,6 +43,15 @@ pub struct ExecuteRequest {
 /// Parses and validates the body of `POST /api/v2/execute`. Every error is a
 /// [`RequestError::BadRequest`] whose message names the field or file at fault.
 pub fn parse_execute(body: &[u8]) -> Result<ExecuteRequest, RequestError> {
+    parse_execute_noting_runtime(body, &mut None)
+}
+
+/// [`parse_execute`], noting the runtime in `runtime` as soon as the language is read: a request
+/// refused after that (a file missing) is counted under its language, not as `unknown`.
+pub fn parse_execute_noting_runtime(
+    body: &[u8],
+    runtime_read: &mut Option<Runtime>,
+) -> Result<ExecuteRequest, RequestError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| bad(format!("request body is not valid JSON: {e}")))?;
     let Value::Object(mut top) = value else {
@@ -58,6 +67,7 @@ pub fn parse_execute(body: &[u8]) -> Result<ExecuteRequest, RequestError> {
         .any(|f| CONTRACT_FILES.contains(&f.name.as_str()));
     let runtime = Runtime::find(&language, &version, contract_shaped)
         .ok_or_else(|| unknown_runtime(&language, &version))?;
+    *runtime_read = Some(runtime);
     let limits = RequestLimits::parse(&top)?;
     let job = match runtime {
         Runtime::CmsIoi => Job::Ioi(ioi_job(files, &limits)?),

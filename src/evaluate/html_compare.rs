@@ -1,0 +1,459 @@
+//! The page comparing several result sets (models, settings, runs), `reports/comparison.html`,
+//! written by `report A B ...` and by an `evaluate` of several datasets: per problem, side by
+//! side, each set's score under the 50-submission rule (docs/results.md#round-robin-selection)
+//! and with no limit, its best submission, its subtask solve rates and its distribution of total
+//! scores; then the submissions found in several sets (the same id on the same problem) whose
+//! verdicts differ, each with the tests that differ.
+//!
+//! As on the dataset's page, every text from the results is escaped and no link leads anywhere
+//! but to the page's own anchors.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::Write;
+
+use anyhow::{Context, Result};
+
+use super::html_report::{escape, mean, page_end, page_head, percent, status_legend, table};
+use super::plots::{self, Histogram};
+use super::report_rows::{subtask_cells, JudgedSubmission};
+use super::report_source::ResultsFiles;
+use super::report_stats::{score_bins, subtask_rates};
+use super::reports::{points, problems, ProblemOverview, ResultSet};
+use crate::score::Verdict;
+
+/// Name of the comparison page inside `reports/`.
+pub const COMPARISON_HTML: &str = "comparison.html";
+
+/// One problem as each set has it (`None` where a set has no submission of it).
+struct ProblemAcross<'a> {
+    year: i64,
+    problem_id: String,
+    per_set: Vec<Option<(ProblemOverview, Vec<&'a JudgedSubmission>)>>,
+}
+
+/// The problems of every set, newest year first, then by id.
+fn problems_across(sets: &[ResultSet]) -> Vec<ProblemAcross<'_>> {
+    let mut by_key: BTreeMap<(std::cmp::Reverse<i64>, String), ProblemAcross> = BTreeMap::new();
+    for (i, set) in sets.iter().enumerate() {
+        for (overview, subs) in problems(&set.submissions) {
+            let entry = by_key
+                .entry((
+                    std::cmp::Reverse(overview.year),
+                    overview.problem_id.clone(),
+                ))
+                .or_insert_with(|| ProblemAcross {
+                    year: overview.year,
+                    problem_id: overview.problem_id.clone(),
+                    per_set: (0..sets.len()).map(|_| None).collect(),
+                });
+            entry.per_set[i] = Some((overview, subs));
+        }
+    }
+    by_key.into_values().collect()
+}
+
+/// Writes the comparison of `sets` to `out`; `rows` reads rows again for the tests that differ.
+pub fn write_comparison(
+    out: &mut impl Write,
+    sets: &[ResultSet],
+    rows: &ResultsFiles,
+) -> Result<()> {
+    let context = || "cannot write the comparison page".to_string();
+    let across = problems_across(sets);
+    let mut page = page_head(&format!("ioi-run comparison of {} result sets", sets.len()));
+    let _ = write!(
+        page,
+        "<h1>Comparison of {} result sets</h1>\n<p class=\"muted\">Per problem, each set's \
+         scores side by side; below them, the submissions found in several sets (the same id) \
+         whose verdicts differ.</p>\n",
+        sets.len()
+    );
+    page.push_str(&sets_table(sets, &across));
+    page.push_str(&status_legend());
+    page.push_str(&difference_summary(sets, &across));
+    out.write_all(page.as_bytes()).with_context(context)?;
+    for (number, problem) in across.iter().enumerate() {
+        let section = problem_section(number, problem, sets, rows)?;
+        out.write_all(section.as_bytes()).with_context(context)?;
+    }
+    out.write_all(page_end().as_bytes()).with_context(context)?;
+    Ok(())
+}
+
+/// Each set's file, size and yearly totals over the problems that are not practice.
+fn sets_table(sets: &[ResultSet], across: &[ProblemAcross]) -> String {
+    let mut years: Vec<i64> = across.iter().map(|p| p.year).collect();
+    years.dedup();
+    let mut headers: Vec<String> = ["Set", "File", "Submissions", "Compiling"]
+        .map(String::from)
+        .to_vec();
+    for year in &years {
+        let year = match year {
+            0 => "no year".to_string(),
+            y => y.to_string(),
+        };
+        headers.push(format!("{year}: 50 limit"));
+        headers.push(format!("{year}: no limit"));
+    }
+    let rows: Vec<Vec<String>> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let mut row = vec![
+                format!("<b>{}</b>", escape(&set.name)),
+                escape(&set.path.display().to_string()),
+                set.submissions.len().to_string(),
+                set.submissions
+                    .iter()
+                    .filter(|s| s.code_compiles)
+                    .count()
+                    .to_string(),
+            ];
+            for year in &years {
+                let counted = || {
+                    across
+                        .iter()
+                        .filter(|p| p.year == *year)
+                        .filter_map(|p| p.per_set[i].as_ref())
+                        .filter(|(o, _)| o.day.as_deref() != Some("practice"))
+                };
+                row.push(format!(
+                    "{:.2}",
+                    counted().map(|(o, _)| o.limit_50_score).sum::<f64>()
+                ));
+                row.push(format!(
+                    "{:.2}",
+                    counted().map(|(o, _)| o.no_limit_score).sum::<f64>()
+                ));
+            }
+            row
+        })
+        .collect();
+    let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut numeric = vec![false, false, true, true];
+    numeric.resize(headers.len(), true);
+    table(&header_refs, &numeric, &rows)
+}
+
+/// The submissions of one problem found in several sets: their id and each set's copy.
+fn shared<'a>(problem: &ProblemAcross<'a>) -> Vec<(&'a str, Vec<Option<&'a JudgedSubmission>>)> {
+    let mut by_id: BTreeMap<&str, Vec<Option<&JudgedSubmission>>> = BTreeMap::new();
+    let sets = problem.per_set.len();
+    for (i, per_set) in problem.per_set.iter().enumerate() {
+        let Some((_, subs)) = per_set else { continue };
+        for s in subs {
+            by_id
+                .entry(s.id.as_str())
+                .or_insert_with(|| vec![None; sets])[i] = Some(*s);
+        }
+    }
+    by_id
+        .into_iter()
+        .filter(|(_, copies)| copies.iter().flatten().count() > 1)
+        .collect()
+}
+
+/// Whether the copies of a submission have different verdicts.
+fn differ(copies: &[Option<&JudgedSubmission>]) -> bool {
+    let mut present = copies.iter().flatten();
+    let first = present.next().map(|s| s.verdicts);
+    present.any(|s| Some(s.verdicts) != first)
+}
+
+/// How many submissions are in several sets and how many of them differ, per problem.
+fn difference_summary(sets: &[ResultSet], across: &[ProblemAcross]) -> String {
+    let _ = sets;
+    let rows: Vec<Vec<String>> = across
+        .iter()
+        .enumerate()
+        .map(|(number, problem)| {
+            let shared = shared(problem);
+            let differing = shared.iter().filter(|(_, c)| differ(c)).count();
+            vec![
+                format!(
+                    "<a href=\"#c{number}\">{}</a>",
+                    escape(&problem_title(problem))
+                ),
+                shared.len().to_string(),
+                match differing {
+                    0 => "0".into(),
+                    n => format!("<a href=\"#c{number}-differ\"><b>{n}</b></a>"),
+                },
+            ]
+        })
+        .collect();
+    format!(
+        "<h2>Verdicts that differ</h2>\n{}",
+        table(
+            &["Problem", "In several sets", "Verdicts differ"],
+            &[false, true, true],
+            &rows
+        )
+    )
+}
+
+fn problem_title(problem: &ProblemAcross) -> String {
+    match problem.year {
+        0 => problem.problem_id.clone(),
+        year => format!("{year}: {}", problem.problem_id),
+    }
+}
+
+/// A problem's section: scores, solve rates and distributions side by side, then the
+/// submissions whose verdicts differ.
+fn problem_section(
+    number: usize,
+    problem: &ProblemAcross,
+    sets: &[ResultSet],
+    rows: &ResultsFiles,
+) -> Result<String> {
+    let mut out = format!(
+        "<section id=\"c{number}\"><h2>{}</h2>\n",
+        escape(&problem_title(problem))
+    );
+    let score_rows: Vec<Vec<String>> = sets
+        .iter()
+        .zip(&problem.per_set)
+        .map(|(set, per_set)| {
+            let mut row = vec![format!("<b>{}</b>", escape(&set.name))];
+            match per_set {
+                Some((o, subs)) => row.extend([
+                    o.submissions.to_string(),
+                    o.compiling.to_string(),
+                    format!("{:.2}", mean(subs.iter().map(|s| s.total))),
+                    format!("{:.2}", o.best_submission),
+                    format!("{:.2}", o.limit_50_score),
+                    format!("{:.2}", o.no_limit_score),
+                ]),
+                None => row.extend((0..6).map(|_| "-".to_string())),
+            }
+            row
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "Set",
+            "Submissions",
+            "Compiling",
+            "Mean score",
+            "Best submission",
+            "Score (50 limit)",
+            "Score (no limit)",
+        ],
+        &[false, true, true, true, true, true, true],
+        &score_rows,
+    ));
+    out.push_str(&solve_rates(problem, sets));
+    out.push_str(&distributions(problem, sets)?);
+    out.push_str(&differences(number, problem, sets, rows)?);
+    out.push_str("</section>\n");
+    Ok(out)
+}
+
+/// Per subtask, each set's share of submissions solving it.
+fn solve_rates(problem: &ProblemAcross, sets: &[ResultSet]) -> String {
+    let rates: Vec<Option<Vec<super::report_stats::SubtaskRate>>> = problem
+        .per_set
+        .iter()
+        .map(|p| p.as_ref().map(|(_, subs)| subtask_rates(subs)))
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for rate in rates.iter().flatten().flatten() {
+        if !names.contains(&rate.name.as_str()) {
+            names.push(&rate.name);
+        }
+    }
+    let rows: Vec<Vec<String>> = names
+        .iter()
+        .map(|name| {
+            let mut row = vec![escape(name)];
+            for set_rates in &rates {
+                row.push(
+                    match set_rates
+                        .as_ref()
+                        .and_then(|r| r.iter().find(|r| r.name == *name))
+                    {
+                        Some(r) => format!(
+                            "{} ({}/{})",
+                            percent(r.solved, r.submissions),
+                            r.solved,
+                            r.submissions
+                        ),
+                        None => "-".into(),
+                    },
+                );
+            }
+            row
+        })
+        .collect();
+    let mut headers = vec!["Subtask solved".to_string()];
+    headers.extend(sets.iter().map(|s| s.name.clone()));
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut numeric = vec![false];
+    numeric.resize(headers.len(), true);
+    table(&headers, &numeric, &rows)
+}
+
+/// Each set's histogram of total scores, on the same axis.
+fn distributions(problem: &ProblemAcross, sets: &[ResultSet]) -> Result<String> {
+    let max_points = problem
+        .per_set
+        .iter()
+        .flatten()
+        .map(|(_, subs)| {
+            let rates = subtask_rates(subs);
+            rates
+                .iter()
+                .map(|r| r.points)
+                .sum::<f64>()
+                .max(subs.iter().map(|s| s.total).fold(0.0, f64::max))
+        })
+        .fold(0.0, f64::max);
+    let mut out = String::new();
+    for (set, per_set) in sets.iter().zip(&problem.per_set) {
+        let Some((_, subs)) = per_set else { continue };
+        let totals: Vec<f64> = subs.iter().map(|s| s.total).collect();
+        let bins = score_bins(&totals, max_points);
+        let _ = writeln!(
+            out,
+            "<figure><figcaption>{}: total score of {} submissions</figcaption>{}</figure>",
+            escape(&set.name),
+            subs.len(),
+            plots::score_histogram(&Histogram {
+                bins: &bins,
+                max_points,
+            })?
+        );
+    }
+    Ok(out)
+}
+
+/// The submissions of the problem whose verdicts differ between sets, each with its subtasks
+/// per set and the tests that differ.
+fn differences(
+    number: usize,
+    problem: &ProblemAcross,
+    sets: &[ResultSet],
+    rows: &ResultsFiles,
+) -> Result<String> {
+    let shared = shared(problem);
+    let differing: Vec<_> = shared.iter().filter(|(_, c)| differ(c)).collect();
+    let mut out = format!(
+        "<h3 id=\"c{number}-differ\">Verdicts that differ: {} of {} submissions in several \
+         sets</h3>\n",
+        differing.len(),
+        shared.len()
+    );
+    if differing.is_empty() {
+        return Ok(out);
+    }
+    out.push_str(
+        "<table><tr><th>Submission</th><th>Set</th><th class=\"num\">Total</th>\
+         <th>Subtasks</th></tr>\n",
+    );
+    for (id, copies) in &differing {
+        let present: Vec<(usize, &JudgedSubmission)> = copies
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.map(|c| (i, c)))
+            .collect();
+        for (k, (i, s)) in present.iter().enumerate() {
+            out.push_str("<tr>");
+            if k == 0 {
+                let label = s
+                    .label
+                    .as_ref()
+                    .map(|l| format!(" <span class=\"muted\">{}</span>", escape(l)))
+                    .unwrap_or_default();
+                let _ = write!(
+                    out,
+                    "<td rowspan=\"{}\"><b>{}</b>{label}</td>",
+                    present.len() + 1,
+                    escape(id)
+                );
+            }
+            let _ = write!(
+                out,
+                "<td>{}</td><td class=\"num\">{}</td><td>",
+                escape(&sets[*i].name),
+                points(s.total)
+            );
+            for cell in &s.subtasks {
+                let _ = write!(
+                    out,
+                    "<span class=\"st st-{status}\" title=\"{title}\">{status}</span> ",
+                    status = cell.status.as_str(),
+                    title = escape(&format!("{}: {}", cell.name, cell.text)),
+                );
+            }
+            out.push_str("</td></tr>\n");
+        }
+        let _ = writeln!(
+            out,
+            "<tr><td colspan=\"3\">{}</td></tr>",
+            test_differences(&present, sets, rows)?
+        );
+    }
+    out.push_str("</table>\n");
+    Ok(out)
+}
+
+/// The tests whose status or score differ between the copies of a submission, as a table.
+fn test_differences(
+    present: &[(usize, &JudgedSubmission)],
+    sets: &[ResultSet],
+    rows: &ResultsFiles,
+) -> Result<String> {
+    // (subtask, test) → per copy: status, score and time.
+    type Outcome = (Verdict, f64, Option<f64>);
+    let mut tests: BTreeMap<(usize, String, String), Vec<Option<Outcome>>> = BTreeMap::new();
+    let mut order: HashMap<String, usize> = HashMap::new();
+    for (k, (_, s)) in present.iter().enumerate() {
+        let row = rows.read(s.span)?;
+        for cell in subtask_cells(&row)? {
+            let next = order.len();
+            let position = *order.entry(cell.name.clone()).or_insert(next);
+            for test in cell.tests {
+                tests
+                    .entry((position, cell.name.clone(), test.name.clone()))
+                    .or_insert_with(|| vec![None; present.len()])[k] =
+                    Some((test.status, test.score, test.time));
+            }
+        }
+    }
+    // Times always differ a little between runs: a test differs by its status and score.
+    let verdict = |t: &Option<Outcome>| t.map(|(status, score, _)| (status, score));
+    let differing: Vec<_> = tests
+        .into_iter()
+        .filter(|(_, copies)| {
+            let first = verdict(&copies[0]);
+            copies.iter().any(|c| verdict(c) != first)
+        })
+        .collect();
+    let outcome = |t: Option<Outcome>| match t {
+        Some((status, score, time)) => format!(
+            "<span class=\"st st-{0}\">{0}</span> {1}{2}",
+            status.as_str(),
+            points(score),
+            time.map(|t| format!(", {t:.3} s")).unwrap_or_default()
+        ),
+        None => "-".into(),
+    };
+    let mut headers = vec!["Subtask".to_string(), "Test".to_string()];
+    headers.extend(present.iter().map(|(i, _)| sets[*i].name.clone()));
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = differing
+        .into_iter()
+        .map(|((_, subtask, test), copies)| {
+            let mut row = vec![escape(&subtask), escape(&test)];
+            row.extend(copies.into_iter().map(outcome));
+            row
+        })
+        .collect();
+    Ok(format!(
+        "<details open><summary>{} test result(s) differ</summary>{}</details>",
+        rows.len(),
+        table(&headers, &[], &rows)
+    ))
+}
