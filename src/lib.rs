@@ -11,6 +11,7 @@ pub mod error;
 pub mod evaluate;
 pub mod fidelity;
 pub mod judge;
+pub mod keeper;
 pub mod name;
 pub mod output;
 pub mod problem;

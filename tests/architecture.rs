@@ -140,7 +140,7 @@ fn no_room_uses_what_the_map_forbids_it() {
     let rules = rules(&map());
     // The rules the map states for the application's rooms, each naming what it forbids.
     for room in [
-        "problem", "judge", "evaluate", "server", "fidelity", "slurm", "bench",
+        "problem", "judge", "evaluate", "server", "keeper", "fidelity", "slurm", "bench",
     ] {
         let forbidden = rules
             .get(room)

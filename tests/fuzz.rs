@@ -2,7 +2,7 @@
 //! a bounded number of mutated inputs from the seeds in `tests/fuzz/<target>/` (see
 //! `common/fuzz.rs`). Each input must give a value or an error, never a panic, and whatever a
 //! loader writes stays in its folder. The keeper's request is fuzzed beside its decoder
-//! (`src/cli/keeper.rs`), which is private to the binary.
+//! (`src/keeper/protocol.rs`), which is private to the library.
 
 use std::path::Path;
 

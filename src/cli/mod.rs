@@ -9,7 +9,6 @@ mod judge;
 mod keeper;
 mod merge;
 mod report;
-mod run_request;
 mod sandbox;
 mod serve;
 mod slurm;

@@ -1,13 +1,13 @@
 //! `ioi-run sandbox`: run one command in the sandbox and print its outcome; a keeper runs it
-//! when one listens (see `keeper`), this process otherwise.
+//! when one listens (see `crate::keeper`), this process otherwise.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::output::outln;
-use super::run_request::{absolute, execute, RequestLimits, RunRequest};
+use crate::keeper::{absolute, run_here, RequestLimits, RunRequest};
 use anyhow::{bail, Context, Result};
-use ioi_sandbox::{RunSpec, Sandbox, SandboxOptions};
+use ioi_sandbox::RunSpec;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -64,7 +64,7 @@ pub struct Args {
 pub fn run(args: Args, settle: impl FnOnce()) -> Result<i32> {
     check_arguments(&args).map_err(crate::error::usage)?;
     let request = request(&args).map_err(crate::error::usage)?;
-    let outcome = match super::keeper::hand_over(&request) {
+    let outcome = match crate::keeper::hand_over(&request) {
         Some(outcome) => outcome?,
         None => {
             settle();
@@ -234,23 +234,6 @@ fn request(args: &Args) -> Result<RunRequest> {
             output_size: args.output_limit,
         },
     })
-}
-
-/// Runs `request` in a sandbox of this process, started for this run alone.
-fn run_here(request: &RunRequest) -> Result<ioi_sandbox::Outcome> {
-    crate::scratch::sweep_stale();
-    // One run: no box is built ahead (it would be built for nothing).
-    let options = SandboxOptions {
-        ready_boxes: 0,
-        ..SandboxOptions::default()
-    };
-    let sandbox = Sandbox::new(options)
-        .context("the sandbox cannot start on this host (try `ioi-run doctor`)")
-        .map_err(crate::error::host)?;
-    let dup = |fd| nix::unistd::dup(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
-    let out = dup(1).context("cannot duplicate stdout")?;
-    let err = dup(2).context("cannot duplicate stderr")?;
-    execute(&sandbox, request, out, err, None, || {})
 }
 
 fn parse_dir(spec: &str) -> Result<(PathBuf, PathBuf, bool)> {

@@ -1,49 +1,33 @@
-//! One `ioi-run sandbox` run as data: what the command line asks for, with every host path made
-//! absolute in the caller's working directory, so that the run means the same whether the
-//! command runs it itself or hands it to a keeper (`keeper`) that lives elsewhere. Both execute
-//! it here, with the program's output relayed to the caller's streams under the output limit.
+//! Running a [`RunRequest`]: in the keeper's sandbox, or in one the command starts for itself
+//! when no keeper takes it, with the program's output relayed to the caller's streams under the
+//! output limit.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Stdio, Termination};
-use serde::{Deserialize, Serialize};
+use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, SandboxOptions, Stdio, Termination};
 
-/// A run of `ioi-run sandbox`, host paths absolute.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRequest {
-    pub argv: Vec<String>,
-    pub env: Vec<(String, String)>,
-    /// Host path, path inside, writable.
-    pub binds: Vec<(PathBuf, PathBuf, bool)>,
-    /// The box directory; `None`: a fresh temporary one.
-    pub box_dir: Option<PathBuf>,
-    pub stdin: Option<PathBuf>,
-    /// `None`: relayed to the caller's stdout.
-    pub stdout: Option<PathBuf>,
-    /// `None`: relayed to the caller's stderr.
-    pub stderr: Option<PathBuf>,
-    pub limits: RequestLimits,
-}
+use super::protocol::RunRequest;
 
-/// The limits `ioi-run sandbox` sets.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RequestLimits {
-    pub cpu_time: Option<Duration>,
-    pub wall_time: Option<Duration>,
-    pub memory: Option<u64>,
-    pub processes: u64,
-    pub output_size: Option<u64>,
-}
-
-/// `path` made absolute in this process's working directory (not resolved further: a symlink
-/// is followed by whoever opens it, as it would be here).
-pub fn absolute(path: &Path) -> Result<PathBuf> {
-    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
+/// Runs `request` in a sandbox of this process, started for this run alone, with this
+/// process's stdout and stderr.
+pub fn run_here(request: &RunRequest) -> Result<Outcome> {
+    crate::scratch::sweep_stale();
+    // One run: no box is built ahead (it would be built for nothing).
+    let options = SandboxOptions {
+        ready_boxes: 0,
+        ..SandboxOptions::default()
+    };
+    let sandbox = Sandbox::new(options)
+        .context("the sandbox cannot start on this host (try `ioi-run doctor`)")
+        .map_err(crate::error::host)?;
+    let dup = |fd| nix::unistd::dup(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
+    let out = dup(1).context("cannot duplicate stdout")?;
+    let err = dup(2).context("cannot duplicate stderr")?;
+    execute(&sandbox, request, out, err, None, || {})
 }
 
 /// Runs `request` in `sandbox`. `out` and `err` are the caller's stdout and stderr, where the
@@ -145,7 +129,7 @@ static SPARE_BOX: std::sync::Mutex<Option<tempfile::TempDir>> = std::sync::Mutex
 
 /// Makes the box folder of the next run without `--box` now, off its path (a keeper does, once
 /// it has answered a client).
-pub fn make_spare_box(sandbox: &Sandbox) {
+pub(super) fn make_spare_box(sandbox: &Sandbox) {
     let Ok(mut spare) = SPARE_BOX.lock() else {
         return;
     };
