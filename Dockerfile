@@ -1,5 +1,5 @@
 # ioi-run in a container: `docker build -t ioi-run .` (or `podman build`).
-# README.md, "Running in a container", gives the `docker run` lines and the privileges they need.
+# docs/container.md gives the `docker run` lines and the privileges they need.
 #
 # Two stages: `build` compiles the binary with the Rust toolchain; `runtime` holds what judging
 # needs and no Rust. The runtime's base is a build argument: `--build-arg BASE=IMAGE` builds on a

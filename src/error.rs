@@ -21,7 +21,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    /// The exit code of a command that failed this way (the table in README.md).
+    /// The exit code of a command that failed this way (the table in docs/exit-codes.md).
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorClass::Usage => USAGE,

@@ -4,7 +4,7 @@
 //! `doctor`, judges a fixture with the compile cache in a volume, and serves one Codeforces
 //! Python request to the host through a published port.
 //!
-//! The containers run without --privileged, with only what README.md's `docker run` lines give.
+//! The containers run without --privileged, with only what docs/container.md's `docker run` lines give.
 //! podman runs with runc (Debian's default runtime, crun, refuses this kind of host's hybrid
 //! cgroups) and with explicit file and process limits (podman's defaults exceed the hard
 //! limits of some hosts, and the container then fails to start).
@@ -123,7 +123,7 @@ fn build_image(work: &Path) -> (Image, Image) {
     (runtime, image)
 }
 
-/// The options of every `podman run` here: the least privileges the README gives (the
+/// The options of every `podman run` here: the least privileges docs/container.md gives (the
 /// capability to create namespaces and mounts, /proc not masked, so that the sandbox can mount
 /// a fresh one; see the module comment for the limits).
 const RUN: [&str; 9] = [

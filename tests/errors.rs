@@ -1,7 +1,7 @@
 //! End-to-end: errors a user can act on. A bad row is skipped, counted and recorded (or, with
 //! `--strict`, refuses the dataset naming its file, row and field); mistakes in `sandbox`'s
 //! arguments are usage errors; errors point to the right flag; the exit code tells the class
-//! (README "Exit codes"); `judge --min-score` fails a script on a score.
+//! (docs/exit-codes.md); `judge --min-score` fails a script on a score.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -6,7 +6,7 @@ copy under a new id, so that every row is a distinct submission of the same prob
     tools/report-rows.py RESULTS.jsonl OUT.jsonl [--rows 100000]
     /usr/bin/time -v ioi-run report --out /tmp/reports OUT.jsonl
 
-The README's benchmark table holds the figures (time and peak resident memory).
+The benchmark table of docs/benchmarks.md holds the figures (time and peak resident memory).
 """
 
 import argparse

@@ -85,7 +85,7 @@ pub fn begin(
         let old = read(&path)?;
         let diffs = differences(&old, settings);
         if !diffs.is_empty() {
-            // A refusal of the command as given, as every usage error (README "Exit codes").
+            // A refusal of the command as given, as every usage error (docs/exit-codes.md).
             return Err(crate::error::usage(anyhow::anyhow!(
                 "{} were judged with other settings than this run's, and would mix with them:\n  \
                  {}\n(recorded in {}). Run again with the same options, give another results \
