@@ -45,10 +45,11 @@ pub fn wants_openmetrics(accept: Option<&str>) -> bool {
 
 /// The routes of the server, as the `route` label names them (any other path is `other`, so
 /// that a scanner probing paths cannot grow the label set).
-pub const ROUTES: [&str; 5] = [
+pub const ROUTES: [&str; 6] = [
     "/api/v2/runtimes",
     "/api/v2/packages",
     "/api/v2/execute",
+    "/run_code",
     "/metrics",
     "other",
 ];
