@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn a_host_whose_round_trips_across_cpus_cost_several_times_more_is_held_at_1() {
         let vm = HostCosts {
-            round_trip_two_cpus: Some(cost(25)),
+            round_trip_two_cpus: Some(cost(24)),
             ..bare_metal()
         };
         let s = suggest(&speed(0.35), Some(&vm));
