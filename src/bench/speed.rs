@@ -75,8 +75,9 @@ pub struct Suggestion {
 /// machine (a solution's time grows with it); at least 1.0 otherwise, unless every other
 /// measured cost is within its bare-metal bound (a solution's time is a mix of computation,
 /// page faults, cache misses and, in Communication tasks, round trips: a factor below 1.0
-/// is safe only when none of them is slower than on the contest's machine). Costs not
-/// measured count as above their bound.
+/// is safe only when none of them is slower than on the contest's machine), and a round trip
+/// across two CPUs costs less than [`CROSSING_RATIO`] times one on one CPU. Costs not measured
+/// count as above their bound.
 pub fn suggest(speed: &Speed, costs: Option<&ioi_sandbox::host::costs::HostCosts>) -> Suggestion {
     let factor = speed.compute_factor();
     if factor >= 1.0 {
@@ -105,6 +106,9 @@ pub fn suggest(speed: &Speed, costs: Option<&ioi_sandbox::host::costs::HostCosts
                 micros(bound)
             )
         })
+        .chain(crossing_penalty(c).map(|ratio| {
+            format!("a round trip across two CPUs {ratio:.0} times one on one CPU (a virtual machine's)")
+        }))
         .collect(),
     };
     Suggestion {
@@ -112,6 +116,19 @@ pub fn suggest(speed: &Speed, costs: Option<&ioi_sandbox::host::costs::HostCosts
         held_by,
     }
 }
+
+/// How many times a round trip across two CPUs costs one on one CPU, when that is
+/// [`CROSSING_RATIO`] or more: the mark of a virtual machine's interrupts between vCPUs, where
+/// compute speed says little about the rest.
+pub fn crossing_penalty(costs: &ioi_sandbox::host::costs::HostCosts) -> Option<f64> {
+    let two = costs.round_trip_two_cpus?;
+    let one = costs.round_trip_one_cpu.cpu.as_secs_f64().max(1e-9);
+    let ratio = two.cpu.as_secs_f64() / one;
+    (ratio >= CROSSING_RATIO).then_some(ratio)
+}
+
+/// See [`crossing_penalty`]; `doctor` warns from this ratio on.
+pub const CROSSING_RATIO: f64 = 3.0;
 
 /// A duration in µs, or in ns below 1 µs.
 pub fn micros(d: Duration) -> String {
@@ -235,7 +252,8 @@ mod tests {
         };
         let s = suggest(&speed(0.35), Some(&vm));
         assert_eq!(s.time_scale, 1.0);
-        assert_eq!(s.held_by.len(), 1, "{:?}", s.held_by);
+        assert_eq!(s.held_by.len(), 2, "{:?}", s.held_by);
+        assert!(s.held_by[1].contains("across two CPUs"), "{:?}", s.held_by);
         assert!(
             s.held_by[0].starts_with("a page fault 10.0 µs"),
             "{:?}",
@@ -243,6 +261,21 @@ mod tests {
         );
         let unmeasured = suggest(&speed(0.35), None);
         assert_eq!(unmeasured.time_scale, 1.0);
+    }
+
+    #[test]
+    fn a_host_whose_round_trips_across_cpus_cost_several_times_more_is_held_at_1() {
+        let vm = HostCosts {
+            round_trip_two_cpus: Some(cost(24)),
+            ..bare_metal()
+        };
+        let s = suggest(&speed(0.35), Some(&vm));
+        assert_eq!(s.time_scale, 1.0);
+        assert!(
+            s.held_by[0].contains("across two CPUs 12 times"),
+            "{:?}",
+            s.held_by
+        );
     }
 
     #[test]

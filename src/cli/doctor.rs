@@ -197,9 +197,6 @@ fn speed_check(sandbox: &Sandbox, costs: Option<&HostCosts>) -> Check {
     }
 }
 
-/// How many times dearer a round trip across two CPUs may be than on one before `doctor` warns.
-const CROSSING_WARN_RATIO: f64 = 3.0;
-
 /// What the host charges beside computation (see `ioi_sandbox::host::costs`): each a figure,
 /// and a warning where it moves verdicts.
 fn cost_checks(costs: &Result<HostCosts>) -> Vec<Check> {
@@ -229,8 +226,7 @@ fn cost_checks(costs: &Result<HostCosts>) -> Vec<Check> {
             micros(two.cpu),
             micros(two.wall)
         );
-        let ratio = two.cpu.as_secs_f64() / one.cpu.as_secs_f64().max(1e-9);
-        if ratio >= CROSSING_WARN_RATIO {
+        if let Some(ratio) = crate::bench::speed::crossing_penalty(c) {
             round_trip.status = Status::Warn;
             round_trip.why = Some(format!(
                 "a wake-up across CPUs costs {ratio:.0} times one on the same CPU (a virtual \
