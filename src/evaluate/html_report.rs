@@ -22,7 +22,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use super::html_submissions::submission_grid;
+use super::html_submissions::{submission_grid, DetailsBudget, DETAILS_SHOWN};
 use super::plots::{self, Histogram, SolveRate, StatusCurve};
 use super::report_source::ResultsFiles;
 use super::report_stats::{bin_low, score_bins, subtask_rates, Distribution, ProblemStats};
@@ -275,14 +275,24 @@ pub fn write_page(
     let context = || format!("cannot write the HTML report of {dataset}");
     out.write_all(page.as_bytes()).with_context(context)?;
     let empty = ProblemStats::default();
+    let mut budget = DetailsBudget::new(DETAILS_SHOWN);
     for (number, (overview, subs)) in problems.iter().enumerate() {
         let problem_stats = stats
             .get(&stats_key(overview.year, &overview.problem_id))
             .unwrap_or(&empty);
         let section = problem_section(overview, subs, problem_stats)?;
         out.write_all(section.as_bytes()).with_context(context)?;
-        submission_grid(out, number, subs, problem_stats, rows).with_context(context)?;
+        submission_grid(out, number, subs, problem_stats, rows, &mut budget)
+            .with_context(context)?;
         out.write_all(b"</section>\n").with_context(context)?;
+    }
+    if budget.omitted() > 0 {
+        eprintln!(
+            "warning: the HTML report of {dataset} leaves out the details of {} submissions \
+             (a page keeps {} MiB of them; the results file has them all)",
+            budget.omitted(),
+            DETAILS_SHOWN >> 20
+        );
     }
     out.write_all(page_end().as_bytes()).with_context(context)?;
     Ok(())

@@ -26,6 +26,47 @@ const CODE_SHOWN: usize = 256 << 10;
 /// The most of one test's message (or of the compiler's output) the page shows.
 const MESSAGE_SHOWN: usize = 8 << 10;
 
+/// The most the details of submissions (tests, compiler output, code) take in one page: a page
+/// of a whole evaluation (100 000 submissions) must still open in a browser. Past it, a row
+/// keeps its grid cells and says where its details are (the results file holds them all).
+pub const DETAILS_SHOWN: usize = 96 << 20;
+
+/// What is left of [`DETAILS_SHOWN`] for the rest of a page, and how many rows went without.
+#[derive(Debug)]
+pub struct DetailsBudget {
+    left: usize,
+    omitted: usize,
+}
+
+impl DetailsBudget {
+    /// A page's budget of `bytes` of details.
+    pub fn new(bytes: usize) -> DetailsBudget {
+        DetailsBudget {
+            left: bytes,
+            omitted: 0,
+        }
+    }
+
+    /// Whether the next row's details may still be written (then [`DetailsBudget::spend`] what
+    /// they took); a row refused is counted as omitted.
+    fn allows(&mut self) -> bool {
+        if self.left == 0 {
+            self.omitted += 1;
+            return false;
+        }
+        true
+    }
+
+    fn spend(&mut self, bytes: usize) {
+        self.left = self.left.saturating_sub(bytes);
+    }
+
+    /// Rows whose details the page left out.
+    pub fn omitted(&self) -> usize {
+        self.omitted
+    }
+}
+
 /// The first `limit` bytes of `text` (cut at a character), and a note when it was cut.
 fn cut(text: &str, limit: usize) -> (&str, Option<String>) {
     if text.len() <= limit {
@@ -86,6 +127,7 @@ pub fn submission_grid(
     subs: &[&JudgedSubmission],
     stats: &ProblemStats,
     rows: &ResultsFiles,
+    budget: &mut DetailsBudget,
 ) -> Result<()> {
     let mut sorted: Vec<&JudgedSubmission> = subs.to_vec();
     sorted.sort_by(|a, b| {
@@ -123,9 +165,20 @@ pub fn submission_grid(
     let columns = 6 + subtasks.len();
     for (k, submission) in sorted.iter().enumerate() {
         let mut body = submission_row(number, k, submission, &subtasks, stats);
-        let row = rows.read(submission.span)?;
         let _ = write!(body, "<tr class=\"d\"><td colspan=\"{columns}\">");
-        details(&mut body, &row, submission, stats)?;
+        if budget.allows() {
+            let start = body.len();
+            let row = rows.read(submission.span)?;
+            details(&mut body, &row, submission, stats)?;
+            budget.spend(body.len() - start);
+        } else {
+            let _ = write!(
+                body,
+                "<p>The details of this submission are left out: the page holds {} MiB of \
+                 details at most. The results file has them all.</p>",
+                DETAILS_SHOWN >> 20
+            );
+        }
         body.push_str("</td></tr></tbody>\n");
         out.write_all(body.as_bytes())?;
     }
@@ -313,6 +366,18 @@ fn pre(out: &mut String, text: &str, limit: usize) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_page_stops_writing_details_once_its_budget_is_spent() {
+        let mut budget = super::DetailsBudget::new(100);
+        assert!(budget.allows());
+        budget.spend(60);
+        assert!(budget.allows());
+        budget.spend(60);
+        assert!(!budget.allows());
+        assert!(!budget.allows());
+        assert_eq!(budget.omitted(), 2);
+    }
+
     use super::*;
 
     #[test]
