@@ -60,7 +60,8 @@ pub struct JudgeOptions {
     /// Every time limit is multiplied by this factor (`--time-scale`): a host slower or faster
     /// than the contest's. The wall limits follow, being derived from the time limit.
     pub time_scale: f64,
-    /// Builds the precompiled headers most submissions start with as soon as the judge starts
+    /// Builds the precompiled headers most submissions start with (`<bits/stdc++.h>`, and
+    /// followed by the problem's header) as soon as the judge starts
     /// and as each problem is prepared, on a thread of their own (long runs: `evaluate`,
     /// `serve`). Either way no compile waits for a header.
     pub headers_ahead: bool,
