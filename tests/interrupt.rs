@@ -145,8 +145,10 @@ fn the_interrupt_message_stands_on_its_own_line_below_a_progress_bar() {
     let work = tempfile::tempdir().unwrap();
     let task = common::problem_dir("sumpairs");
     let code = std::fs::read_to_string(task.join("solutions/sleep_tle.cpp")).unwrap();
+    // Distinct code for each: copies of one program would be judged once.
     let rows: String = (0..8)
         .map(|k| {
+            let code = format!("{code}// submission {k}\n");
             serde_json::json!({"uuid": format!("s{k}"), "problem_id": "sumpairs", "code": code})
                 .to_string()
                 + "\n"

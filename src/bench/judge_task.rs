@@ -17,6 +17,8 @@ use crate::judge::scripts::{self, ScriptBuild, Scripts};
 use crate::judge::{Judge, JudgeOptions, Language};
 use crate::output::outln;
 
+use super::floor::Floor;
+
 /// What `bench judge --task` is asked for.
 pub struct TaskBench<'a> {
     pub task: &'a Path,
@@ -147,17 +149,51 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
     if tests == 0 {
         bail!("{}: the submission ran no test", bench.task.display());
     }
+    let (problem, test_set) = crate::problem::cms::load_cms(bench.task)?;
+    let loaded = judge.prepare(problem, test_set)?;
+    let floor_tests: Vec<&crate::problem::TestCase> = first
+        .0
+        .iter()
+        .filter_map(|t| loaded.tests.get(&t.0))
+        .collect();
+    wait_for_header(&judge, &loaded.problem, &code);
     let mut walls = Vec::new();
+    let mut floors = Vec::new();
     let mut tests_wall = Duration::ZERO;
     let built_before = judge.sandbox().boxes_built_on_demand();
+    // Paired and alternated: a judgement, then the floor of the same submission, so that the
+    // machine's load weighs on both alike.
+    // The floor runs no test through the judge: the phases are ioi-run's alone.
     phases::enable();
     for n in 1..=bench.repeats.max(1) {
-        let (wall, scores) = judge_once(&judge, bench.task, &submission(n), bench.jobs)?;
+        let (wall, scores) = match judge_once(&judge, bench.task, &submission(n), bench.jobs) {
+            Ok(judged) => judged,
+            Err(e) => {
+                phases::disable();
+                return Err(e);
+            }
+        };
         if scores.verdicts() != first.verdicts() {
             phases::disable();
             bail!("judging {n} gave other verdicts than the first");
         }
         walls.push(wall);
+        let floor = super::floor::measure(
+            &judge,
+            &loaded.problem,
+            &loaded.tools,
+            &submission(n),
+            &floor_tests,
+            &first.0,
+            bench.jobs,
+        );
+        match floor {
+            Ok(floor) => floors.push(floor),
+            Err(e) => {
+                phases::disable();
+                return Err(e);
+            }
+        }
     }
     phases::disable();
     let judgings = walls.len() as f64;
@@ -215,6 +251,31 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
         );
     }
 
+    let ratios: Vec<f64> = walls
+        .iter()
+        .zip(&floors)
+        .map(|(ours, floor)| ours / floor.total())
+        .collect();
+    outln!(
+        "floor (plain g++ with the same flags, header and grader objects; each test's \
+         processes started plainly, same pipes, {} workers): median {:.3} s (compile {:.3} s, \
+         tests {:.3} s)",
+        bench.jobs,
+        median(floors.iter().map(Floor::total).collect()),
+        median(floors.iter().map(|f| f.compile).collect()),
+        median(floors.iter().map(|f| f.tests).collect()),
+    );
+    outln!(
+        "against the floor: {:.2}x (median of {} paired runs: {})",
+        median(ratios.clone()),
+        ratios.len(),
+        ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+
     // The reference: a fresh box per test, the compile script then the run script in it.
     let reference = reference_per_test(&judge, bench.task, &code, bench.reference_tests, &first)?;
     let one_worker = reference * tests as f64;
@@ -233,6 +294,38 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
         one_worker / ours
     );
     Ok(0)
+}
+
+/// Waits (a bounded time) until the precompiled header `code` would use is built, so that the
+/// timed judgements and the floor compile with it alike.
+fn wait_for_header(judge: &Judge, problem: &crate::problem::Problem, code: &[u8]) {
+    let headers: Vec<String> = problem
+        .grader_files
+        .iter()
+        .filter_map(|f| f.path.strip_prefix("graders/"))
+        .filter(|n| n.ends_with(".h") && !n.contains('/'))
+        .map(str::to_string)
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let text = String::from_utf8_lossy(code);
+    if crate::judge::pch::split(&text, &headers).is_none() {
+        return;
+    }
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(300) {
+        let ready = judge
+            .cache()
+            .unsandboxed_submission(
+                problem,
+                code,
+                crate::judge::compile::CompileProfile::Reference,
+            )
+            .is_some_and(|c| c.args.iter().any(|a| a == "-include"));
+        if ready {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Seconds per test of the reference per-test workflow, on the first `count` tests.

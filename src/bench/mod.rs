@@ -4,7 +4,8 @@
 //! `compile`: a submission compile with and without the precompiled header, on the demo's
 //! submissions. `scheduler`: the scheduler at 64 and 256 workers with a scripted runner (no
 //! processes), to show how much of the workers' time goes into runs. `judge`: one submission
-//! on ~100 tests against a Piston-style compile-and-run per test. `evaluate`: dataset
+//! on ~100 tests against a Piston-style compile-and-run per test; with `--task`, a real task
+//! against its floor (`floor`: the same compile and tests with no sandbox and no judge). `evaluate`: dataset
 //! throughput on the scaled demo. `shards`: the cost of sharding. `serve`: the HTTP server's
 //! throughput with the real judge (Piston's routes, and SandboxFusion's `/run_code` on a verl-like
 //! batch in `serve_run_code`). `sandbox`: the sandbox's cost per run and of the `sandbox`
@@ -15,6 +16,7 @@
 
 pub mod compile;
 pub mod evaluate;
+pub mod floor;
 pub mod judge;
 pub mod judge_task;
 pub mod load;

@@ -388,6 +388,32 @@ impl CompileCache {
             .ahead(self, sandbox, flags, own.then_some(header.as_str()), &files);
     }
 
+    /// The files and `g++` arguments of the compile of a C++ submission with the precompiled
+    /// header and grader objects ready in this cache, to run outside any sandbox (the floor of
+    /// `bench judge --task`); `None` when it cannot be written (a source that is not UTF-8).
+    pub fn unsandboxed_submission(
+        &self,
+        problem: &Problem,
+        code: &[u8],
+        profile: CompileProfile,
+    ) -> Option<UnsandboxedCompile> {
+        let source = format!("graders/{}.cpp", problem.id);
+        let output = format!("graders/{}", problem.id);
+        let graders = problem.graders_for(Language::Cpp);
+        let mut files = grader_files(problem);
+        files.retain(|(name, _)| *name != source && !is_judge_only(name));
+        files.push((&source, code));
+        let mut sources = vec![source.as_str()];
+        sources.extend(graders.iter().map(|g| g.path.as_str()));
+        let flags = profile.flags_for(Language::Cpp);
+        let (files, args) = super::pch::unsandboxed(self, &files, &sources, flags, &output)?;
+        Some(UnsandboxedCompile {
+            files,
+            args,
+            output,
+        })
+    }
+
     /// Compiles a trusted tool of the problem (`checker/checker.cpp`, `graders/manager.cpp`).
     pub fn tool(
         &self,
@@ -529,6 +555,14 @@ impl CompileCache {
     pub(super) fn account(&self, added: u64) {
         self.store.account(added);
     }
+}
+
+/// A submission compile as a plain `g++` command: the files to write in an empty folder, the
+/// arguments after `g++`, and the program it writes (relative to that folder).
+pub struct UnsandboxedCompile {
+    pub files: Vec<(String, Vec<u8>)>,
+    pub args: Vec<String>,
+    pub output: String,
 }
 
 /// Builds precompiled headers on a thread of its own, so that no compile waits for one (see

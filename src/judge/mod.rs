@@ -67,7 +67,8 @@ pub struct JudgeOptions {
     /// Every test's output, standard error and checker's or manager's words are copied to
     /// this folder, named by test ([`kept`]; native runner). `None` keeps nothing.
     pub keep_dir: Option<PathBuf>,
-    /// Builds the precompiled headers most submissions start with as soon as the judge starts
+    /// Builds the precompiled headers most submissions start with (`<bits/stdc++.h>`, and
+    /// followed by the problem's header) as soon as the judge starts
     /// and as each problem is prepared, on a thread of their own (long runs: `evaluate`,
     /// `serve`). Either way no compile waits for a header.
     pub headers_ahead: bool,

@@ -494,8 +494,9 @@ impl PchStore {
     }
 
     /// Hands the builder the headers most submissions of `problem` start with, ahead of them:
-    /// `<bits/stdc++.h>` alone (once for every problem) and with the problem's header before
-    /// or after it.
+    /// `<bits/stdc++.h>` alone (once for every problem) and followed by the problem's header
+    /// (the order `--add-includes` writes). One per problem: a header weighs about 100 MB in
+    /// the compile cache.
     pub(super) fn ahead(
         &self,
         cache: &CompileCache,
@@ -510,9 +511,7 @@ impl PchStore {
         let stdcxx = Include::System(STDCXX.to_string());
         let mut lists = vec![vec![stdcxx.clone()]];
         if let Some(name) = problem_header {
-            let own = Include::Grader(name.to_string());
-            lists.push(vec![own.clone(), stdcxx.clone()]);
-            lists.push(vec![stdcxx, own]);
+            lists.push(vec![stdcxx, Include::Grader(name.to_string())]);
         }
         for list in lists {
             self.header(cache, sandbox, flags, &header_of(&list), others);
@@ -590,6 +589,76 @@ impl PchStore {
             }
         }
     }
+}
+
+/// Files by name, owned.
+pub(super) type OwnedFiles = Vec<(String, Vec<u8>)>;
+
+/// The command line of a submission compile with whatever precompiled header and grader
+/// objects are ready on disk, for a plain `g++` in a folder holding `files` (outside any
+/// sandbox): the floor `bench judge --task` measures a compile against. Returns the files (the
+/// submission's precompiled lines blank when a header is used) and the arguments after `g++`.
+pub(super) fn unsandboxed(
+    cache: &CompileCache,
+    files: &[(&str, &[u8])],
+    sources: &[&str],
+    flags: &[&str],
+    output: &str,
+) -> Option<(OwnedFiles, Vec<String>)> {
+    let (&source, graders) = sources.split_first()?;
+    let code = std::str::from_utf8(files.iter().find(|(n, _)| *n == source)?.1).ok()?;
+    let dir = Path::new(source).parent()?.to_str()?;
+    let headers: Vec<&str> = files
+        .iter()
+        .filter_map(|(n, _)| n.strip_prefix(dir)?.strip_prefix('/'))
+        .filter(|n| n.ends_with(".h") && !n.contains('/'))
+        .collect();
+    let others: Vec<(&str, &[u8])> = files
+        .iter()
+        .filter(|(n, _)| *n != source)
+        .copied()
+        .collect();
+    let ready = |key: String| {
+        let dir = cache.dir().join(key);
+        dir.join(COMPLETE).is_file().then_some(dir)
+    };
+    let pch = split(code, &headers).and_then(|split| {
+        let with = if split.header.contains('"') {
+            &others[..]
+        } else {
+            &[]
+        };
+        ready(key("pch", flags, &[&split.header], with)).map(|dir| (dir, split.rest))
+    });
+    let objects = match graders.is_empty() {
+        true => None,
+        false => ready(key("obj", flags, graders, &others)),
+    };
+    let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+    if let Some((dir, _)) = &pch {
+        args.extend([
+            "-Winvalid-pch".into(),
+            "-Werror=invalid-pch".into(),
+            "-include".into(),
+        ]);
+        args.push(dir.join(PCH_NAME).to_string_lossy().into_owned());
+    }
+    args.extend(["-o".to_string(), output.to_string(), source.to_string()]);
+    match &objects {
+        Some(dir) => args.extend(
+            graders
+                .iter()
+                .map(|g| dir.join(object_name(g)).to_string_lossy().into_owned()),
+        ),
+        None => args.extend(graders.iter().map(|g| g.to_string())),
+    }
+    let mut out: Vec<(String, Vec<u8>)> = others
+        .iter()
+        .map(|(n, c)| (n.to_string(), c.to_vec()))
+        .collect();
+    let code = pch.map_or(code.to_string(), |(_, rest)| rest);
+    out.push((source.to_string(), code.into_bytes()));
+    Some((out, args))
 }
 
 /// What [`PchStore::claim`] found.
