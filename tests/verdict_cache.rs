@@ -22,11 +22,11 @@ fn job(submission: &str) -> IoiJob {
         expected_output: Some(b"5\n".to_vec()),
         grader_files: vec![
             GraderFile {
-                path: "graders/add.h".into(),
+                path: ioi_run::name::RelativePath::parse("graders/add.h").unwrap(),
                 content: b"int add(int a, int b);\n".to_vec(),
             },
             GraderFile {
-                path: "graders/grader.cpp".into(),
+                path: ioi_run::name::RelativePath::parse("graders/grader.cpp").unwrap(),
                 content: GRADER.as_bytes().to_vec(),
             },
         ],

@@ -399,7 +399,7 @@ impl CompileCache {
     ) -> Option<UnsandboxedCompile> {
         let source = format!("graders/{}.cpp", problem.id);
         let output = format!("graders/{}", problem.id);
-        let graders = problem.graders_for(Language::Cpp);
+        let graders = problem.grader_files_at(&Language::Cpp.grader_paths());
         let mut files = grader_files(problem);
         files.retain(|(name, _)| *name != source && !is_judge_only(name));
         files.push((&source, code));
