@@ -184,7 +184,7 @@ fn v2_root_in_a_session_scope() {
     };
     let out = out.path();
     assert_step_ok(out, "doctor", &["cgroup v2", "This host can judge"]);
-    assert_hostile(out, "hostile", 12);
+    assert_hostile(out, "hostile", 13);
     assert_judged(
         out,
         "judge-",
@@ -221,7 +221,7 @@ fn v2_root_in_a_container_whose_root_cgroup_holds_processes() {
     assert_step_ok(out, "alone-doctor", &["This host can judge"]);
     // Behind the Dockerfile's entrypoint, everything works.
     assert_step_ok(out, "doctor", &["This host can judge"]);
-    assert_hostile(out, "hostile", 5);
+    assert_hostile(out, "hostile", 6);
     assert_judged(out, "judge-", &["ac.cpp", "mle.cpp", "burn_tle.cpp"]);
 }
 
@@ -242,7 +242,7 @@ fn v2_normal_user_in_a_delegated_scope() {
         ],
     );
     assert_step_ok(out, "doctor", &["This host can judge"]);
-    assert_hostile(out, "hostile", 5);
+    assert_hostile(out, "hostile", 6);
     assert_judged(out, "judge-", &["ac.cpp", "mle.cpp", "burn_tle.cpp"]);
     // doctor detects twice: one leaf at most, never a nested one.
     let leftover = std::fs::read_to_string(out.join("leftover.out")).expect("leftover.out");

@@ -43,6 +43,7 @@ fn doctor_uses_the_sandbox_words_and_logs_without_colour_codes() {
     let factor = stdout
         .lines()
         .find_map(|l| l.split("suggested --time-scale ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no suggested --time-scale in {stdout}"));
     assert!(factor.parse::<f64>().is_ok_and(|f| f > 0.0), "{stdout}");
 }

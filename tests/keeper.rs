@@ -134,14 +134,9 @@ fn outcomes_and_output_are_the_same_with_and_without_a_keeper() {
     let cases: &[&[&str]] = &[
         &["--", "echo", "hello"],
         &["--time", "0.3", "--", "sh", "-c", "while :; do :; done"],
-        &[
-            "--memory",
-            "16M",
-            "--",
-            "sh",
-            "-c",
-            "head -c 64000000 /dev/zero | tail",
-        ],
+        // One process (tail keeps the whole newline-free input): with two, which one the
+        // kernel kills at the limit, and so the reported exit, is the kernel's choice.
+        &["--memory", "16M", "--", "tail", "/dev/zero"],
         &["--", "sh", "-c", "echo partial; exit 3"],
         &["--", "sh", "-c", "kill -SEGV $$"],
         &[
