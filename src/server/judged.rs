@@ -45,6 +45,40 @@ pub const MAX_PLAIN_OUTPUT: u64 = crate::judge::OUTPUT_CAP;
 /// Largest file a plain program may write: its stdout and its stderr, each (a write beyond is
 /// a kill, answered as Piston's `SIGKILL`).
 pub const PLAIN_OUTPUT_LIMIT: u64 = 64 << 20;
+
+/// Runs a plain program's box `spec` with `stdin` and the limits of a plain run (`run_timeout`
+/// of CPU and of wall time, `memory`), its streams in files under `private` (root-only);
+/// returns the outcome and the paths of its standard output and error.
+pub fn run_plain(
+    sandbox: &ioi_sandbox::Sandbox,
+    mut spec: RunSpec,
+    private: &Path,
+    stdin: &[u8],
+    run_timeout: std::time::Duration,
+    memory: u64,
+) -> anyhow::Result<(Outcome, std::path::PathBuf, std::path::PathBuf)> {
+    let stdin_path = private.join("stdin");
+    let stdout = private.join("stdout");
+    let stderr = private.join("stderr");
+    fs::write(&stdin_path, stdin).context("cannot write the stdin file")?;
+    spec.stdin = Stdio::Path(stdin_path);
+    spec.stdout = Stdio::Path(stdout.clone());
+    spec.stderr = Stdio::Path(stderr.clone());
+    spec.limits = Limits {
+        cpu_time: Some(run_timeout),
+        wall_time: Some(run_timeout),
+        memory: Some(memory),
+        processes: Some(64),
+        output_size: Some(PLAIN_OUTPUT_LIMIT),
+        open_files: Some(64),
+        stack: None,
+    };
+    let outcome = sandbox.run(&spec);
+    if outcome.status == Termination::InternalError {
+        anyhow::bail!("sandbox failure: {}", outcome.message);
+    }
+    Ok((outcome, stdout, stderr))
+}
 /// Smallest box of a plain program (a tmpfs of size 0 would be unbounded).
 const MIN_PLAIN_BOX: u64 = 1 << 20;
 
@@ -215,26 +249,14 @@ impl JudgeExecutor {
                 Path::new(BOX_PATH).join(&entry),
             ));
         }
-        let stdin = private.path().join("stdin");
-        let stdout = private.path().join("stdout");
-        let stderr = private.path().join("stderr");
-        fs::write(&stdin, &job.stdin).context("cannot write the stdin file")?;
-        spec.stdin = Stdio::Path(stdin);
-        spec.stdout = Stdio::Path(stdout.clone());
-        spec.stderr = Stdio::Path(stderr.clone());
-        spec.limits = Limits {
-            cpu_time: Some(job.run_timeout),
-            wall_time: Some(job.run_timeout),
-            memory: Some(job.memory_limit),
-            processes: Some(64),
-            output_size: Some(PLAIN_OUTPUT_LIMIT),
-            open_files: Some(64),
-            stack: None,
-        };
-        let outcome = sandbox.run(&spec);
-        if outcome.status == Termination::InternalError {
-            anyhow::bail!("sandbox failure: {}", outcome.message);
-        }
+        let (outcome, stdout, stderr) = run_plain(
+            sandbox,
+            spec,
+            private.path(),
+            &job.stdin,
+            job.run_timeout,
+            job.memory_limit,
+        )?;
         let (code, signal) = piston_exit(&outcome);
         Ok(Stage::new(
             read_capped(&stdout)?,

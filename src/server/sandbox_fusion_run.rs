@@ -27,10 +27,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use base64::Engine as _;
-use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Stdio, Termination};
+use ioi_sandbox::{Bind, Outcome, RunSpec, Termination};
 
 use super::codeforces_run::{python3_in_box, PYTHON_ENV};
-use super::judged::{stage_files, PLAIN_OUTPUT_LIMIT};
+use super::judged::{run_plain, stage_files, PLAIN_OUTPUT_LIMIT};
 use super::sandbox_fusion::{
     CommandRunResult, CommandRunStatus, RunCodeJob, RunCodeLanguage, RunCodeReply,
 };
@@ -172,26 +172,14 @@ impl JudgeExecutor {
             // SandboxFusion, where the script is written beside them.
             spec.env.push(("PYTHONPATH".into(), "/box".into()));
         }
-        let stdin = private.join("stdin");
-        let stdout = private.join("stdout");
-        let stderr = private.join("stderr");
-        fs::write(&stdin, &job.stdin).context("cannot write the stdin file")?;
-        spec.stdin = Stdio::Path(stdin);
-        spec.stdout = Stdio::Path(stdout.clone());
-        spec.stderr = Stdio::Path(stderr.clone());
-        spec.limits = Limits {
-            cpu_time: Some(job.run_timeout),
-            wall_time: Some(job.run_timeout),
-            memory: Some(job.memory_limit),
-            processes: Some(64),
-            output_size: Some(PLAIN_OUTPUT_LIMIT),
-            open_files: Some(64),
-            stack: None,
-        };
-        let outcome = sandbox.run(&spec);
-        if outcome.status == Termination::InternalError {
-            anyhow::bail!("sandbox failure: {}", outcome.message);
-        }
+        let (outcome, stdout, stderr) = run_plain(
+            sandbox,
+            spec,
+            private,
+            &job.stdin,
+            job.run_timeout,
+            job.memory_limit,
+        )?;
         let (status, return_code, mut message) = run_status(&outcome, job);
         let run = CommandRunResult {
             status,
