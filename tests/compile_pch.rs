@@ -199,20 +199,12 @@ fn standard_includes_are_precompiled_too() {
     assert_eq!((stats.headers_built, stats.used), (1, 1));
 }
 
-/// A submission that includes `<bits/stdc++.h>` alone, without the problem's header.
-const STDCXX_ONLY: &str = r#"#include <bits/stdc++.h>
-using namespace std;
-
-vector<long long> split_orchard(vector<int> A) {
-    long long total = accumulate(A.begin(), A.end(), 0LL), left = 0, best = LLONG_MAX, at = 1;
-    for (size_t k = 1; k < A.size(); k++) {
-        left += A[k - 1];
-        long long d = llabs(2 * left - total);
-        if (d < best) best = d, at = k;
-    }
-    return {best, at};
+/// [`SOLUTION`] including `<bits/stdc++.h>` alone, without the problem's header.
+fn stdcxx_only() -> &'static str {
+    SOLUTION
+        .strip_prefix("#include \"orchard.h\"\n")
+        .expect("SOLUTION starts with the problem's header")
 }
-"#;
 
 /// Whether every precompiled header of `cache` is complete, and how many there are.
 fn headers_complete(cache: &CompileCache) -> Option<usize> {
@@ -233,8 +225,8 @@ fn no_compile_waits_for_a_header_and_headers_of_standard_includes_serve_every_pr
 
     // The header is not ready: the compile goes on without it (the plain executable) and
     // hands it to the builder.
-    let expected = binary(compile(&plain, &sandbox, &problem, STDCXX_ONLY));
-    assert!(expected == binary(compile(&fast, &sandbox, &problem, STDCXX_ONLY)));
+    let expected = binary(compile(&plain, &sandbox, &problem, stdcxx_only()));
+    assert!(expected == binary(compile(&fast, &sandbox, &problem, stdcxx_only())));
     let stats = fast.pch_stats();
     assert_eq!((stats.used, stats.fallbacks), (0, 1));
     common::wait_until("the header built", Duration::from_secs(300), || {
@@ -242,7 +234,7 @@ fn no_compile_waits_for_a_header_and_headers_of_standard_includes_serve_every_pr
     });
 
     // Ready: used, by this problem and by another one with other grader files.
-    let code = format!("{STDCXX_ONLY}// another submission\n");
+    let code = format!("{}// another submission\n", stdcxx_only());
     let expected = binary(compile(&plain, &sandbox, &problem, &code));
     assert!(expected == binary(compile(&fast, &sandbox, &problem, &code)));
     let mut other = orchard();
@@ -288,7 +280,7 @@ fn headers_are_built_ahead_of_the_first_submission() {
         "#include \"orchard.h\"\n#include <bits/stdc++.h>",
         "#include <bits/stdc++.h>\n#include \"orchard.h\"",
     );
-    for code in [stdcxx_first.as_str(), STDCXX_ONLY] {
+    for code in [stdcxx_first.as_str(), stdcxx_only()] {
         let build = judge
             .compile(&loaded, code.as_bytes(), ioi_run::judge::Language::Cpp)
             .unwrap();

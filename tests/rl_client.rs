@@ -5,9 +5,8 @@
 //! `INPUT_MODE=file`, compile error, TLE, MLE, RE and the reward hacks. The server gets fewer
 //! slots than the client sends requests, so requests wait for room: none may be lost.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 mod common;
 
@@ -29,37 +28,8 @@ fn the_python_rl_client_gets_the_expected_rewards_from_many_endpoints() {
     let Some(python) = python3() else { return };
     let binary = env!("CARGO_BIN_EXE_ioi-run");
     let cache = tempfile::tempdir().unwrap();
-    let mut child = Command::new(binary)
-        .args([
-            "serve",
-            "--ports",
-            "0,0,0,0,0,0,0,0",
-            "-j",
-            "2",
-            "--max-queue",
-            "2",
-        ])
-        .arg("--cache-dir")
-        .arg(cache.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ioi-run serve starts");
-    let stderr = child.stderr.take().unwrap();
-    let server = common::Stopping(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let endpoints = loop {
-        let line = lines
-            .next()
-            .expect("ioi-run serve prints PISTON_ENDPOINTS")
-            .unwrap();
-        if let Some(value) = line.strip_prefix("PISTON_ENDPOINTS=") {
-            break value.to_string();
-        }
-    };
-    // Keep reading the server's stderr so it never blocks on a full pipe.
-    let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let server = common::ServeProcess::start("0,0,0,0,0,0,0,0", cache.path(), "PISTON_ENDPOINTS");
+    let endpoints = server.announced.clone();
     assert_eq!(endpoints.split(',').count(), 8, "{endpoints}");
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rl_client/run_tests.py");
@@ -73,8 +43,7 @@ fn the_python_rl_client_gets_the_expected_rewards_from_many_endpoints() {
         .expect("python3 runs the client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     eprintln!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    drop(server);
-    let server_log = drain.join().unwrap_or_default().join("\n");
+    let server_log = server.stop();
     assert!(
         output.status.success(),
         "the RL client saw unexpected rewards:\n{stdout}\nserver:\n{server_log}"

@@ -6,9 +6,8 @@
 //! requests at once (all test cases of a program together), so requests wait for room: none
 //! may be lost.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 mod common;
 
@@ -31,31 +30,9 @@ fn verls_check_correctness_gets_the_expected_results_from_run_code() {
     let Some(python) = python3_with_requests() else {
         return;
     };
-    let binary = env!("CARGO_BIN_EXE_ioi-run");
     let cache = tempfile::tempdir().unwrap();
-    let mut child = Command::new(binary)
-        .args(["serve", "--ports", "0", "-j", "2", "--max-queue", "2"])
-        .arg("--cache-dir")
-        .arg(cache.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ioi-run serve starts");
-    let stderr = child.stderr.take().unwrap();
-    let server = common::Stopping(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("ioi-run serve prints SANDBOX_FUSION_URL")
-            .unwrap();
-        if let Some(value) = line.strip_prefix("SANDBOX_FUSION_URL=") {
-            break value.to_string();
-        }
-    };
-    // Keep reading the server's stderr so it never blocks on a full pipe.
-    let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let server = common::ServeProcess::start("0", cache.path(), "SANDBOX_FUSION_URL");
+    let url = server.announced.clone();
     assert!(url.ends_with("/run_code"), "{url}");
 
     let script =
@@ -67,8 +44,7 @@ fn verls_check_correctness_gets_the_expected_results_from_run_code() {
         .expect("python3 runs verl's client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     eprintln!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    drop(server);
-    let server_log = drain.join().unwrap_or_default().join("\n");
+    let server_log = server.stop();
     assert!(
         output.status.success(),
         "verl's client saw unexpected results:\n{stdout}\nserver:\n{server_log}"

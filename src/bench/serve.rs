@@ -192,27 +192,31 @@ struct Round {
     p90_ms: f64,
 }
 
-/// Sends `bodies` with `clients` concurrent clients, client `i` to `urls[i % urls.len()]`.
-fn round(urls: &[String], bodies: &[String], clients: usize) -> Result<Round> {
+/// Sends every item of `work` with `clients` client threads (client `k` has its own agent with
+/// `timeout`), each taking the next item in order until none is left; returns the elapsed
+/// seconds and every request's latency, sorted.
+pub(crate) fn send_all<T: Sync>(
+    work: &[T],
+    clients: usize,
+    timeout: Duration,
+    send: impl Fn(&ureq::Agent, usize, &T) -> Result<()> + Sync,
+) -> Result<(f64, Vec<Duration>)> {
     let next = AtomicUsize::new(0);
-    let latencies = Mutex::new(Vec::with_capacity(bodies.len()));
+    let latencies = Mutex::new(Vec::with_capacity(work.len()));
     let start = Instant::now();
     std::thread::scope(|s| -> Result<()> {
-        let workers: Vec<_> = (0..clients)
+        let workers: Vec<_> = (0..clients.max(1))
             .map(|client| {
-                let url = &urls[client % urls.len()];
-                let (next, latencies) = (&next, &latencies);
+                let (next, latencies, send) = (&next, &latencies, &send);
                 s.spawn(move || -> Result<()> {
-                    let agent = ureq::AgentBuilder::new()
-                        .timeout(Duration::from_secs(120))
-                        .build();
+                    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(body) = bodies.get(i) else {
+                        let Some(item) = work.get(i) else {
                             return Ok(());
                         };
                         let t = Instant::now();
-                        send(&agent, url, body)?;
+                        send(&agent, client, item)?;
                         if let Ok(mut l) = latencies.lock() {
                             l.push(t.elapsed());
                         }
@@ -232,6 +236,17 @@ fn round(urls: &[String], bodies: &[String], clients: usize) -> Result<Round> {
         .into_inner()
         .map_err(|_| anyhow::anyhow!("latency lock poisoned"))?;
     latencies.sort();
+    Ok((elapsed, latencies))
+}
+
+/// Sends `bodies` with `clients` concurrent clients, client `i` to `urls[i % urls.len()]`.
+fn round(urls: &[String], bodies: &[String], clients: usize) -> Result<Round> {
+    let (elapsed, latencies) = send_all(
+        bodies,
+        clients,
+        Duration::from_secs(120),
+        |agent, client, body| send(agent, &urls[client % urls.len()], body),
+    )?;
     let ms = |i: usize| latencies[i.min(latencies.len() - 1)].as_secs_f64() * 1e3;
     Ok(Round {
         per_second: bodies.len() as f64 / elapsed,

@@ -10,13 +10,12 @@
 //! server), and when it is compiled per test case (each request's code made unique, which is
 //! what SandboxFusion does for every request), with the gain of the first over the second.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use super::serve::send_all;
 use crate::output::outln;
 use crate::server::JudgeExecutor;
 
@@ -100,43 +99,12 @@ struct Batch {
 
 /// Sends `requests` (body, expected stdout) with `clients` clients in order.
 fn batch(url: &str, requests: &[(String, String)], clients: usize) -> Result<Batch> {
-    let next = AtomicUsize::new(0);
-    let latencies = Mutex::new(Vec::with_capacity(requests.len()));
-    let start = Instant::now();
-    std::thread::scope(|s| -> Result<()> {
-        let workers: Vec<_> = (0..clients.max(1))
-            .map(|_| {
-                let (next, latencies) = (&next, &latencies);
-                s.spawn(move || -> Result<()> {
-                    let agent = ureq::AgentBuilder::new()
-                        .timeout(Duration::from_secs(300))
-                        .build();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((body, expected)) = requests.get(i) else {
-                            return Ok(());
-                        };
-                        let t = Instant::now();
-                        send(&agent, url, body, expected)?;
-                        if let Ok(mut l) = latencies.lock() {
-                            l.push(t.elapsed());
-                        }
-                    }
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker
-                .join()
-                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
-        }
-        Ok(())
-    })?;
-    let seconds = start.elapsed().as_secs_f64();
-    let mut latencies = latencies
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("latency lock poisoned"))?;
-    latencies.sort();
+    let (seconds, latencies) = send_all(
+        requests,
+        clients,
+        Duration::from_secs(300),
+        |agent, _, (body, expected)| send(agent, url, body, expected),
+    )?;
     let ms = |q: f64| {
         let at = ((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1));
         latencies.get(at).map_or(0.0, |d| d.as_secs_f64() * 1e3)

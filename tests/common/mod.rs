@@ -286,3 +286,58 @@ impl Gate {
         self.changed.notify_all();
     }
 }
+
+/// `ioi-run serve` as a process: started with `--cache-dir`, two jobs and a queue of two (fewer
+/// slots than the clients send), stopped when dropped; its stderr is read on a thread so that it
+/// never blocks on a full pipe, and kept for a failure's message.
+pub struct ServeProcess {
+    server: Option<Stopping>,
+    log: Option<std::thread::JoinHandle<Vec<String>>>,
+    /// The value of the line `<variable>=...` the server printed at start.
+    pub announced: String,
+}
+
+impl ServeProcess {
+    /// Starts `serve --ports <ports>` and waits for its line `<variable>=...`.
+    pub fn start(ports: &str, cache: &Path, variable: &str) -> ServeProcess {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+            .args(["serve", "--ports", ports, "-j", "2", "--max-queue", "2"])
+            .arg("--cache-dir")
+            .arg(cache)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("ioi-run serve starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let server = Stopping(child);
+        let mut lines = BufReader::new(stderr).lines();
+        let prefix = format!("{variable}=");
+        let announced = loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("ioi-run serve prints {variable}"))
+                .expect("serve's stderr is text");
+            if let Some(value) = line.strip_prefix(&prefix) {
+                break value.to_string();
+            }
+        };
+        let log = std::thread::spawn(move || lines.map_while(Result::ok).collect());
+        ServeProcess {
+            server: Some(server),
+            log: Some(log),
+            announced,
+        }
+    }
+
+    /// Stops the server and returns what it logged after its start.
+    pub fn stop(mut self) -> String {
+        drop(self.server.take());
+        self.log
+            .take()
+            .and_then(|log| log.join().ok())
+            .unwrap_or_default()
+            .join("\n")
+    }
+}
