@@ -5,7 +5,7 @@
 # needs and no Rust. The runtime's base is a build argument: `--build-arg BASE=IMAGE` builds on a
 # local Debian root that already has the packages below (nothing is then downloaded), and
 # `--target runtime` stops before the binary, for a binary built elsewhere to be copied in
-# (tests/container.rs does both).
+# (tests/it/container.rs does both).
 ARG BASE=debian:bookworm-slim
 ARG RUST_IMAGE=rust:1-bookworm
 

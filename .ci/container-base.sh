@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The container engine of tests/container.rs: podman with runc (Debian's default runtime, crun,
+# The container engine of tests/it/container.rs: podman with runc (Debian's default runtime, crun,
 # refuses cgroup v1 hosts), and once per machine a local Debian base image with the runtime
 # stage's packages, so that building the image downloads nothing (no image registry is needed).
 set -euo pipefail

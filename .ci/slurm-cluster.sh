@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real single-node Slurm cluster on this machine, for the tests of `ioi-run slurm ...`
-# (tests/slurm.rs use it when `sinfo` answers).
+# (tests/it/slurm.rs use it when `sinfo` answers).
 #
 #   .ci/slurm-cluster.sh start   install slurmctld/slurmd/slurm-client/munge if missing, write
 #                                the configuration, start munged, slurmctld and slurmd

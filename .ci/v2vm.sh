@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI: installs the cgroup-v2 VM of tests/cgroup_v2.rs (tools/v2vm/run.sh: busybox, Debian's
+# CI: installs the cgroup-v2 VM of tests/it/cgroup_v2.rs (tools/v2vm/run.sh: busybox, Debian's
 # kernels for qemu and user-mode Linux) and chooses its back end by booting each once, so that
 # the test itself downloads nothing.
 set -euo pipefail

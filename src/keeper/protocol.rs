@@ -189,7 +189,7 @@ pub(super) fn send(conn: &UnixStream, request: &RunRequest) -> Result<()> {
 /// The fuzzer of the integration tests, for the request decoder, which is private to the library.
 #[cfg(test)]
 #[allow(dead_code)]
-#[path = "../../tests/common/fuzz.rs"]
+#[path = "../../tests/it/common/fuzz.rs"]
 mod fuzz_engine;
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs inside the cgroup-v2-only guest of tools/v2vm/run.sh (as root, in a session-like scope),
-# driven by tests/cgroup_v2.rs: sets up one host situation and runs doctor, a subset of the
+# driven by tests/it/cgroup_v2.rs: sets up one host situation and runs doctor, a subset of the
 # sandbox's hostile tests and judge fixtures (every verdict kind) in it.
 #
 #   guest.sh SCENARIO IOI_RUN HOSTILE_TEST_BINARY PROJECT_DIR OUT_DIR

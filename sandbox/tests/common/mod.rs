@@ -118,7 +118,7 @@ impl TestBox {
 }
 
 /// Multiplies the time limits of [`limits`]: `IOI_TEST_TIME_SCALE` (default 1), set where system
-/// calls and page faults are slow (the user-mode-Linux kernel of tests/cgroup_v2.rs).
+/// calls and page faults are slow (the user-mode-Linux kernel of tests/it/cgroup_v2.rs).
 pub fn time_scale() -> f64 {
     std::env::var("IOI_TEST_TIME_SCALE")
         .ok()

@@ -1,0 +1,437 @@
+//! End-to-end: debugging one solution with `ioi-run judge` (docs/debugging.md): why a test
+//! failed (first difference, input, stderr, signal), `--test`, `--all-tests`, `--subtask` by
+//! number, `--keep`, `--input`, the debug profile on a Batch and a Communication task, and
+//! `--watch`. Fixtures: `tests/problems/sumpairs/debug/` and the fixture solutions.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common;
+use common::{bin_shared_cache, is_root_or_skip, judge_json, problem_dir, text, wait_until};
+
+fn sumpairs() -> PathBuf {
+    problem_dir("sumpairs")
+}
+
+fn debug_solution(name: &str) -> PathBuf {
+    sumpairs().join("debug").join(name)
+}
+
+fn judge(args: &[&str]) -> Output {
+    bin_shared_cache()
+        .arg("judge")
+        .args(args)
+        .env_remove("COLUMNS")
+        .output()
+        .expect("ioi-run runs")
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every test of a `--json` report, once, by name.
+fn tests_of(report: &Value) -> Vec<Value> {
+    let mut seen: Vec<Value> = Vec::new();
+    for s in report["subtasks"].as_array().unwrap() {
+        for t in s["tests"].as_array().unwrap() {
+            if !seen.iter().any(|x| x["test_name"] == t["test_name"]) {
+                seen.push(t.clone());
+            }
+        }
+    }
+    seen
+}
+
+fn test_named<'a>(tests: &'a [Value], name: &str) -> &'a Value {
+    tests
+        .iter()
+        .find(|t| t["test_name"] == name)
+        .unwrap_or_else(|| panic!("no test {name} in {tests:?}"))
+}
+
+#[test]
+fn a_wrong_answer_shows_the_first_difference_the_input_and_stderr() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = sumpairs();
+    let solution = debug_solution("stderr_wa.cpp");
+    let report = judge_json(bin_shared_cache(), [path(&dir), path(&solution)]);
+    let tests = tests_of(&report);
+    let d = &test_named(&tests, "01")["diagnosis"];
+    assert_eq!(d["first_difference"]["line"], 1, "{d}");
+    assert_eq!(d["first_difference"]["expected"], "2", "{d}");
+    assert_eq!(d["first_difference"]["yours"], "3", "{d}");
+    assert_eq!(d["input_head"][0], "5 6", "{d}");
+    assert_eq!(d["stderr_head"][0], "debug: n=5 T=6", "{d}");
+    // The existing fields are still there.
+    assert_eq!(test_named(&tests, "01")["status"], "WA");
+
+    let out = judge(&[path(&dir), path(&solution)]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("why test 01 (WA"), "{stdout}");
+    assert!(stdout.contains("expected  line 1: \"2\""), "{stdout}");
+    assert!(stdout.contains("yours     line 1: \"3\""), "{stdout}");
+    assert!(stdout.contains("| debug: n=5 T=6"), "{stdout}");
+}
+
+#[test]
+fn a_crash_names_its_signal_and_what_it_means() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = sumpairs();
+    let report = judge_json(
+        bin_shared_cache(),
+        [path(&dir), path(&dir.join("solutions/segv.cpp"))],
+    );
+    let t = test_named(&tests_of(&report), "01").clone();
+    assert_eq!(
+        t["feedback"], "Runtime error: killed by signal 11 (SIGSEGV)",
+        "{t}"
+    );
+    assert_eq!(t["diagnosis"]["signal"], "SIGSEGV", "{t}");
+    assert!(
+        t["diagnosis"]["meaning"]
+            .as_str()
+            .unwrap()
+            .contains("invalid memory access"),
+        "{t}"
+    );
+
+    let report = judge_json(
+        bin_shared_cache(),
+        [path(&dir), path(&debug_solution("assert_re.cpp"))],
+    );
+    let t = test_named(&tests_of(&report), "01").clone();
+    assert_eq!(t["diagnosis"]["signal"], "SIGABRT", "{t}");
+    let meaning = t["diagnosis"]["meaning"].as_str().unwrap();
+    assert!(
+        meaning.contains("failed assertion") && meaning.contains("the target is negative"),
+        "{t}"
+    );
+}
+
+#[test]
+fn all_tests_runs_every_test_and_test_picks_them_by_glob() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = sumpairs();
+    let solution = dir.join("solutions/int_overflow.cpp");
+    // Early stop leaves 06 SKIPPED; --all-tests runs it.
+    let report = judge_json(
+        bin_shared_cache(),
+        [path(&dir), path(&solution), "--all-tests"],
+    );
+    let tests = tests_of(&report);
+    assert_eq!(tests.len(), 6, "{report}");
+    assert!(tests.iter().all(|t| t["status"] != "SKIPPED"), "{report}");
+    assert_eq!(test_named(&tests, "05")["status"], "WA");
+    assert_eq!(test_named(&tests, "06")["status"], "AC");
+
+    // A glob, and a subtask by the number the table prints.
+    let report = judge_json(
+        bin_shared_cache(),
+        [
+            path(&dir),
+            path(&solution),
+            "--test",
+            "0[56]",
+            "--subtask",
+            "02",
+        ],
+    );
+    let names: Vec<String> = tests_of(&report)
+        .iter()
+        .map(|t| t["test_name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["05", "06"], "{report}");
+    assert_eq!(report["subtasks"][0]["subtask"], "02-large", "{report}");
+
+    let out = judge(&[path(&dir), path(&solution), "--test", "9*"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("names no test"));
+}
+
+#[test]
+fn keep_writes_every_test_s_files_named_by_test() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let kept = work.path().join("kept");
+    let dir = sumpairs();
+    let out = judge(&[
+        path(&dir),
+        path(&debug_solution("stderr_wa.cpp")),
+        "--keep",
+        path(&kept),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let read = |name: &str| std::fs::read_to_string(kept.join(name)).unwrap();
+    assert_eq!(read("01.in"), read_fixture(&dir.join("tests/01.in")));
+    assert_eq!(read("01.ans"), read_fixture(&dir.join("tests/01.out")));
+    assert_eq!(read("01.out"), "3\n");
+    assert_eq!(read("01.err"), "debug: n=5 T=6\n");
+    let verdict = read("01.verdict");
+    assert!(
+        verdict.contains("verdict   WA") && verdict.contains("score     0"),
+        "{verdict}"
+    );
+    assert!(kept.join("01.checker").is_file());
+    // Early stop: 02 to 04 of subtask 01 were not reported, so nothing of them is kept.
+    assert!(!kept.join("02.out").exists() && !kept.join("02.verdict").exists());
+}
+
+fn read_fixture(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn input_runs_the_solution_through_the_grader_and_the_manager() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = sumpairs();
+    let mut child = bin_shared_cache()
+        .args(["judge", path(&dir), path(&debug_solution("stderr_wa.cpp"))])
+        .args(["--input", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"3 4\n1 3 2\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("ended normally"), "{stdout}");
+    // One pair sums to 4; the solution answers one more, and says what it saw.
+    assert!(
+        stdout.contains("--- your output (1 line) ---\n2\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("debug: n=3 T=4"), "{stdout}");
+
+    let relay = problem_dir("relay");
+    let out = judge(&[
+        path(&relay),
+        path(&relay.join("solutions/off_by_one_wa.cpp")),
+        "--input",
+        path(&relay.join("tests/01.in")),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("your process 1"), "{stdout}");
+    assert!(
+        stdout.contains("the manager's verdict: score 0"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_debug_profile_names_the_line_on_a_batch_task() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = sumpairs();
+    let solution = debug_solution("oob.cpp");
+    let report = judge_json(
+        bin_shared_cache(),
+        [path(&dir), path(&solution), "--compile-profile", "debug"],
+    );
+    let t = test_named(&tests_of(&report), "01").clone();
+    assert_eq!(t["status"], "RE", "{t}");
+    let location = t["diagnosis"]["location"].as_str().unwrap_or_default();
+    assert!(location.contains("oob.cpp:9"), "{t}");
+    let stderr = t["diagnosis"]["stderr_head"].to_string();
+    assert!(stderr.contains("AddressSanitizer"), "{t}");
+}
+
+#[test]
+fn the_debug_profile_names_the_line_on_a_communication_task() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let relay = problem_dir("relay");
+    let solution = relay.join("solutions/receiver_segv.cpp");
+    let report = judge_json(
+        bin_shared_cache(),
+        [path(&relay), path(&solution), "--compile-profile", "debug"],
+    );
+    let t = test_named(&tests_of(&report), "01").clone();
+    assert_eq!(t["status"], "RE", "{t}");
+    let location = t["diagnosis"]["location"].as_str().unwrap_or_default();
+    assert!(location.contains("receiver_segv.cpp:11"), "{t}");
+    let stderr = t["diagnosis"]["stderr_head"].to_string();
+    assert!(
+        stderr.contains("runtime error: store to null pointer"),
+        "{t}"
+    );
+}
+
+#[test]
+fn what_cannot_be_judged_is_refused_up_front() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = sumpairs();
+    let empty = work.path().join("empty.cpp");
+    std::fs::write(&empty, "\n  \n").unwrap();
+    let c = work.path().join("sol.c");
+    std::fs::write(&c, "int main(void) { return 0; }\n").unwrap();
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let out = judge(&[path(&dir), path(&empty)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("is empty"));
+    let out = judge(&[path(&dir), path(&c)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("is a C file") && !stderr.contains("compiler"),
+        "{stderr}"
+    );
+    // A task folder of 2024 asked for as 1999.
+    let tasks = work.path().join("tasks");
+    copy_dir(&dir, &tasks.join("sumpairs"));
+    let config = tasks.join("sumpairs/problem.json");
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    json["year"] = 2024.into();
+    std::fs::write(&config, json.to_string()).unwrap();
+    let out = judge(&[
+        "--problems",
+        path(&tasks),
+        "--problem-id",
+        "sumpairs",
+        "--year",
+        "1999",
+        path(&dir.join("solutions/ac.cpp")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("of year 1999") && stderr.contains("it exists for 2024"),
+        "{stderr}"
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        match entry.file_type().unwrap().is_dir() {
+            true => copy_dir(&entry.path(), &target),
+            false => {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn watch_judges_again_when_the_solution_is_saved() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = sumpairs();
+    let solution = work.path().join("sol.cpp");
+    std::fs::copy(dir.join("solutions/int_overflow.cpp"), &solution).unwrap();
+    let stdout_path = work.path().join("stdout");
+    let stderr_path = work.path().join("stderr");
+    let mut child = bin_shared_cache()
+        .args(["judge", path(&dir), path(&solution), "--watch"])
+        .env_remove("COLUMNS")
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let guard = KillOnDrop(&mut child);
+    wait_until("the first judging", Duration::from_secs(120), || {
+        read(&stderr_path).contains("watching")
+    });
+    assert!(read(&stdout_path).contains("total 40/100"));
+    std::fs::copy(dir.join("solutions/ac.cpp"), &solution).unwrap();
+    wait_until("the second judging", Duration::from_secs(120), || {
+        read(&stdout_path).contains("total 100/100")
+    });
+    assert!(read(&stderr_path).contains("changed: judging again"));
+    drop(guard);
+}
+
+/// Kills the watching child (by its pid) however the test ends.
+struct KillOnDrop<'a>(&'a mut std::process::Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn help_lists_the_debugging_options() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+        .args(["judge", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    for option in [
+        "--test <NAME>",
+        "--all-tests",
+        "--keep <DIR>",
+        "--input <FILE>",
+        "--watch",
+    ] {
+        assert!(help.contains(option), "{option} in {help}");
+    }
+    assert!(help.contains("debug"), "{help}");
+}
+
+#[test]
+fn an_interrupted_judge_says_nothing_of_resuming() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = sumpairs();
+    let stderr_path = work.path().join("stderr");
+    let mut child = bin_shared_cache()
+        .args([
+            "judge",
+            path(&dir),
+            path(&dir.join("solutions/sleep_tle.cpp")),
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let guard = KillOnDrop(&mut child);
+    // The line comes once the interrupt handler is in place.
+    wait_until("judge to start", Duration::from_secs(60), || {
+        read().contains("compiling")
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(guard.0.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = guard.0.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    let stderr = read();
+    assert!(stderr.contains("ioi-run: interrupted"), "{stderr}");
+    assert!(!stderr.contains("evaluate"), "{stderr}");
+}

@@ -1,0 +1,236 @@
+//! End-to-end: inputs written by others (open-r1 problem rows, TPS and CMS packages, Piston
+//! requests) cannot reach outside the folder they belong to (docs/threat-model.md): a name, id,
+//! path or link that would is an error naming the file, row or field, and nothing is written or
+//! read outside.
+
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::common;
+use common::text;
+
+fn write_jsonl(path: &Path, rows: &[Value]) {
+    let lines: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(path, lines).unwrap();
+}
+
+/// A one-subtask Batch problem row of open-r1/ioi, with these grader files.
+fn problem_row(id: &str, grader_files: Value) -> Value {
+    json!({"id": id, "year": 2030, "name": id, "day": "1", "subtask": "01-all", "score": 100,
+           "test_names": ["1"], "task_type": "Batch", "time_limit": 1.0,
+           "memory_limit": 268435456, "grader_files": grader_files})
+}
+
+fn judge_rows(work: &Path, problems: &[Value], id: &str) -> std::process::Output {
+    let (rows, tests, solution) = (
+        work.join("problems.jsonl"),
+        work.join("tests.jsonl"),
+        work.join("sol.cpp"),
+    );
+    write_jsonl(&rows, problems);
+    write_jsonl(
+        &tests,
+        &[json!({"problem_id": id, "year": 2030, "test_name": "1",
+                  "test_input": "1 2\n", "test_output": "3\n"})],
+    );
+    std::fs::write(&solution, "int main() { return 0; }\n").unwrap();
+    common::bin(work)
+        .args(["judge", "--json", "--problems"])
+        .arg(&rows)
+        .arg("--tests")
+        .arg(&tests)
+        .args(["--problem-id", id])
+        .arg(&solution)
+        .output()
+        .unwrap()
+}
+
+/// An open-r1 row whose `grader_files` hold `../..` or absolute paths writes nothing there:
+/// the problem is refused, naming the row and the field.
+#[test]
+fn open_r1_grader_files_cannot_name_a_file_outside_the_box() {
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let target = work.join("escaped");
+    let depth = "../".repeat(16);
+    for path in [
+        format!("{depth}{}", target.display()),
+        target.display().to_string(),
+        "graders/../../escaped".to_string(),
+    ] {
+        let graders = json!([["graders/evil.h", "int f();"], [path, "pwned"]]);
+        let out = judge_rows(work, &[problem_row("evil", graders)], "evil");
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{path}: {stderr}");
+        assert!(
+            stderr.contains("problems.jsonl row 1") && stderr.contains("`grader_files`"),
+            "{path}: {stderr}"
+        );
+        assert!(!target.exists(), "{path} was written");
+    }
+}
+
+/// A problem id that is a path (`../../x`) never becomes the submission's file name.
+#[test]
+fn open_r1_problem_ids_are_names() {
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let graders = json!([["graders/x.h", "int f();"]]);
+    let out = judge_rows(work, &[problem_row("../../x", graders)], "../../x");
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("`id`"), "{stderr}");
+}
+
+/// A copy of the fixture TPS package `sum` in `work`.
+fn tps_copy(work: &Path) -> PathBuf {
+    let dir = work.join("sum");
+    let from = common::problem_dir("tps/sum");
+    for entry in walkdir::WalkDir::new(&from) {
+        let entry = entry.unwrap();
+        let to = dir.join(entry.path().strip_prefix(&from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    dir
+}
+
+fn tps_plan_error(dir: &Path, gen_data: &str) -> String {
+    let package = ioi_run::problem::tps::TpsPackage::read(dir).unwrap();
+    format!("{:#}", package.plan(gen_data).unwrap_err())
+}
+
+/// TPS `@testset ../../x` would name tests `../../x-01`, and `manual ../../../secret` would copy
+/// a host file into a test: both are refused at their line of gen/data.
+#[test]
+fn tps_testsets_and_manual_files_stay_in_the_package() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = tps_copy(work.path());
+    let base = "@subtask samples\nmanual sample-1.in\n@subtask small\n@include samples\n\
+                gen 5 10\n@subtask full\n@include small\ngen 6 10\n";
+    let error = tps_plan_error(&dir, &format!("@testset ../../x\ngen 1 2\n{base}"));
+    assert!(
+        error.contains("line 1") && error.contains("../../x"),
+        "{error}"
+    );
+    let error = tps_plan_error(
+        &dir,
+        &base.replace("manual sample-1.in", "manual ../../../root/secret"),
+    );
+    assert!(
+        error.contains("line 2") && error.contains("manual"),
+        "{error}"
+    );
+}
+
+/// A directory open to everyone holding a file only root may read, as a host's secrets are.
+fn root_only_file(work: &Path) -> PathBuf {
+    let outside = work.join("host");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::set_permissions(work, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = outside.join("secret");
+    std::fs::write(&secret, "4 5\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    secret
+}
+
+/// A link under gen/manual to a file only root may read is not read by the judge (as root).
+#[test]
+fn tps_manual_links_out_of_the_package_read_nothing_private() {
+    if !common::is_root_or_skip("reading as root") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = tps_copy(work.path());
+    let secret = root_only_file(work.path());
+    let manual = dir.join("gen/manual/sample-1.in");
+    std::fs::remove_file(&manual).unwrap();
+    symlink(&secret, &manual).unwrap();
+    let base = "@subtask samples\nmanual sample-1.in\n@subtask small\n@include samples\n\
+                gen 5 10\n@subtask full\n@include small\ngen 6 10\n";
+    let error = tps_plan_error(&dir, base);
+    assert!(
+        error.contains("link out of its package") && error.contains("line 2"),
+        "{error}"
+    );
+}
+
+/// A CMS test input that links to a file only root may read is refused when the folder is
+/// loaded: the sandbox (root) never opens it as a program's stdin.
+#[test]
+fn cms_test_links_to_private_host_files_are_refused() {
+    if !common::is_root_or_skip("reading as root") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("sumpairs");
+    let from = common::problem_dir("sumpairs");
+    for entry in walkdir::WalkDir::new(&from) {
+        let entry = entry.unwrap();
+        let to = dir.join(entry.path().strip_prefix(&from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    let secret = root_only_file(work.path());
+    let input = dir.join("tests/01.in");
+    std::fs::remove_file(&input).unwrap();
+    symlink(&secret, &input).unwrap();
+    let error = format!("{:#}", ioi_run::problem::cms::load_cms(&dir).unwrap_err());
+    assert!(
+        error.contains("link out of its package") && error.contains("01.in"),
+        "{error}"
+    );
+    // A link inside the folder is followed as before.
+    std::fs::remove_file(&input).unwrap();
+    std::fs::copy(from.join("tests/01.in"), dir.join("tests/real-01")).unwrap();
+    symlink("real-01", &input).unwrap();
+    let (_, tests) = ioi_run::problem::cms::load_cms(&dir).unwrap();
+    assert!(tests.get("01").is_some());
+}
+
+/// A `cms_ioi` request naming a file with a newline (a forged log line) or a file inside
+/// another file is a 400 naming the field, never a 500 or a path of the server.
+#[test]
+fn cms_ioi_requests_with_bad_names_are_client_errors() {
+    use ioi_run::server::{parse_execute, RequestError};
+    let request =
+        |files: Value| json!({"language": "cms_ioi", "version": "*", "files": files}).to_string();
+    let file = |name: &str| json!({"name": name, "content": "x"});
+    for (files, field) in [
+        (
+            json!([
+                file("graders/x.cpp"),
+                file("graders/x.h"),
+                file("a\nFORGED")
+            ]),
+            "files[2].name",
+        ),
+        (
+            json!([
+                file("graders/x.cpp"),
+                file("graders/x.h"),
+                file("d"),
+                file("d/e")
+            ]),
+            "\"d\" is a file",
+        ),
+    ] {
+        match parse_execute(request(files).as_bytes()) {
+            Err(RequestError::BadRequest(message)) => {
+                assert!(message.contains(field), "{message}");
+                assert!(!message.contains('\n'), "{message:?}");
+                assert!(!message.contains("/tmp"), "{message}");
+            }
+            other => panic!("expected a bad request, got {other:?}"),
+        }
+    }
+}
