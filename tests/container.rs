@@ -413,6 +413,25 @@ fn the_documented_lines_build_offline_and_run_doctor_judge_evaluate_and_serve() 
         "{report}"
     );
     assert!(!report.contains("run ioi-run as root"), "{report}");
+
+    // As a normal user (--user), doctor's cgroups check fails and says what to do, rather than
+    // passing and leaving the sandbox's self-test to fail with a bare `Permission denied`.
+    let out = shell(
+        &data,
+        &sandbox,
+        &names.apply("docker run --rm --user 65534:65534 $SANDBOX ioi-run doctor --json"),
+    );
+    assert!(!out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON");
+    let cgroups = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "cgroups")
+        .unwrap_or_else(|| panic!("no cgroups check: {report}"));
+    assert_eq!(cgroups["status"], "fail", "{cgroups}");
+    let detail = cgroups["detail"].as_str().unwrap();
+    assert!(detail.contains("run ioi-run as root"), "{detail}");
 }
 
 fn run_podman<const N: usize>(args: [&str; N]) -> Output {
