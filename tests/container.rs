@@ -432,6 +432,94 @@ fn the_documented_lines_build_offline_and_run_doctor_judge_evaluate_and_serve() 
     assert_eq!(cgroups["status"], "fail", "{cgroups}");
     let detail = cgroups["detail"].as_str().unwrap();
     assert!(detail.contains("run ioi-run as root"), "{detail}");
+
+    compose_serves(&image.0, work.path());
+}
+
+/// A compose project brought down, with its volume and network, when dropped.
+struct ComposeProject {
+    file: std::path::PathBuf,
+    name: String,
+}
+
+impl ComposeProject {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("podman-compose");
+        cmd.arg("--podman-args=--runtime=runc")
+            .args(["-p", &self.name, "-f"])
+            .arg(&self.file)
+            .args(args);
+        cmd
+    }
+}
+
+impl Drop for ComposeProject {
+    fn drop(&mut self) {
+        let _ = self.command(&["down", "--volumes"]).output();
+        let _ = podman([
+            "network",
+            "rm",
+            "--force",
+            &format!("{}_default", self.name),
+        ])
+        .output();
+        let _ = podman([
+            "volume",
+            "rm",
+            "--force",
+            &format!("{}_ioi-run-cache", self.name),
+        ])
+        .output();
+    }
+}
+
+/// compose.yaml with podman-compose, the image and host port made the test's own: the server
+/// answers through the published port, turns healthy, and carries the restart policy.
+fn compose_serves(image: &str, work: &Path) {
+    let installed = Command::new("podman-compose")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        skip("podman-compose is not installed (.ci/container-base.sh installs it)");
+        return;
+    }
+    let text = std::fs::read_to_string(project().join("compose.yaml")).unwrap();
+    let port = free_port();
+    let mut substituted = text.clone();
+    for (from, to) in [
+        ("    build: .\n", String::new()),
+        ("    image: ioi-run\n", format!("    image: {image}\n")),
+        ("\"2000:2000\"", format!("\"127.0.0.1:{port}:2000\"")),
+    ] {
+        assert!(substituted.contains(from), "compose.yaml has no `{from}`");
+        substituted = substituted.replace(from, &to);
+    }
+    let dir = work.join("compose");
+    std::fs::create_dir_all(&dir).unwrap();
+    let project = ComposeProject {
+        file: dir.join("compose.yaml"),
+        name: format!("ioi-run-test-compose-{}", std::process::id()),
+    };
+    std::fs::write(&project.file, substituted).unwrap();
+    ok(project.command(&["up", "-d"]).output().unwrap());
+    let container = format!("{}_ioi-run_1", project.name);
+    let base = format!("http://127.0.0.1:{port}/api/v2");
+    wait_until(
+        "the server of compose.yaml",
+        Duration::from_secs(120),
+        || agent().get(&format!("{base}/runtimes")).call().is_ok(),
+    );
+    wait_until("a healthy compose server", Duration::from_secs(120), || {
+        healthy(&container)
+    });
+    let restart = ok(run_podman([
+        "inspect",
+        "--format",
+        "{{.HostConfig.RestartPolicy.Name}}",
+        &container,
+    ]));
+    assert_eq!(restart.trim(), "unless-stopped");
 }
 
 fn run_podman<const N: usize>(args: [&str; N]) -> Output {
