@@ -147,6 +147,39 @@ fn documented_lines() -> Vec<String> {
         .collect()
 }
 
+/// The README's container lines are docs/container.md's (which the container test runs), but
+/// for `docker compose up -d`, which the test runs with podman-compose.
+#[test]
+fn the_readme_container_lines_are_the_documented_ones() {
+    let readme = std::fs::read_to_string(project().join("README.md")).unwrap();
+    let section = readme
+        .split_once("### Run in a container\n```sh\n")
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .map(|(block, _)| block)
+        .expect("the README's `Run in a container` block");
+    let documented = documented_lines();
+    let lines: Vec<String> = section
+        .replace("\\\n", " ")
+        .lines()
+        .map(|l| {
+            l.split('#')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(lines.iter().any(|l| l.starts_with("SANDBOX=")), "{lines:?}");
+    for line in lines {
+        assert!(
+            documented.contains(&line) || line == "docker compose up -d",
+            "README.md's `{line}` is not a line of docs/container.md"
+        );
+    }
+}
+
 /// The documented line that starts with `prefix` (one only).
 fn line<'a>(lines: &'a [String], prefix: &str) -> &'a str {
     let found: Vec<&String> = lines.iter().filter(|l| l.starts_with(prefix)).collect();
