@@ -19,6 +19,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ioi-run-wheel.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 python3 -m venv "$work/build-env"
+# The zig releases maturin's `--zig` is known to drive (CI installs 0.13).
 "$work/build-env/bin/pip" install --quiet "maturin>=1.5,<2" "ziglang>=0.11,<0.14"
 start=$SECONDS
 # maturin finds the zig of the `ziglang` package through the build environment's python.

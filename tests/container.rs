@@ -311,6 +311,22 @@ fn the_documented_lines_build_offline_and_run_doctor_judge_evaluate_and_serve() 
     let data = work.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     working_folder(&data);
+    // Every documented line is one the test runs (or the build line and SANDBOX= above).
+    let prefixes = [
+        "docker build ",
+        "SANDBOX=",
+        "docker volume create ",
+        "docker run --rm $SANDBOX ioi-run doctor",
+        "docker run --rm $SANDBOX -v ioi-run-cache:/cache -v \"$PWD:/data\" ioi-run judge ",
+        "docker run --rm $SANDBOX -v ioi-run-cache:/cache -v \"$PWD:/data\" ioi-run evaluate ",
+        "docker run -d --name ioi-run-serve ",
+    ];
+    for documented in &lines {
+        assert!(
+            prefixes.iter().any(|p| documented.starts_with(p)),
+            "docs/container.md's `{documented}` is not run by this test"
+        );
+    }
     let run = |prefix: &str| shell(&data, &sandbox, &names.apply(line(&lines, prefix)));
 
     let _volume = Volume(names.volume.clone());
