@@ -282,7 +282,7 @@ fn working_folder(dir: &Path) {
     std::fs::write(dir.join("submissions.jsonl"), format!("{row}\n")).unwrap();
 }
 
-/// `podman healthcheck run NAME` succeeds: the image's HEALTHCHECK passes now.
+/// Whether `podman healthcheck run NAME` succeeds: the image's HEALTHCHECK passes when run.
 fn healthy(container: &str) -> bool {
     podman(["healthcheck", "run", container])
         .output()
