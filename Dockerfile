@@ -29,6 +29,7 @@ RUN set -eu; missing=""; \
         rm -rf /var/lib/apt/lists/*; \
     fi
 COPY docker/entrypoint.sh /usr/local/bin/ioi-run-entrypoint
+COPY docker/healthcheck.py /usr/local/bin/ioi-run-healthcheck
 # The compile cache (precompiled headers are ~100 MB each) and Hugging Face downloads live in
 # one volume, root's only: a program in the cache is run by every later judge, so a cache that
 # others may write lets them plant what scores are made with (docs/threat-model.md#the-container).
@@ -39,6 +40,10 @@ VOLUME ["/cache"]
 WORKDIR /data
 # `serve`'s default port (Piston's); publish more for `serve --ports 2000-2015`.
 EXPOSE 2000
+# `serve` is healthy when it answers GET /api/v2/runtimes; other commands are healthy while they
+# run (docker/healthcheck.py). podman keeps it with `podman build --format docker`.
+HEALTHCHECK --interval=30s --timeout=15s --start-period=60s --retries=3 \
+    CMD ["python3", "/usr/local/bin/ioi-run-healthcheck"]
 ENTRYPOINT ["/usr/local/bin/ioi-run-entrypoint"]
 CMD ["doctor"]
 

@@ -6,7 +6,8 @@ set -euo pipefail
 
 BASE=localhost/ioi-run-base:bookworm
 missing=()
-for tool in podman buildah runc mmdebstrap; do
+# podman-compose runs compose.yaml in the same test.
+for tool in podman buildah runc mmdebstrap podman-compose; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if ((${#missing[@]})); then

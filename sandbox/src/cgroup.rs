@@ -73,6 +73,27 @@ fn keeper_of(name: &str) -> Option<i32> {
     (ns == pid_namespace() && parts.next().is_none()).then_some(pid)
 }
 
+/// What to do when this process cannot create cgroups under `version`'s hierarchy.
+fn cannot_create_hint(version: CgroupVersion, privilege: crate::host::Privilege) -> &'static str {
+    use crate::host::Privilege;
+    match (privilege, version) {
+        (Privilege::RootWithoutSysAdmin, _) => crate::host::NEEDS_SYS_ADMIN,
+        (Privilege::Root, _) => {
+            "the cgroup filesystem is read-only to this root process (a container's \
+             /sys/fs/cgroup): start the container through the image's entrypoint with \
+             --cap-add SYS_ADMIN, which makes its own cgroup writable (docs/container.md)"
+        }
+        (Privilege::User, CgroupVersion::V1) => {
+            "with cgroup v1 only root may create cgroups: run ioi-run as root (sudo), or use a \
+             cgroup v2 host, where a normal user can use a delegated subtree"
+        }
+        (Privilege::User, CgroupVersion::V2) => {
+            "run ioi-run as root (sudo), or in a delegated cgroup v2 subtree \
+             (`systemd-run --user --scope -p Delegate=yes ioi-run ...`)"
+        }
+    }
+}
+
 impl CgroupRoot {
     pub(crate) fn version(&self) -> CgroupVersion {
         match self {
@@ -132,20 +153,31 @@ impl CgroupRoot {
         }
     }
 
+    /// Whether this process may create the `ioi-run` parent directories (or they exist and it
+    /// may create run cgroups in them), without creating anything: `doctor`'s check. The error
+    /// says what to do.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        for parent in self.parents() {
+            let existing = parent
+                .ancestors()
+                .find(|dir| dir.exists())
+                .unwrap_or(parent);
+            if let Err(e) = nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK) {
+                bail!(
+                    "cannot create cgroups in {} ({e}): {}",
+                    existing.display(),
+                    cannot_create_hint(self.version(), crate::host::Privilege::current())
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Creates the `ioi-run` parent directories and removes run cgroups of keepers that died.
     pub(crate) fn prepare(&self) -> Result<()> {
         for parent in self.parents() {
             if let Err(e) = fs::create_dir_all(parent) {
-                let hint = match self {
-                    CgroupRoot::V1 { .. } => {
-                        "with cgroup v1 the sandbox needs root: run ioi-run as root (or use a \
-                         cgroup v2 host, where a normal user can use a delegated subtree)"
-                    }
-                    CgroupRoot::V2 { .. } => {
-                        "run ioi-run as root, or in a delegated cgroup v2 subtree \
-                         (`systemd-run --user --scope -p Delegate=yes ioi-run ...`)"
-                    }
-                };
+                let hint = cannot_create_hint(self.version(), crate::host::Privilege::current());
                 bail!("cannot create cgroup {} ({e}): {hint}", parent.display());
             }
         }
@@ -330,7 +362,11 @@ fn ensure_v2_controllers(dir: &Path, root: bool) -> Result<()> {
             ))
         }
         nix::errno::Errno::EACCES | nix::errno::Errno::EPERM | nix::errno::Errno::EROFS => {
-            let hint = if root {
+            let hint = if crate::host::Privilege::current()
+                == crate::host::Privilege::RootWithoutSysAdmin
+            {
+                crate::host::NEEDS_SYS_ADMIN
+            } else if root {
                 "the cgroup filesystem is read-only or not delegated to this container: run the \
                  container with a writable cgroup namespace (`docker run --privileged` or \
                  `--cgroupns=private` with /sys/fs/cgroup mounted read-write)"
@@ -762,6 +798,25 @@ pub(crate) fn raw(fds: &[OwnedFd]) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Root without CAP_SYS_ADMIN is told about the capability, never to run as root; a normal
+    /// user is told to run as root or in a delegated subtree.
+    #[test]
+    fn the_hint_for_cgroups_names_what_this_process_lacks() {
+        use crate::host::{Privilege, NEEDS_SYS_ADMIN};
+        for version in [CgroupVersion::V1, CgroupVersion::V2] {
+            let hint = cannot_create_hint(version, Privilege::RootWithoutSysAdmin);
+            assert_eq!(hint, NEEDS_SYS_ADMIN);
+            assert!(hint.contains("--cap-add SYS_ADMIN"), "{hint}");
+            assert!(!hint.contains("as root"), "{hint}");
+            let hint = cannot_create_hint(version, Privilege::Root);
+            assert!(hint.contains("read-only"), "{hint}");
+            assert!(!hint.contains("as root"), "{hint}");
+            let hint = cannot_create_hint(version, Privilege::User);
+            assert!(hint.contains("run ioi-run as root"), "{hint}");
+        }
+        assert!(cannot_create_hint(CgroupVersion::V2, Privilege::User).contains("Delegate=yes"));
+    }
 
     /// The v2 code path against a fake cgroupfs: limits land in the v2 files, statistics are
     /// read from the v2 files, and the run directory is removed.

@@ -22,6 +22,50 @@ pub struct Check {
     pub detail: String,
 }
 
+/// Who this process is, as far as the sandbox's privileges go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Privilege {
+    /// Root with `CAP_SYS_ADMIN`: namespaces, mounts and cgroups are open to it.
+    Root,
+    /// Root without `CAP_SYS_ADMIN`, as in a container started without `--cap-add SYS_ADMIN`:
+    /// "run as root" helps nothing there, the capability does.
+    RootWithoutSysAdmin,
+    /// Any other user.
+    User,
+}
+
+/// The bit of `CAP_SYS_ADMIN` in the capability sets of `/proc/<pid>/status`.
+const CAP_SYS_ADMIN: u32 = 21;
+
+impl Privilege {
+    /// This process's privilege: its effective uid, and `CapEff` of `/proc/self/status`.
+    pub fn current() -> Privilege {
+        let status = read("/proc/self/status").unwrap_or_default();
+        Privilege::of(nix::unistd::geteuid().is_root(), &status)
+    }
+
+    /// The privilege of a process with this effective uid (root or not) and this
+    /// `/proc/<pid>/status` text. A status without a readable `CapEff` counts as holding the
+    /// capability: the refusal is then named by the kernel's error, not guessed.
+    pub fn of(root: bool, status: &str) -> Privilege {
+        if !root {
+            return Privilege::User;
+        }
+        let effective = status
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok());
+        match effective {
+            Some(caps) if caps & (1 << CAP_SYS_ADMIN) == 0 => Privilege::RootWithoutSysAdmin,
+            _ => Privilege::Root,
+        }
+    }
+}
+
+/// What to do when root lacks `CAP_SYS_ADMIN`.
+pub const NEEDS_SYS_ADMIN: &str = "this process is root but lacks CAP_SYS_ADMIN: run the \
+     container with --cap-add SYS_ADMIN (docs/container.md)";
+
 fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
@@ -59,7 +103,9 @@ pub fn checks() -> Vec<Check> {
         },
     });
 
-    let (cg_ok, cg_detail) = match crate::cgroup::CgroupRoot::detect() {
+    let (cg_ok, cg_detail) = match crate::cgroup::CgroupRoot::detect()
+        .and_then(|root| root.check_writable().map(|()| root))
+    {
         Ok(root) => (
             true,
             match root.version() {
@@ -183,7 +229,9 @@ pub fn namespace_failure(errno: Errno) -> String {
             "user namespaces are nested 32 deep already: run ioi-run less deeply nested".into()
         }
         Errno::EPERM | Errno::EACCES => {
-            if chrooted() == Some(true) {
+            if Privilege::current() == Privilege::RootWithoutSysAdmin {
+                NEEDS_SYS_ADMIN.into()
+            } else if chrooted() == Some(true) {
                 "this process runs in a chroot, and the kernel refuses new user namespaces to a \
                  chrooted process (whatever the sysctls say): run ioi-run outside the chroot, or \
                  in a container (which uses pivot_root, not chroot)"
@@ -361,5 +409,27 @@ fn uid_check() -> Check {
             ok: false,
             detail: format!("{e:#}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATUS: &str = "Name:\tioi-run\nUid:\t0\t0\t0\t0\nCapPrm:\t00000000a80425fb\n";
+
+    /// `CapEff` decides between root and root without CAP_SYS_ADMIN (bit 21); a status without
+    /// it leaves the kernel's error to speak; a normal user is a user whatever its caps.
+    #[test]
+    fn root_without_cap_sys_admin_is_told_apart_from_root() {
+        // Docker's default capabilities: no CAP_SYS_ADMIN.
+        let docker = format!("{STATUS}CapEff:\t00000000a80425fb\n");
+        assert_eq!(Privilege::of(true, &docker), Privilege::RootWithoutSysAdmin);
+        // The same with --cap-add SYS_ADMIN.
+        let with_admin = format!("{STATUS}CapEff:\t00000000a82425fb\n");
+        assert_eq!(Privilege::of(true, &with_admin), Privilege::Root);
+        assert_eq!(Privilege::of(true, STATUS), Privilege::Root);
+        assert_eq!(Privilege::of(false, &docker), Privilege::User);
+        assert_eq!(Privilege::of(false, &with_admin), Privilege::User);
     }
 }
