@@ -280,6 +280,7 @@ fn the_classic_format_passes_promtool_and_counts_every_route_and_the_build() {
         "ioi_run_compile_seconds",
         "ioi_run_boxes_built_total",
         "ioi_run_boxes_in_use",
+        "ioi_run_boxes_ready",
         "ioi_run_compile_cache_bytes",
         "ioi_run_compile_cache_entries",
         "ioi_run_verdict_cache_entries",
@@ -718,6 +719,7 @@ fn with_the_real_judge_every_run_and_compile_is_counted_by_outcome() {
         built >= program_runs,
         "{built} boxes built for {program_runs} runs\n{text}"
     );
+    assert!(sample(&text, "ioi_run_boxes_ready") <= 2.0, "{text}");
     assert!(sample(&text, "ioi_run_compile_cache_bytes") > 0.0, "{text}");
     assert!(
         sample(&text, "ioi_run_compile_cache_entries") >= 5.0,

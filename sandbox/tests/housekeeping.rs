@@ -407,10 +407,15 @@ fn an_idle_sandbox_keeps_no_box_waiting() {
     let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
     assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
     wait_until("a box built ahead", LIVENESS, || !own_children().is_empty());
+    wait_until("a box counted as ready", LIVENESS, || {
+        sandbox.boxes_ready() >= 1
+    });
+    assert!(sandbox.boxes_ready() <= SandboxOptions::default().ready_boxes as u64);
     // Let go however loaded the host is; a box that is never let go fails at the bound.
     wait_until("no box waiting once idle", LIVENESS, || {
         own_children().is_empty()
     });
+    assert_eq!(sandbox.boxes_ready(), 0);
     assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
 }
 

@@ -372,6 +372,7 @@ impl Executor for JudgeExecutor {
         Some(super::metrics::BoxCounts {
             built: sandbox.boxes_built(),
             in_use: sandbox.boxes_in_use(),
+            ready: sandbox.boxes_ready(),
         })
     }
 }

@@ -409,6 +409,12 @@ impl Collector for ExecutorCollector {
                 "Sandbox boxes holding a run now",
                 boxes.in_use,
             )?;
+            gauge(
+                &mut encoder,
+                "boxes_ready",
+                "Sandbox boxes built ahead, waiting for a run",
+                boxes.ready,
+            )?;
         }
         let Some(counts) = self.0.compile_cache() else {
             return Ok(());
@@ -491,6 +497,8 @@ pub struct BoxCounts {
     pub built: u64,
     /// Boxes holding a run now.
     pub in_use: u64,
+    /// Boxes built ahead, waiting for a run.
+    pub ready: u64,
 }
 
 #[cfg(test)]
