@@ -485,6 +485,30 @@ mod tests {
     }
 
     #[test]
+    fn the_footprint_counts_entries_found_on_disk_and_those_stored_since() {
+        let dir = tempfile::tempdir().unwrap();
+        entry(dir.path(), "found", 600, Duration::ZERO);
+        let found = dir_size(&dir.path().join("found"));
+        let store = CacheStore::new(dir.path().to_path_buf(), u64::MAX).unwrap();
+        assert_eq!(store.footprint(), Footprint::entry(found));
+        store
+            .publish_error("error", CompileError::exited(1, "e"))
+            .unwrap();
+        let error = dir_size(&dir.path().join("error"));
+        assert_eq!(
+            store.footprint(),
+            Footprint {
+                bytes: found + error,
+                entries: 2
+            }
+        );
+        // Pins, staging and trash folders are not entries.
+        store.lookup("found").expect("a verified entry");
+        assert!(dir.path().join(PINS).is_dir());
+        assert_eq!(store.trim().entries, 2);
+    }
+
+    #[test]
     fn a_stored_program_counts_against_the_bound_at_once() {
         let dir = tempfile::tempdir().unwrap();
         entry(dir.path(), "old", 800, Duration::from_secs(3 * 3600));
