@@ -69,8 +69,11 @@ pub struct CacheStore {
     dir: PathBuf,
     max_bytes: u64,
     grace: Duration,
-    /// What the store holds, once known (scanned on first use, then kept up to date).
+    /// What the store holds, once known (scanned on first use, then kept up to date); held
+    /// through a scan or a trim.
     size: Mutex<Option<Footprint>>,
+    /// The last figure of `size`, copied out: read without waiting for a scan or a trim.
+    last: Mutex<Option<Footprint>>,
     /// This process's pin folder, created on first use.
     pins: OnceLock<PathBuf>,
 }
@@ -85,6 +88,7 @@ impl CacheStore {
             max_bytes,
             grace: DEFAULT_GRACE,
             size: Mutex::new(None),
+            last: Mutex::new(None),
             pins: OnceLock::new(),
         })
     }
@@ -251,20 +255,34 @@ impl CacheStore {
             },
             None => Footprint::of(&self.scan()),
         };
-        *size = Some(if total.bytes > self.max_bytes {
+        let total = if total.bytes > self.max_bytes {
             self.trim()
         } else {
             total
-        });
+        };
+        *size = Some(total);
+        self.publish_footprint(total);
     }
 
-    /// The running figure of what the store holds; the first call without one scans the
-    /// folder once (one `stat` per file of every entry, the walk a first publish makes too).
+    /// The running figure of what the store holds. Once known it is read without waiting for
+    /// a scan or a trim in progress (the figure before it); the first call without one scans
+    /// the folder (one `stat` per file of every entry, the walk a first publish makes too).
     pub fn footprint(&self) -> Footprint {
+        if let Some(known) = self.last.lock().ok().and_then(|last| *last) {
+            return known;
+        }
         let Ok(mut size) = self.size.lock() else {
             return Footprint::default();
         };
-        *size.get_or_insert_with(|| Footprint::of(&self.scan()))
+        let total = *size.get_or_insert_with(|| Footprint::of(&self.scan()));
+        self.publish_footprint(total);
+        total
+    }
+
+    fn publish_footprint(&self, total: Footprint) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(total);
+        }
     }
 
     /// Every entry with its last use and size.

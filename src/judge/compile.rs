@@ -324,8 +324,8 @@ impl CompileCache {
 
     /// Bytes and entries of the cache's folder: a running figure, counted from one scan of the
     /// folder (the first call, or the first compile stored, pays for it) and kept up to date
-    /// with what this process stores and trims; other processes sharing the folder show at
-    /// its next trim.
+    /// with what this process stores and trims (read without waiting for a trim in progress);
+    /// other processes sharing the folder show at its next trim.
     pub fn footprint(&self) -> Footprint {
         self.store.footprint()
     }

@@ -107,6 +107,9 @@ impl JudgeExecutor {
             );
         }
         let judge = Judge::new(options)?;
+        // The one walk of the compile cache's folder, for its size, happens here at start:
+        // afterwards the figure is kept up to date, and no scrape of `/metrics` waits for a walk.
+        judge.cache().footprint();
         let runs = RunMetrics::default();
         judge.cache().observe(std::sync::Arc::new(runs.clone()));
         Ok(JudgeExecutor {
