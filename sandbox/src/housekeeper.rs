@@ -282,7 +282,7 @@ impl Housekeeper {
         changed
     }
 
-    /// How many boxes built ahead wait for a run now.
+    /// How many boxes built ahead wait for a run.
     pub(crate) fn ready(&self) -> usize {
         self.shelf.ready.lock().map_or(0, |ready| ready.boxes.len())
     }

@@ -334,13 +334,13 @@ impl Sandbox {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// How many boxes built ahead wait for a run now (at most
+    /// How many boxes built ahead wait for a run (at most
     /// [`SandboxOptions::ready_boxes`]; none once the sandbox has been idle for a while).
     pub fn boxes_ready(&self) -> u64 {
         self.housekeeper.ready() as u64
     }
 
-    /// How many boxes hold a run now (the runs in progress); 0 when the sandbox is idle.
+    /// How many boxes hold a run (the runs in progress); 0 when the sandbox is idle.
     pub fn boxes_in_use(&self) -> u64 {
         self.in_use.load(std::sync::atomic::Ordering::Relaxed)
     }

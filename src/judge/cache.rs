@@ -242,7 +242,7 @@ impl CacheStore {
         moved
     }
 
-    /// Adds a new entry to the running figure (a scan of the folder when there is none yet,
+    /// Adds an entry just stored to the running figure (a scan of the folder when there is none yet,
     /// which finds the entry), and trims when over the bound.
     pub(crate) fn account(&self, added: Footprint) {
         let Ok(mut size) = self.size.lock() else {

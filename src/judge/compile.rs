@@ -316,7 +316,7 @@ impl CompileCache {
         self.hits.load(Ordering::Relaxed)
     }
 
-    /// Tells `observer` of every compile answered from now on. A cache has one observer: a
+    /// Tells `observer` of every compile answered after the call. A cache has one observer: a
     /// second call changes nothing and returns `false`.
     pub fn observe(&self, observer: Arc<dyn CompileObserver>) -> bool {
         self.observer.set(observer).is_ok()
@@ -535,7 +535,7 @@ impl CompileCache {
         Ok(compiled)
     }
 
-    /// The entry `key` from disk, or built now: with whether the compiler ran.
+    /// The entry `key` from disk, or built here: with whether the compiler ran.
     fn load_or_build(
         &self,
         sandbox: &Sandbox,

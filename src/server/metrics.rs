@@ -406,7 +406,7 @@ impl Collector for ExecutorCollector {
             gauge(
                 &mut encoder,
                 "boxes_in_use",
-                "Sandbox boxes holding a run now",
+                "Sandbox boxes holding a run",
                 boxes.in_use,
             )?;
             gauge(
@@ -474,7 +474,7 @@ fn gauge(
     gauge.encode(metric)
 }
 
-/// Compile-cache figures since the executor started, and what the caches hold now.
+/// Compile-cache figures since the executor started, and what the caches hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CacheCounts {
     pub hits: u64,
@@ -495,7 +495,7 @@ pub struct CacheCounts {
 pub struct BoxCounts {
     /// Boxes built since the executor started, ahead of need or on demand.
     pub built: u64,
-    /// Boxes holding a run now.
+    /// Boxes holding a run.
     pub in_use: u64,
     /// Boxes built ahead, waiting for a run.
     pub ready: u64,
