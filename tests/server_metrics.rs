@@ -407,7 +407,7 @@ fn assert_labels_bounded(text: &str) {
             let bounded = match key.as_str() {
                 "language" => languages.contains(value.as_str()),
                 "outcome" => outcomes.contains(value.as_str()),
-                "cache" => ["hit", "miss"].contains(&value.as_str()),
+                "cache" => CacheUse::ALL.iter().any(|c| c.as_str() == value),
                 "route" => routes.contains(&value.as_str()),
                 "code" => value.len() == 3 && value.bytes().all(|b| b.is_ascii_digit()),
                 "version" => value == env!("CARGO_PKG_VERSION"),
