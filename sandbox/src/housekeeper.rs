@@ -282,6 +282,11 @@ impl Housekeeper {
         changed
     }
 
+    /// How many boxes built ahead wait for a run.
+    pub(crate) fn ready(&self) -> usize {
+        self.shelf.ready.lock().map_or(0, |ready| ready.boxes.len())
+    }
+
     /// A cgroup for a box built on demand: a spare when one is ready, else a new one.
     pub(crate) fn cgroup(&self) -> anyhow::Result<RunCgroup> {
         let spare = self

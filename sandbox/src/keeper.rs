@@ -58,6 +58,8 @@ pub struct Sandbox {
     housekeeper: Housekeeper,
     /// Runs that found no box built ahead and built their own (see [`Sandbox::boxes_built_on_demand`]).
     built_on_demand: std::sync::atomic::AtomicU64,
+    /// Runs in progress, each in a box of its own (see [`Sandbox::boxes_in_use`]).
+    in_use: std::sync::atomic::AtomicU64,
 }
 
 /// What building a box needs: the host facts, shared by the runs and the housekeeper thread
@@ -74,6 +76,8 @@ pub(crate) struct Builder {
     /// Host uids for runs (root only).
     uids: Option<UidPool>,
     range: UidRange,
+    /// Boxes built so far, ahead of need or on demand (see [`Sandbox::boxes_built`]).
+    built: std::sync::atomic::AtomicU64,
 }
 
 /// A box built as far as it goes without its run (see `handover`): its init waits for the
@@ -257,12 +261,14 @@ impl Sandbox {
             networks,
             uids,
             range,
+            built: Default::default(),
         });
         let housekeeper = Housekeeper::start(builder.clone());
         Ok(Sandbox {
             builder,
             housekeeper,
             built_on_demand: Default::default(),
+            in_use: Default::default(),
         })
     }
 
@@ -320,9 +326,29 @@ impl Sandbox {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How many boxes this sandbox has built: ahead of need (including those discarded unused)
+    /// and on demand. Every run takes one box of its own, so this grows by at least one a run.
+    pub fn boxes_built(&self) -> u64 {
+        self.builder
+            .built
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many boxes built ahead wait for a run (at most
+    /// [`SandboxOptions::ready_boxes`]; none once the sandbox has been idle for a while).
+    pub fn boxes_ready(&self) -> u64 {
+        self.housekeeper.ready() as u64
+    }
+
+    /// How many boxes hold a run (the runs in progress); 0 when the sandbox is idle.
+    pub fn boxes_in_use(&self) -> u64 {
+        self.in_use.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Runs one command and reports what happened. Never fails: a broken setup is an
     /// [`Outcome`] with [`Termination::InternalError`], never blamed on the program.
     pub fn run(&self, spec: &RunSpec) -> Outcome {
+        let _in_use = InUse::count(&self.in_use);
         match self.try_run(spec) {
             Ok(outcome) => outcome,
             Err(e) => Outcome::internal(format!("{e:#}")),
@@ -430,6 +456,23 @@ impl Sandbox {
             |e| Outcome::internal(format!("{e:#}")),
             |(outcome, _)| outcome,
         )
+    }
+}
+
+/// One unit of [`Sandbox::boxes_in_use`], held for a run's length: every way out of the run
+/// gives it back.
+struct InUse<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl<'a> InUse<'a> {
+    fn count(counter: &'a std::sync::atomic::AtomicU64) -> InUse<'a> {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InUse(counter)
+    }
+}
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -545,7 +588,11 @@ impl Builder {
                         .context("cannot start the sandbox init")
                 });
             match started {
-                Ok(()) => Ok(prepared),
+                Ok(()) => {
+                    self.built
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    Ok(prepared)
+                }
                 Err(e) => {
                     prepared.discard();
                     Err(e)

@@ -352,6 +352,34 @@ pub enum Termination {
     InternalError,
 }
 
+impl Termination {
+    /// Every way a run ends.
+    pub const ALL: [Termination; 8] = [
+        Termination::Ok,
+        Termination::RuntimeError,
+        Termination::Signaled,
+        Termination::TimeLimit,
+        Termination::WallTimeLimit,
+        Termination::MemoryLimit,
+        Termination::OutputLimit,
+        Termination::InternalError,
+    ];
+
+    /// Its name, as serialized (`time_limit`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Ok => "ok",
+            Termination::RuntimeError => "runtime_error",
+            Termination::Signaled => "signaled",
+            Termination::TimeLimit => "time_limit",
+            Termination::WallTimeLimit => "wall_time_limit",
+            Termination::MemoryLimit => "memory_limit",
+            Termination::OutputLimit => "output_limit",
+            Termination::InternalError => "internal_error",
+        }
+    }
+}
+
 /// What happened in one run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
@@ -395,4 +423,17 @@ pub fn signal_name(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig)
         .map(|s| s.as_str().to_string())
         .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Termination;
+
+    #[test]
+    fn a_termination_is_named_as_it_is_serialized() {
+        for termination in Termination::ALL {
+            let json = serde_json::to_string(&termination).unwrap();
+            assert_eq!(json, format!("\"{}\"", termination.as_str()));
+        }
+    }
 }

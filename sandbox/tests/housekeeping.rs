@@ -407,9 +407,73 @@ fn an_idle_sandbox_keeps_no_box_waiting() {
     let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
     assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
     wait_until("a box built ahead", LIVENESS, || !own_children().is_empty());
+    wait_until("a box counted as ready", LIVENESS, || {
+        sandbox.boxes_ready() >= 1
+    });
+    assert!(sandbox.boxes_ready() <= SandboxOptions::default().ready_boxes as u64);
     // Let go however loaded the host is; a box that is never let go fails at the bound.
     wait_until("no box waiting once idle", LIVENESS, || {
         own_children().is_empty()
     });
+    assert_eq!(sandbox.boxes_ready(), 0);
     assert_eq!(shell(&sandbox, "exit 0", 5.0).status, Termination::Ok);
+}
+
+/// Every run takes a box of its own, built ahead or on demand, and holds it exactly while it
+/// runs: `boxes_in_use` is 1 during a run (seen from another thread while the run waits for
+/// the test) and 0 once every run has returned, whatever way it ended.
+#[test]
+fn a_box_is_in_use_while_its_run_lasts_and_every_run_had_one_built() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    assert_eq!(sandbox.boxes_in_use(), 0);
+    let built = sandbox.boxes_built();
+    let gate = tempfile::tempdir().unwrap();
+    // Every box uid may look for the file.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(gate.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut spec = RunSpec::in_tmpfs(
+        16 << 20,
+        [
+            "/bin/sh",
+            "-c",
+            "while [ ! -e /gate/open ]; do sleep 0.01; done",
+        ],
+    );
+    spec.binds
+        .push(ioi_sandbox::Bind::read_only(gate.path(), "/gate"));
+    spec.limits = Limits {
+        cpu_time: Some(Duration::from_secs(60)),
+        wall_time: Some(Duration::from_secs(120)),
+        memory: Some(64 << 20),
+        processes: Some(16),
+        ..Limits::default()
+    };
+    let seen = std::thread::scope(|s| {
+        let run = s.spawn(|| sandbox.run(&spec));
+        let start = std::time::Instant::now();
+        while sandbox.boxes_in_use() == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the run never showed as a box in use"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let seen = sandbox.boxes_in_use();
+        std::fs::write(gate.path().join("open"), "").unwrap();
+        let outcome = run.join().unwrap();
+        assert_eq!(outcome.status, Termination::Ok, "{outcome:?}");
+        seen
+    });
+    assert_eq!(seen, 1);
+    assert_eq!(sandbox.boxes_in_use(), 0);
+    let limited = shell(&sandbox, "while :; do :; done", 0.3);
+    assert_eq!(limited.status, Termination::WallTimeLimit, "{limited:?}");
+    let failed = shell(&sandbox, "exit 3", 5.0);
+    assert_eq!(failed.status, Termination::RuntimeError, "{failed:?}");
+    assert_eq!(sandbox.boxes_in_use(), 0);
+    let built = sandbox.boxes_built() - built;
+    assert!(built >= 3, "{built} boxes built for 3 runs");
 }

@@ -42,13 +42,38 @@ const PROGRAM: &str = "program";
 const ERROR: &str = "error.json";
 const PINS: &str = ".pins";
 
+/// What a store holds on disk: its entries (programs, compilation errors, precompiled headers)
+/// and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub bytes: u64,
+    pub entries: u64,
+}
+
+impl Footprint {
+    /// One entry of `bytes`.
+    pub fn entry(bytes: u64) -> Footprint {
+        Footprint { bytes, entries: 1 }
+    }
+
+    fn of(entries: &[(SystemTime, u64, PathBuf)]) -> Footprint {
+        Footprint {
+            bytes: entries.iter().map(|(_, bytes, _)| bytes).sum(),
+            entries: entries.len() as u64,
+        }
+    }
+}
+
 /// The on-disk store of compile results.
 pub struct CacheStore {
     dir: PathBuf,
     max_bytes: u64,
     grace: Duration,
-    /// Bytes in the store, once known (scanned on first publish, then kept up to date).
-    size: Mutex<Option<u64>>,
+    /// What the store holds, once known (scanned on first use, then kept up to date); held
+    /// through a scan or a trim.
+    size: Mutex<Option<Footprint>>,
+    /// The last figure of `size`, copied out: read without waiting for a scan or a trim.
+    last: Mutex<Option<Footprint>>,
     /// This process's pin folder, created on first use.
     pins: OnceLock<PathBuf>,
 }
@@ -63,6 +88,7 @@ impl CacheStore {
             max_bytes,
             grace: DEFAULT_GRACE,
             size: Mutex::new(None),
+            last: Mutex::new(None),
             pins: OnceLock::new(),
         })
     }
@@ -165,7 +191,7 @@ impl CacheStore {
             }
         }
         let _ = staging.keep();
-        self.account(dir_size(&entry));
+        self.account(Footprint::entry(dir_size(&entry)));
         Ok(())
     }
 
@@ -216,20 +242,47 @@ impl CacheStore {
         moved
     }
 
-    /// Adds a new entry's size to the running total, and trims when over the bound.
-    pub(crate) fn account(&self, added: u64) {
+    /// Adds an entry just stored to the running figure (a scan of the folder when there is none yet,
+    /// which finds the entry), and trims when over the bound.
+    pub(crate) fn account(&self, added: Footprint) {
         let Ok(mut size) = self.size.lock() else {
             return;
         };
         let total = match *size {
-            Some(total) => total + added,
-            None => self.scan().iter().map(|(_, bytes, _)| bytes).sum(),
+            Some(total) => Footprint {
+                bytes: total.bytes + added.bytes,
+                entries: total.entries + added.entries,
+            },
+            None => Footprint::of(&self.scan()),
         };
-        *size = Some(if total > self.max_bytes {
+        let total = if total.bytes > self.max_bytes {
             self.trim()
         } else {
             total
-        });
+        };
+        *size = Some(total);
+        self.publish_footprint(total);
+    }
+
+    /// The running figure of what the store holds. Once known it is read without waiting for
+    /// a scan or a trim in progress (the figure before it); the first call without one scans
+    /// the folder (one `stat` per file of every entry, the walk a first publish makes too).
+    pub fn footprint(&self) -> Footprint {
+        if let Some(known) = self.last.lock().ok().and_then(|last| *last) {
+            return known;
+        }
+        let Ok(mut size) = self.size.lock() else {
+            return Footprint::default();
+        };
+        let total = *size.get_or_insert_with(|| Footprint::of(&self.scan()));
+        self.publish_footprint(total);
+        total
+    }
+
+    fn publish_footprint(&self, total: Footprint) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(total);
+        }
     }
 
     /// Every entry with its last use and size.
@@ -245,21 +298,22 @@ impl CacheStore {
     }
 
     /// Removes the least recently used entries until the store fits its bound, keeping those
-    /// used within the grace period, and the leftovers of crashed writers; returns the size
+    /// used within the grace period, and the leftovers of crashed writers; returns what is
     /// left.
-    pub fn trim(&self) -> u64 {
+    pub fn trim(&self) -> Footprint {
         let now = SystemTime::now();
         let old = |t: SystemTime, age: Duration| now.duration_since(t).is_ok_and(|d| d > age);
         self.sweep_leftovers(&old);
         let mut all = self.scan();
-        let mut total: u64 = all.iter().map(|(_, s, _)| s).sum();
+        let mut total = Footprint::of(&all);
         all.sort();
         for (used, size, path) in all {
-            if total <= self.max_bytes || !old(used, self.grace) {
+            if total.bytes <= self.max_bytes || !old(used, self.grace) {
                 break;
             }
             if self.discard(&path) {
-                total -= size;
+                total.bytes -= size;
+                total.entries -= 1;
             }
         }
         total
@@ -437,15 +491,39 @@ mod tests {
         entry(dir.path(), "fresh", 600, Duration::ZERO);
         let cache = CacheStore::new(dir.path().to_path_buf(), 1000).unwrap();
         let manifest = dir_size(&dir.path().join("fresh"));
-        cache.account(0);
+        cache.account(Footprint::default());
         // Both old entries go; the fresh one stays.
         assert!(!dir.path().join("older").exists() && !dir.path().join("old").exists());
         assert!(dir.path().join("fresh").exists());
-        assert_eq!(*cache.size.lock().unwrap(), Some(manifest));
+        assert_eq!(cache.footprint(), Footprint::entry(manifest));
         // Over the bound with only recent entries: nothing is removed.
         entry(dir.path(), "fresh2", 600, Duration::ZERO);
-        cache.account(600);
+        cache.account(Footprint::entry(600));
         assert!(dir.path().join("fresh").exists() && dir.path().join("fresh2").exists());
+    }
+
+    #[test]
+    fn the_footprint_counts_entries_found_on_disk_and_those_stored_since() {
+        let dir = tempfile::tempdir().unwrap();
+        entry(dir.path(), "found", 600, Duration::ZERO);
+        let found = dir_size(&dir.path().join("found"));
+        let store = CacheStore::new(dir.path().to_path_buf(), u64::MAX).unwrap();
+        assert_eq!(store.footprint(), Footprint::entry(found));
+        store
+            .publish_error("error", CompileError::exited(1, "e"))
+            .unwrap();
+        let error = dir_size(&dir.path().join("error"));
+        assert_eq!(
+            store.footprint(),
+            Footprint {
+                bytes: found + error,
+                entries: 2
+            }
+        );
+        // Pins, staging and trash folders are not entries.
+        store.lookup("found").expect("a verified entry");
+        assert!(dir.path().join(PINS).is_dir());
+        assert_eq!(store.trim().entries, 2);
     }
 
     #[test]
@@ -453,7 +531,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         entry(dir.path(), "old", 800, Duration::from_secs(3 * 3600));
         let store = CacheStore::new(dir.path().to_path_buf(), 1000).unwrap();
-        store.account(0);
+        store.account(Footprint::default());
         let built = tempfile::tempdir().unwrap();
         let program = built.path().join("program");
         fs::write(&program, vec![7u8; 600]).unwrap();
@@ -464,8 +542,8 @@ mod tests {
         assert!(!dir.path().join("old").exists());
         assert!(fs::read(pinned).unwrap() == vec![7u8; 600]);
         assert_eq!(
-            *store.size.lock().unwrap(),
-            Some(dir_size(&dir.path().join("new")))
+            store.footprint(),
+            Footprint::entry(dir_size(&dir.path().join("new")))
         );
     }
 
@@ -522,7 +600,7 @@ mod tests {
             .unwrap()
             .with_grace(Duration::ZERO);
         std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(trimmer.trim(), 0);
+        assert_eq!(trimmer.trim(), Footprint::default());
         assert!(!dir.path().join("k").exists(), "the entry was trimmed");
         assert_eq!(
             fs::read(&pinned).unwrap(),

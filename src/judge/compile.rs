@@ -14,11 +14,13 @@ use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::cache::CacheStore;
+pub use super::cache::Footprint;
 pub use super::compiled::{CompileError, Compiled};
 pub use super::language::Language;
 use super::language::{
     C_PROGRAM_FLAGS, C_SUBMISSION_FLAGS, DEBUG_C_SUBMISSION_FLAGS, IOI_C_SUBMISSION_FLAGS,
 };
+use super::observer::{CacheUse, CompileObserver};
 use super::stop;
 use crate::problem::{GraderFile, Problem};
 
@@ -245,6 +247,8 @@ pub struct CompileCache {
     plain_runs: AtomicUsize,
     /// Precompiled headers and grader objects for submission compiles.
     pch: super::pch::PchStore,
+    /// Told of every compile answered (the server's metrics); the first one set stays.
+    observer: OnceLock<Arc<dyn CompileObserver>>,
 }
 
 /// Default location: `$IOI_RUN_CACHE` or the user's cache directory.
@@ -268,6 +272,7 @@ impl CompileCache {
             hits: AtomicUsize::new(0),
             plain_runs: AtomicUsize::new(0),
             pch: super::pch::PchStore::new(std::env::var_os("IOI_RUN_NO_PCH").is_none()),
+            observer: OnceLock::new(),
         })
     }
 
@@ -309,6 +314,20 @@ impl CompileCache {
     /// progress) instead of by the compiler.
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Tells `observer` of every compile answered after the call. A cache has one observer: a
+    /// second call changes nothing and returns `false`.
+    pub fn observe(&self, observer: Arc<dyn CompileObserver>) -> bool {
+        self.observer.set(observer).is_ok()
+    }
+
+    /// Bytes and entries of the cache's folder: a running figure, counted from one scan of the
+    /// folder (the first call, or the first compile stored, pays for it) and kept up to date
+    /// with what this process stores and trims (read without waiting for a trim in progress);
+    /// other processes sharing the folder show at its next trim.
+    pub fn footprint(&self) -> Footprint {
+        self.store.footprint()
     }
 
     /// Compiles a submission for `problem`: `graders/<id>.cpp` (or `.c`) with the grader/stub
@@ -477,6 +496,7 @@ impl CompileCache {
     }
 
     fn compile(&self, sandbox: &Sandbox, job: CompileJob) -> Result<Compiled> {
+        let start = std::time::Instant::now();
         let key = job.key(self.max_program_bytes);
         let cell = {
             let mut map = self
@@ -485,11 +505,16 @@ impl CompileCache {
                 .map_err(|_| anyhow::anyhow!("compile cache lock poisoned"))?;
             map.entry(key.clone()).or_default().clone()
         };
+        let mut cache_use = CacheUse::Hit;
         let mut initialised_here = false;
         let result = cell
             .get_or_init(|| {
                 initialised_here = true;
                 self.load_or_build(sandbox, &key, &job)
+                    .map(|(compiled, used)| {
+                        cache_use = used;
+                        compiled
+                    })
                     .map_err(|e| format!("{e:#}"))
             })
             .clone();
@@ -503,13 +528,23 @@ impl CompileCache {
         }
         // Waiters on a compile that ioi-run stopped get the same answer as its builder.
         stop::check()?;
-        result.map_err(|e| anyhow::anyhow!(e))
+        let compiled = result.map_err(|e| anyhow::anyhow!(e))?;
+        if let Some(observer) = self.observer.get() {
+            observer.compiled(job.language, cache_use, start.elapsed());
+        }
+        Ok(compiled)
     }
 
-    fn load_or_build(&self, sandbox: &Sandbox, key: &str, job: &CompileJob) -> Result<Compiled> {
+    /// The entry `key` from disk, or built here: with whether the compiler ran.
+    fn load_or_build(
+        &self,
+        sandbox: &Sandbox,
+        key: &str,
+        job: &CompileJob,
+    ) -> Result<(Compiled, CacheUse)> {
         if let Some(found) = self.store.lookup(key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(found);
+            return Ok((found, CacheUse::Hit));
         }
         self.builds.fetch_add(1, Ordering::Relaxed);
         let accelerated_dir;
@@ -534,7 +569,7 @@ impl CompileCache {
                 build(sandbox, &plain_dir, job, self.max_program_bytes)?
             }
         };
-        match built {
+        let compiled = match built {
             // Only what the compiler decided by itself is stored: the same bytes would give
             // the same verdict again.
             BuildResult::Binary(path) => self.store.publish_program_file(key, &path),
@@ -543,7 +578,8 @@ impl CompileCache {
                 cacheable: true,
             } => self.store.publish_error(key, error),
             BuildResult::Error { error, .. } => Ok(Compiled::Error(error)),
-        }
+        }?;
+        Ok((compiled, CacheUse::Miss))
     }
 
     /// Largest compiled program accepted.
@@ -552,7 +588,7 @@ impl CompileCache {
     }
 
     /// Counts a new entry written beside the compiles (precompiled headers) against the bound.
-    pub(super) fn account(&self, added: u64) {
+    pub(super) fn account(&self, added: Footprint) {
         self.store.account(added);
     }
 }

@@ -159,6 +159,7 @@ impl SubmissionRunner for FakeRunner {
             wall_time: run.duration.as_secs_f64(),
             memory: (code.len() + test.len()) as u64,
             status: None,
+            runs: Vec::new(),
         };
         let inside = match self.spin {
             true => thread_cpu_time().saturating_sub(cpu_start),

@@ -13,6 +13,7 @@ pub mod fake;
 pub mod kept;
 pub mod language;
 pub mod native;
+pub mod observer;
 pub mod pch;
 pub mod phases;
 pub mod placement;
@@ -119,6 +120,30 @@ pub struct TestVerdict {
     /// and was scored 0 is WA whatever the checker's wording). `None` in script mode, where
     /// only the text is known: the status is derived from the feedback as the reference does.
     pub status: Option<Verdict>,
+    /// How each user process of the test ended and what it used, in order (native runner;
+    /// empty in script mode, where the run script is the only process the judge sees).
+    pub runs: Vec<ProcessRun>,
+}
+
+/// One user process of a test: how it ended, its CPU time and its peak memory (what the
+/// server's run metrics count, docs/serve.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessRun {
+    pub termination: ioi_sandbox::Termination,
+    /// CPU seconds.
+    pub cpu_time: f64,
+    /// Peak memory in bytes.
+    pub memory: u64,
+}
+
+impl ProcessRun {
+    pub fn of(outcome: &ioi_sandbox::Outcome) -> ProcessRun {
+        ProcessRun {
+            termination: outcome.status,
+            cpu_time: outcome.cpu_time,
+            memory: outcome.memory,
+        }
+    }
 }
 
 impl TestVerdict {

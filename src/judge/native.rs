@@ -20,7 +20,7 @@ use super::kept::{self, Kept};
 use super::phases::{self, Phase};
 use super::stop;
 use super::workdir::read_capped;
-use super::{ProblemTools, TestVerdict};
+use super::{ProblemTools, ProcessRun, TestVerdict};
 use crate::problem::{Communication, Problem, TaskType, TestCase, UserIo};
 use crate::score::Verdict;
 
@@ -118,7 +118,7 @@ pub const OUTPUT_MARGIN: u64 = 64 << 20;
 
 /// A verdict decided from a score (checker, manager, white-diff) for a program that ended
 /// normally: 0 is WA whatever the wording, 1 AC, anything else PA.
-fn scored(score: f64, feedback: String, usage: &Outcome) -> TestVerdict {
+fn scored(score: f64, feedback: String, runs: &[Outcome]) -> TestVerdict {
     let status = if score == 0.0 {
         Verdict::WrongAnswer
     } else if score == 1.0 {
@@ -126,10 +126,12 @@ fn scored(score: f64, feedback: String, usage: &Outcome) -> TestVerdict {
     } else {
         Verdict::Partial
     };
-    verdict(score, feedback, status, usage)
+    verdict(score, feedback, status, runs)
 }
 
-fn verdict(score: f64, feedback: String, status: Verdict, usage: &Outcome) -> TestVerdict {
+/// The verdict of a test whose user processes ended as `runs` (one for Batch).
+fn verdict(score: f64, feedback: String, status: Verdict, runs: &[Outcome]) -> TestVerdict {
+    let usage = combined_usage(runs);
     TestVerdict {
         score,
         feedback,
@@ -137,6 +139,7 @@ fn verdict(score: f64, feedback: String, status: Verdict, usage: &Outcome) -> Te
         wall_time: usage.wall_time,
         memory: usage.memory,
         status: Some(status),
+        runs: runs.iter().map(ProcessRun::of).collect(),
     }
 }
 
@@ -231,14 +234,14 @@ fn batch_verdict(
     spec.limits.output_size = Some(output_limit(expected_bytes));
     let run = sandbox.run(&spec);
     if let Some((status, feedback)) = failure(&run, &spec.limits)? {
-        return Ok(verdict(0.0, feedback, status, &run));
+        return Ok(verdict(0.0, feedback, status, std::slice::from_ref(&run)));
     }
     let (score, feedback) = match &tools.checker {
         Some(checker) => run_checker(sandbox, problem, checker, test, private.path())?,
         None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
         None => (0.0, WRONG.to_string()),
     };
-    Ok(scored(score, feedback, &run))
+    Ok(scored(score, feedback, std::slice::from_ref(&run)))
 }
 
 /// `checker input.txt correct_output.txt contestant_output`, in its own box; `private` is the
@@ -414,18 +417,18 @@ fn communication_verdict(
     let (manager_run, user_runs, released) = converse(sandbox, manager_spec, user_specs, fifos);
     let decide = phases::now();
 
-    let usage = combined_usage(&user_runs);
+    let usage = user_runs.as_slice();
     stop::check_outcome(&manager_run)?;
     for (run, spec) in user_runs.iter().zip(user_specs) {
         if let Some((status, feedback)) = failure(run, &spec.limits)? {
-            return Ok(verdict(0.0, feedback, status, &usage));
+            return Ok(verdict(0.0, feedback, status, usage));
         }
     }
     if let Some(checker) = &tools.checker {
         let (score, feedback) =
             check_manager_output(sandbox, problem, checker, test, private, &manager_run)?;
         phases::since(Phase::Verdict, decide);
-        return Ok(scored(score, feedback, &usage));
+        return Ok(scored(score, feedback, usage));
     }
     let stdout = read_capped(&private.path().join("manager.out"))?;
     let stderr = read_capped(&private.path().join("manager.err"))?;
@@ -435,12 +438,12 @@ fn communication_verdict(
         scored(
             0.0,
             format!("{WRONG}: the solution stopped communicating"),
-            &usage,
+            usage,
         )
     };
     match (manager_run.status, parsed) {
         // A manager killed after printing its verdict (e.g. SIGPIPE when the solution quit).
-        (_, Ok((score, feedback))) => Ok(scored(score, feedback, &usage)),
+        (_, Ok((score, feedback))) => Ok(scored(score, feedback, usage)),
         (_, Err(_)) if manager_run.signal == Some(libc::SIGPIPE) => Ok(stopped_talking()),
         // Every user process had ended while the manager still waited on them: whatever the
         // manager made of the end of the conversation, the solution ended it.
@@ -541,11 +544,14 @@ fn timed_run(sandbox: &Sandbox, spec: &RunSpec) -> Outcome {
     run
 }
 
-/// The usage reported for a Communication test: the largest CPU time, wall time and memory
-/// among the user processes (each is limited separately).
+/// The usage reported for a test: the largest CPU time, wall time and memory among the user
+/// processes (each is limited separately); zero for none.
 fn combined_usage(runs: &[Outcome]) -> Outcome {
-    let mut usage = runs[0].clone();
-    for run in &runs[1..] {
+    let Some((first, rest)) = runs.split_first() else {
+        return Outcome::internal_error("no user process");
+    };
+    let mut usage = first.clone();
+    for run in rest {
         usage.cpu_time = usage.cpu_time.max(run.cpu_time);
         usage.wall_time = usage.wall_time.max(run.wall_time);
         usage.memory = usage.memory.max(run.memory);

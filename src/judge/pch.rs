@@ -705,7 +705,7 @@ fn store(
         anyhow::bail!("cannot store {} in the compile cache", dir.display());
     }
     let _ = staging.keep();
-    cache.account(super::cache::dir_size(dir));
+    cache.account(super::cache::Footprint::entry(super::cache::dir_size(dir)));
     Ok(true)
 }
 

@@ -137,6 +137,7 @@ pub fn run_test(
         memory: outcome.memory,
         // Only the text is known: the status is derived from it, as the reference does.
         status: None,
+        runs: Vec::new(),
     })
 }
 

@@ -94,6 +94,17 @@ impl<V: Clone> VerdictCache<V> {
         self.hits.load(Ordering::Relaxed)
     }
 
+    /// How many verdicts are kept (judgements in progress included); at most the capacity.
+    pub fn len(&self) -> usize {
+        self.entries
+            .lock()
+            .map_or(0, |entries| entries.by_key.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The verdict of `key`: the one already made, or `judge`'s, which is kept when it is a
     /// verdict (`Ok`). A judgement that failed is not kept: its copies waiting for it judge
     /// for themselves.

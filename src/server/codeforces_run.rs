@@ -28,7 +28,7 @@ use super::codeforces::{
     checker_passed, copy_without_empty_lines, normalize_expected, normalize_input, outputs_match,
     CfJob, CfVerdict, InputMode,
 };
-use super::runtime::CfLanguage;
+use super::runtime::{CfLanguage, Runtime};
 use super::{JudgeExecutor, RequestError};
 use crate::judge::compile::Compiled;
 use crate::judge::native::output_limit;
@@ -150,6 +150,8 @@ impl JudgeExecutor {
         }
         spec.limits = program_limits(job);
         let run = sandbox.run(&spec);
+        self.runs()
+            .record_outcome(Runtime::Codeforces(job.language).language(), &run);
         if let Some(verdict) = failure(job, &run)? {
             return Ok(verdict);
         }

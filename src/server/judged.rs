@@ -28,8 +28,9 @@ use std::path::{Component, Path};
 use anyhow::Context;
 use ioi_sandbox::{signal_name, Bind, Limits, Outcome, RunSpec, Stdio, Termination, BOX_PATH};
 
+use super::metrics::RunMetrics;
 use super::piston::{ioi_response, IoiOutcome, HARD_TIMEOUT_SIGNAL};
-use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Stage};
+use super::{Executor, IoiJob, Job, PlainJob, RequestError, Response, Runtime, Stage};
 use crate::judge::compile::Compiled;
 use crate::judge::verdicts::{self, KeyBuilder, VerdictCache, VerdictKey};
 use crate::judge::{read_capped, Build, CompileError, Judge, JudgeOptions, Runner};
@@ -48,14 +49,15 @@ pub const PLAIN_OUTPUT_LIMIT: u64 = 64 << 20;
 
 /// Runs a plain program's box `spec` with `stdin` and the limits of a plain run (`run_timeout`
 /// of CPU and of wall time, `memory`), its streams in files under `private` (root-only);
-/// returns the outcome and the paths of its standard output and error.
+/// counts the run in `counted_as`'s histograms under its language, and returns the outcome
+/// and the paths of its standard output and error.
 pub fn run_plain(
     sandbox: &ioi_sandbox::Sandbox,
     mut spec: RunSpec,
     private: &Path,
     stdin: &[u8],
-    run_timeout: std::time::Duration,
-    memory: u64,
+    (run_timeout, memory): (std::time::Duration, u64),
+    counted_as: (&RunMetrics, &'static str),
 ) -> anyhow::Result<(Outcome, std::path::PathBuf, std::path::PathBuf)> {
     let stdin_path = private.join("stdin");
     let stdout = private.join("stdout");
@@ -74,6 +76,8 @@ pub fn run_plain(
         stack: None,
     };
     let outcome = sandbox.run(&spec);
+    let (runs, language) = counted_as;
+    runs.record_outcome(language, &outcome);
     if outcome.status == Termination::InternalError {
         anyhow::bail!("sandbox failure: {}", outcome.message);
     }
@@ -88,6 +92,8 @@ pub struct JudgeExecutor {
     /// `cms_ioi` answers by request content: an RL batch sends the same program many times.
     /// `None`: every request is judged (`bench serve` measures the judging).
     verdicts: Option<VerdictCache<IoiOutcome>>,
+    /// The histograms of its program runs and compiles (the compile cache's observer).
+    runs: RunMetrics,
 }
 
 impl JudgeExecutor {
@@ -100,9 +106,16 @@ impl JudgeExecutor {
                  read correct_output.txt"
             );
         }
+        let judge = Judge::new(options)?;
+        // The one walk of the compile cache's folder, for its size, happens here at start:
+        // afterwards the figure is kept up to date, and no scrape of `/metrics` waits for a walk.
+        judge.cache().footprint();
+        let runs = RunMetrics::default();
+        judge.cache().observe(std::sync::Arc::new(runs.clone()));
         Ok(JudgeExecutor {
-            judge: Judge::new(options)?,
+            judge,
             verdicts: Some(VerdictCache::new(verdicts::DEFAULT_CAPACITY)),
+            runs,
         })
     }
 
@@ -127,6 +140,11 @@ impl JudgeExecutor {
             }
             None => self.judge_ioi_afresh(job),
         }
+    }
+
+    /// The histograms of program runs and compiles, to count a run in.
+    pub(super) fn runs(&self) -> &RunMetrics {
+        &self.runs
     }
 
     /// How many `cms_ioi` requests were answered from the verdict cache.
@@ -189,6 +207,8 @@ impl JudgeExecutor {
             .judge
             .run_test(&loaded, &program, test)
             .map_err(|e| internal("cannot run the test", e))?;
+        self.runs
+            .record_runs(Runtime::CmsIoi.language(), &verdict.runs);
         if verdict.wall_time >= run_timeout.as_secs_f64() {
             return Ok(IoiOutcome::HardTimeout);
         }
@@ -249,13 +269,17 @@ impl JudgeExecutor {
                 Path::new(BOX_PATH).join(&entry),
             ));
         }
+        let runtime = match job.language {
+            crate::judge::Language::Cpp => Runtime::Cpp,
+            crate::judge::Language::C => Runtime::C,
+        };
         let (outcome, stdout, stderr) = run_plain(
             sandbox,
             spec,
             private.path(),
             &job.stdin,
-            job.run_timeout,
-            job.memory_limit,
+            (job.run_timeout, job.memory_limit),
+            (&self.runs, runtime.language()),
         )?;
         let (code, signal) = piston_exit(&outcome);
         Ok(Stage::new(
@@ -331,10 +355,27 @@ impl Executor for JudgeExecutor {
 
     fn compile_cache(&self) -> Option<super::metrics::CacheCounts> {
         let cache = self.judge.cache();
+        let footprint = cache.footprint();
         Some(super::metrics::CacheCounts {
             hits: cache.hits() as u64,
             misses: cache.builds() as u64,
             verdict_hits: self.verdict_hits(),
+            bytes: footprint.bytes,
+            entries: footprint.entries,
+            verdict_entries: self.verdicts.as_ref().map_or(0, |v| v.len() as u64),
+        })
+    }
+
+    fn run_metrics(&self) -> Option<RunMetrics> {
+        Some(self.runs.clone())
+    }
+
+    fn boxes(&self) -> Option<super::metrics::BoxCounts> {
+        let sandbox = self.judge.sandbox();
+        Some(super::metrics::BoxCounts {
+            built: sandbox.boxes_built(),
+            in_use: sandbox.boxes_in_use(),
+            ready: sandbox.boxes_ready(),
         })
     }
 }

@@ -6,17 +6,24 @@
 //! its queue is, how long requests wait and take, which verdicts it hands out, how often the
 //! compile cache spares a compile, and how many requests it turned away (503). The counters live
 //! in a [`prometheus_client`] registry owned by the server (no global recorder: two servers in
-//! one process, as in the tests, count apart). Compile-cache figures are read from the
-//! executor at scrape time, so the judge keeps a single source of truth for them.
+//! one process, as in the tests, count apart). Compile-cache, verdict-cache and box figures
+//! are read from the executor at scrape time, so the judge and the sandbox keep a single
+//! source of truth for them; the histograms of program runs and compiles ([`runs`]) are filled
+//! by the executor as they happen.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod runs;
+
+pub use runs::RunMetrics;
+
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
@@ -201,9 +208,13 @@ fn seconds_histogram() -> Histogram {
 }
 
 impl Metrics {
-    /// Counters at zero, with the compile-cache figures read from `executor` at every scrape.
+    /// Counters at zero, with the executor's histograms, and its cache and box figures read at
+    /// every scrape.
     pub fn new(executor: Arc<dyn Executor>) -> Metrics {
         let mut registry = Registry::with_prefix("ioi_run");
+        if let Some(runs) = executor.run_metrics() {
+            runs.register(&mut registry);
+        }
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "requests",
@@ -255,7 +266,7 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION"),
             }),
         );
-        registry.register_collector(Box::new(CacheCollector(executor)));
+        registry.register_collector(Box::new(ExecutorCollector(executor)));
         Metrics {
             registry,
             requests,
@@ -372,20 +383,61 @@ impl Drop for GaugeGuard {
     }
 }
 
-/// Compile-cache hits and compiles, asked of the executor at scrape time.
-struct CacheCollector(Arc<dyn Executor>);
+/// The caches' and the boxes' figures, asked of the executor at scrape time.
+struct ExecutorCollector(Arc<dyn Executor>);
 
-impl fmt::Debug for CacheCollector {
+impl fmt::Debug for ExecutorCollector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CacheCollector")
+        f.write_str("ExecutorCollector")
     }
 }
 
-impl Collector for CacheCollector {
+impl Collector for ExecutorCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        if let Some(boxes) = self.0.boxes() {
+            let built = ConstCounter::new(boxes.built);
+            let metric = encoder.encode_descriptor(
+                "boxes_built",
+                "Sandbox boxes built, ahead of need or on demand (one per program run)",
+                None,
+                built.metric_type(),
+            )?;
+            built.encode(metric)?;
+            gauge(
+                &mut encoder,
+                "boxes_in_use",
+                "Sandbox boxes holding a run",
+                boxes.in_use,
+            )?;
+            gauge(
+                &mut encoder,
+                "boxes_ready",
+                "Sandbox boxes built ahead, waiting for a run",
+                boxes.ready,
+            )?;
+        }
         let Some(counts) = self.0.compile_cache() else {
             return Ok(());
         };
+        for (name, help, value) in [
+            (
+                "compile_cache_bytes",
+                "Bytes in the compile cache's folder",
+                counts.bytes,
+            ),
+            (
+                "compile_cache_entries",
+                "Entries in the compile cache's folder (programs, compilation errors, headers)",
+                counts.entries,
+            ),
+            (
+                "verdict_cache_entries",
+                "Verdicts kept in memory for identical requests",
+                counts.verdict_entries,
+            ),
+        ] {
+            gauge(&mut encoder, name, help, value)?;
+        }
         for (name, help, value) in [
             (
                 "compile_cache_hits",
@@ -411,13 +463,42 @@ impl Collector for CacheCollector {
     }
 }
 
-/// Compile-cache figures since the executor started.
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result<(), fmt::Error> {
+    let gauge = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+    let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
+    gauge.encode(metric)
+}
+
+/// Compile-cache figures since the executor started, and what the caches hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CacheCounts {
     pub hits: u64,
     pub misses: u64,
     /// Requests answered from the verdict cache (src/judge/verdicts.rs).
     pub verdict_hits: u64,
+    /// Bytes in the compile cache's folder (a running figure, see
+    /// [`CompileCache::footprint`](crate::judge::compile::CompileCache::footprint)).
+    pub bytes: u64,
+    /// Entries in the compile cache's folder.
+    pub entries: u64,
+    /// Verdicts the verdict cache keeps.
+    pub verdict_entries: u64,
+}
+
+/// The sandbox's boxes (one per program run: see `ioi_sandbox::Sandbox::boxes_built`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BoxCounts {
+    /// Boxes built since the executor started, ahead of need or on demand.
+    pub built: u64,
+    /// Boxes holding a run.
+    pub in_use: u64,
+    /// Boxes built ahead, waiting for a run.
+    pub ready: u64,
 }
 
 #[cfg(test)]

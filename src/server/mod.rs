@@ -59,9 +59,21 @@ pub trait Executor: Send + Sync + 'static {
         ))
     }
 
-    /// Compile-cache hits and misses so far, for `GET /metrics`; `None` (the default) for an
-    /// executor without a cache.
+    /// Compile-cache hits and misses so far and what the caches hold, for `GET /metrics`;
+    /// `None` (the default) for an executor without a cache.
     fn compile_cache(&self) -> Option<metrics::CacheCounts> {
+        None
+    }
+
+    /// The histograms this executor fills as it runs programs and compiles, for `GET /metrics`;
+    /// `None` (the default) for an executor that runs nothing itself.
+    fn run_metrics(&self) -> Option<metrics::RunMetrics> {
+        None
+    }
+
+    /// The sandbox's boxes built and in use, for `GET /metrics`; `None` (the default) for an
+    /// executor without a sandbox.
+    fn boxes(&self) -> Option<metrics::BoxCounts> {
         None
     }
 }

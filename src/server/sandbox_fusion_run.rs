@@ -177,8 +177,8 @@ impl JudgeExecutor {
             spec,
             private,
             &job.stdin,
-            job.run_timeout,
-            job.memory_limit,
+            (job.run_timeout, job.memory_limit),
+            (self.runs(), job.language.as_str()),
         )?;
         let (status, return_code, mut message) = run_status(&outcome, job);
         let run = CommandRunResult {
