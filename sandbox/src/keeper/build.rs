@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use super::init::{clone_on_a_thread_of_its_own, InitMemory, InitParts};
 use super::{aborted, active, forget};
 use crate::cgroup::{self, CgroupRoot, RunCgroup};
-use crate::child::InitPlan;
+use crate::child::{self, InitPlan};
 use crate::handover::{self, Inbox, RunParts, StdioPlan};
 use crate::mounts::{self, MountOp};
 use crate::namespaces;
@@ -214,6 +214,12 @@ impl Builder {
             keep_fds,
             mounts: self.base.iter().map(MountOp::step).collect(),
             new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
+            stdio_stage: CString::new(
+                self.root_mountpoint
+                    .join(child::STDIO_STAGE.to_str()?.trim_start_matches('/'))
+                    .as_os_str()
+                    .as_bytes(),
+            )?,
             cgroup_procs: cgroup::raw(&ends.procs),
             uid: INSIDE_ID,
             gid: INSIDE_ID,
@@ -331,7 +337,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 fn stdio_plan(stdio: &Stdio, index: usize, new_root: &Path) -> Result<StdioPlan> {
     let input = index == 0;
     let hidden = |path: &Path, create: bool, flags: libc::c_int| -> Result<StdioPlan> {
-        let inside = format!("/dev/.stdio{index}");
+        let inside = format!("{}/{index}", child::STDIO_STAGE.to_str()?);
         // Absolute: the init resolves it in its own working directory, of the box's build.
         let path = std::path::absolute(path)
             .with_context(|| format!("cannot resolve {}", path.display()))?;

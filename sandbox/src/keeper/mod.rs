@@ -39,7 +39,7 @@ pub struct SandboxOptions {
     pub tmp_size: u64,
     /// Boxes to build ahead of need, on the sandbox's own thread (see `housekeeper`): a run
     /// then pays only for its own part of the box. 0 for a sandbox that runs once (a box
-    /// built ahead and never used costs CPU for nothing).
+    /// built ahead and never used costs CPU for nothing; nor is a network namespace pooled).
     pub ready_boxes: usize,
 }
 
@@ -127,7 +127,13 @@ impl Sandbox {
         } else {
             None
         };
-        let networks = namespaces::NetworkPool::new();
+        // A pool pays off only for boxes built ahead, where its namespaces outlive their runs: a
+        // sandbox that runs once creates its box's namespace with the box (one to create and
+        // destroy, not a pooled one and its replacement).
+        let networks = match options.ready_boxes {
+            0 => None,
+            _ => namespaces::NetworkPool::new(),
+        };
         let builder = Arc::new(Builder {
             cgroups,
             base,
