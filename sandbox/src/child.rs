@@ -5,7 +5,7 @@
 //! `handover`), no allocation, no locks, no panics (failures are reported on a pipe as a step
 //! number and an errno, and the process exits).
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 use crate::handover::{Inbox, RunSteps, StdioStep};
 use crate::mounts::{self, MountOp, MountStep};
@@ -28,6 +28,8 @@ pub(crate) struct InitPlan {
     /// The mounts every box starts with (pointing into the keeper's [`MountOp`]s).
     pub mounts: Vec<MountStep>,
     pub new_root: CString,
+    /// The host path of the box's [`STDIO_STAGE`], under `new_root`.
+    pub stdio_stage: CString,
     pub cgroup_procs: Vec<libc::c_int>,
     pub uid: libc::uid_t,
     pub gid: libc::gid_t,
@@ -43,6 +45,12 @@ pub(crate) struct InitPlan {
     /// Room for the run's message, filled by the init.
     pub inbox: Inbox,
 }
+
+/// Inside the box, the folder on which the host's stdio files are bound while the init opens
+/// them (see [`bind_hidden_stdio`]): a tmpfs of its own, detached with every bind on it by one
+/// unmount. Each unmount waits for an RCU grace period, several milliseconds on a busy host,
+/// so one for all the streams, not one each.
+pub(crate) const STDIO_STAGE: &CStr = c"/dev/.stdio";
 
 /// What the init tells the keeper, as fixed-size bytes on the report pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -460,11 +468,29 @@ fn receive_the_run(plan: &mut InitPlan) {
     unsafe { libc::close(plan.run_read) };
 }
 
-/// Binds each host stdio file on a placeholder in the box's `/dev`, to be opened from inside.
+/// Binds each host stdio file on a placeholder in the box's [`STDIO_STAGE`], to be opened
+/// from inside.
 fn bind_hidden_stdio(plan: &InitPlan, run: &RunSteps) {
+    if !has_hidden_stdio(run) {
+        return;
+    }
+    // SAFETY: mkdir/mount of a prepared path on the box's /dev tmpfs, static arguments.
+    unsafe {
+        if libc::mkdir(plan.stdio_stage.as_ptr(), 0o700) != 0
+            || libc::mount(
+                c"none".as_ptr(),
+                plan.stdio_stage.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"mode=0700,size=4k".as_ptr().cast(),
+            ) != 0
+        {
+            fail(plan, Step::HideStdio, errno());
+        }
+    }
     for (i, stdio) in run.stdio.iter().enumerate() {
         if let StdioStep::Hidden { host, target, .. } = *stdio {
-            // SAFETY: open/mount of prepared paths; the placeholder is on the box's /dev tmpfs.
+            // SAFETY: open/mount of prepared paths; the placeholder is on the stage's tmpfs.
             unsafe {
                 let fd = libc::open(
                     target,
@@ -491,6 +517,12 @@ fn bind_hidden_stdio(plan: &InitPlan, run: &RunSteps) {
     }
 }
 
+fn has_hidden_stdio(run: &RunSteps) -> bool {
+    run.stdio
+        .iter()
+        .any(|stdio| matches!(stdio, StdioStep::Hidden { .. }))
+}
+
 /// `pivot_root` into the new root and detach the host's.
 fn pivot_into_the_root(plan: &InitPlan) {
     // SAFETY: raw system calls on prepared strings.
@@ -506,11 +538,14 @@ fn pivot_into_the_root(plan: &InitPlan) {
 }
 
 /// Opens the host stdio files from inside, in order (stdin, stdout, stderr, for FIFO pairs
-/// between boxes, see `crate::Stdio`), then removes their placeholders.
+/// between boxes, see `crate::Stdio`), then detaches the stage with their binds and removes it.
 fn open_hidden_stdio(plan: &InitPlan, run: &RunSteps, fds: &mut [libc::c_int; 3]) {
+    if !has_hidden_stdio(run) {
+        return;
+    }
     for (i, stdio) in run.stdio.iter().enumerate() {
         if let StdioStep::Hidden { inside, flags, .. } = *stdio {
-            // SAFETY: open/umount/unlink of prepared paths inside the new root.
+            // SAFETY: open of a prepared path inside the new root.
             unsafe {
                 fds[i] = libc::open(inside, flags | libc::O_CLOEXEC | libc::O_NOCTTY, 0o644);
                 if fds[i] < 0 {
@@ -519,11 +554,16 @@ fn open_hidden_stdio(plan: &InitPlan, run: &RunSteps, fds: &mut [libc::c_int; 3]
                 if libc::isatty(fds[i]) == 1 {
                     fail(plan, Step::Terminal, libc::EPERM);
                 }
-                // Detached, the open file shows only its own name relative to the bind.
-                if libc::umount2(inside, libc::MNT_DETACH) != 0 || libc::unlink(inside) != 0 {
-                    fail(plan, Step::HideStdio, errno());
-                }
             }
+        }
+    }
+    // Detached, an open file shows only its own name relative to the stage: no host path.
+    // SAFETY: umount/rmdir of a static path inside the new root.
+    unsafe {
+        if libc::umount2(STDIO_STAGE.as_ptr(), libc::MNT_DETACH) != 0
+            || libc::rmdir(STDIO_STAGE.as_ptr()) != 0
+        {
+            fail(plan, Step::HideStdio, errno());
         }
     }
 }

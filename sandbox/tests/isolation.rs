@@ -375,6 +375,8 @@ fn the_box_learns_no_host_path_and_no_host_command_line() {
             show("environ1", "/proc/1/environ");
             show("environ", "/proc/self/environ");
             show("cgroup", "/proc/self/cgroup");
+            show("mounts", "/proc/self/mountinfo");
+            printf("stage:%d\n", access("/dev/.stdio", F_OK));
             int pids = 0; DIR *d = opendir("/proc"); while (dirent *e = readdir(d)) if (isdigit(e->d_name[0])) pids++;
             printf("pids:%d\n", pids);
         }"#,
@@ -404,6 +406,12 @@ fn the_box_learns_no_host_path_and_no_host_command_line() {
     );
     // Only the program itself: the init, a clone of the caller, is invisible.
     assert!(out.contains("pids:1\n"), "{out}");
+    // The folder the streams were bound on while the init opened them is gone, binds and all.
+    assert!(out.contains("stage:-1\n"), "{out}");
+    assert!(
+        !out.contains(".stdio"),
+        "a stream's bind is left in the box:\n{out}"
+    );
 }
 
 #[test]
