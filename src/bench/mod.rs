@@ -14,6 +14,7 @@
 //! and spread, alone and under load. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
 //! reference workload (`doctor`'s suggested `--time-scale`).
 
+mod clients;
 pub mod compile;
 pub mod evaluate;
 pub mod floor;

@@ -9,12 +9,14 @@
 
 pub mod demo;
 pub mod export;
+mod html;
 pub mod html_compare;
 pub mod html_report;
 mod html_submissions;
 mod hub;
 mod lock;
 pub mod merge;
+pub mod overview;
 mod plots;
 mod report_rows;
 pub mod report_source;
