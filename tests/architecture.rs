@@ -1,7 +1,8 @@
 //! The map cannot drift from the house: every "**Must not depend on:**" rule of ARCHITECTURE.md
 //! is checked against the `crate::` paths (and `ioi_sandbox::`) the room's files name. A room is
-//! a folder under `src/` or a file directly in it; a rule names the rooms it forbids in
-//! backticks (`judge`, `evaluate`, ..., and `ioi_sandbox` for the sandbox crate). The sandbox
+//! a folder under `src/` or a file directly in it; a rule names what it forbids in backticks:
+//! rooms (`judge`, `evaluate`, ...), `ioi_sandbox` for the sandbox crate, or another crate the
+//! manifest depends on (`clap`), found by its paths (`clap::`) and its `use`. The sandbox
 //! crate's own rule (nothing of ioi-run) is its manifest: it has no dependency on the
 //! application, which `cargo` enforces.
 
@@ -96,6 +97,56 @@ fn rooms_used(source: &str) -> Vec<(usize, String)> {
     used
 }
 
+/// The lines of a source file that name the external crate `name` (`name::...` or `use name`),
+/// comment lines left out.
+fn crate_used(source: &str, name: &str) -> Vec<usize> {
+    let path = format!("{name}::");
+    let mut lines = Vec::new();
+    for (number, line) in source.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split(" //").next().unwrap_or(code);
+        let named = code.match_indices(&path).any(|(at, _)| {
+            !code[..at]
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+        });
+        let used =
+            code.starts_with(&format!("use {name};")) || code.contains(&format!("use {path}"));
+        if named || used {
+            lines.push(number + 1);
+        }
+    }
+    lines
+}
+
+/// Whether `name` is a room of `src/` (a folder or a file directly in it).
+fn is_room(name: &str) -> bool {
+    let src = project().join("src");
+    src.join(name).is_dir() || src.join(format!("{name}.rs")).is_file()
+}
+
+/// The crates the root manifest depends on, with `-` spelled `_` as code names them.
+fn dependencies() -> Vec<String> {
+    let manifest = std::fs::read_to_string(project().join("Cargo.toml")).expect("Cargo.toml");
+    let mut names = Vec::new();
+    let mut inside = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line.ends_with("dependencies]");
+        } else if inside {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().replace('-', "_"));
+            }
+        }
+    }
+    names
+}
+
 /// The files of a room: `src/<room>/**.rs` or `src/<room>.rs`.
 fn room_files(room: &str) -> Vec<PathBuf> {
     let folder = project().join("src").join(room);
@@ -118,11 +169,21 @@ fn violations(rules: &BTreeMap<String, Vec<String>>) -> Vec<String> {
         for file in room_files(room) {
             let source = std::fs::read_to_string(&file)
                 .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let shown = file.strip_prefix(project()).unwrap_or(&file).display();
             for (line, used) in rooms_used(&source) {
                 if forbidden.contains(&used) {
                     found.push(format!(
-                        "{}:{line} uses `{used}`, which `{room}` must not depend on",
-                        file.strip_prefix(project()).unwrap_or(&file).display()
+                        "{shown}:{line} uses `{used}`, which `{room}` must not depend on"
+                    ));
+                }
+            }
+            for name in forbidden
+                .iter()
+                .filter(|n| *n != "ioi_sandbox" && !is_room(n))
+            {
+                for line in crate_used(&source, name) {
+                    found.push(format!(
+                        "{shown}:{line} uses the crate `{name}`, which `{room}` must not depend on"
                     ));
                 }
             }
@@ -148,9 +209,9 @@ fn no_room_uses_what_the_map_forbids_it() {
         assert!(!forbidden.is_empty(), "the rule of `{room}` names no room");
         for name in forbidden {
             assert!(
-                name == "ioi_sandbox"
-                    || !room_files(name).is_empty() && room_files(name)[0].exists(),
-                "the rule of `{room}` names `{name}`, which is no room of src/"
+                name == "ioi_sandbox" || is_room(name) || dependencies().contains(name),
+                "the rule of `{room}` names `{name}`, which is no room of src/ and no crate of \
+                 Cargo.toml"
             );
         }
     }
@@ -187,4 +248,24 @@ fn a_forbidden_use_is_found() {
             (5, "ioi_sandbox".to_string()),
         ]
     );
+    let source = "#[derive(clap::ValueEnum)]\n// clap::Parser\nuse clap::Args;\nuse ioi_clap::X;\nlet mclap::y;\n";
+    assert_eq!(crate_used(source, "clap"), vec![1, 3]);
+}
+
+/// The judge's types are parsed by the command line, never the other way round: the rule that
+/// keeps `clap` out of the rooms below `cli` holds where the command line's options meet the
+/// judge's.
+#[test]
+fn the_rooms_below_the_command_line_do_not_parse_arguments() {
+    let rules = rules(&map());
+    for room in [
+        "problem", "judge", "evaluate", "server", "keeper", "fidelity", "slurm",
+    ] {
+        assert!(
+            rules
+                .get(room)
+                .is_some_and(|f| f.iter().any(|n| n == "clap")),
+            "ARCHITECTURE.md does not keep `clap` out of `{room}`"
+        );
+    }
 }

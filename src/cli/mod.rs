@@ -332,6 +332,19 @@ impl CacheArgs {
     }
 }
 
+/// `--compile-profile`: the judge's profiles by their names, each with its purpose as its help.
+/// The judge's type knows nothing of the command line; this is where the command line learns
+/// to spell it.
+impl clap::ValueEnum for CompileProfile {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CompileProfile::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.purpose()))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RunnerKind {
     Native,
@@ -464,6 +477,20 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_compile_profile_is_parsed_by_the_name_its_results_record() {
+        use clap::ValueEnum;
+        for profile in super::CompileProfile::ALL {
+            let recorded = serde_json::to_value(profile).expect("a profile serializes");
+            assert_eq!(recorded, profile.name());
+            assert_eq!(
+                super::CompileProfile::from_str(profile.name(), false),
+                Ok(profile)
+            );
+        }
+        assert!(super::CompileProfile::from_str("fast", false).is_err());
+    }
+
     use super::*;
 
     #[test]
