@@ -269,3 +269,125 @@ fn the_rooms_below_the_command_line_do_not_parse_arguments() {
         );
     }
 }
+
+/// The code map's sections: a room's heading (`### `src/judge/``) with the words its backticked
+/// names hold (`host::costs` gives `host` and `costs`), and the whole code map's words for the
+/// small pieces named outside a section of their own.
+fn code_map(map: &str) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+    let start = map
+        .find("## Code map")
+        .expect("ARCHITECTURE.md has a code map");
+    let body = &map[start + "## Code map".len()..];
+    let body = &body[..body.find("\n## ").unwrap_or(body.len())];
+    let words = |text: &str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .flat_map(|name| {
+                name.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|w| !w.is_empty())
+            .collect()
+    };
+    let mut sections = BTreeMap::new();
+    for section in body.split("\n### ").skip(1) {
+        let (heading, text) = section.split_once('\n').unwrap_or((section, ""));
+        if let Some(room) = heading
+            .trim()
+            .strip_prefix("`src/")
+            .and_then(|r| r.strip_suffix('`'))
+        {
+            let room = room
+                .trim_end_matches('/')
+                .trim_end_matches(".rs")
+                .to_string();
+            sections.insert(room, words(text));
+        }
+    }
+    (sections, words(body))
+}
+
+/// Every file and folder of `src/` the code map does not name: a room's files by their names in
+/// its section, the files directly in `src/` by their paths anywhere in the code map.
+fn unnamed_in_map(map: &str) -> Vec<String> {
+    let (sections, everywhere) = code_map(map);
+    let src = project().join("src");
+    let mut missing = Vec::new();
+    for entry in walkdir::WalkDir::new(&src)
+        .min_depth(1)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        let relative = entry.path().strip_prefix(&src).unwrap_or(entry.path());
+        let parts: Vec<String> = relative
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let named = match parts.as_slice() {
+            [file] => {
+                let stem = file.trim_end_matches(".rs");
+                sections.contains_key(stem)
+                    || everywhere
+                        .iter()
+                        .any(|w| w == &format!("src/{file}") || w == file)
+            }
+            [room, inside @ ..] => {
+                let stem = |p: &String| {
+                    p.trim_end_matches(".rs")
+                        .trim_end_matches(".cpp")
+                        .to_string()
+                };
+                let name = stem(inside.last().unwrap_or(room));
+                let words = sections.get(room);
+                // A room's `mod.rs` is the room; a `tests.rs` holds a module's unit tests.
+                name == "mod"
+                    || name == "tests"
+                    || words.is_some_and(|w| {
+                        w.contains(&name) || w.contains(inside.last().unwrap_or(room))
+                    })
+            }
+            [] => true,
+        };
+        if !named {
+            missing.push(format!("src/{}", parts.join("/")));
+        }
+    }
+    missing
+}
+
+#[test]
+fn the_code_map_names_every_file_of_src() {
+    let missing = unnamed_in_map(&map());
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map does not name:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The check itself: a file of a room that its section does not name is found.
+#[test]
+fn a_file_the_map_leaves_out_is_found() {
+    let map =
+        "## Code map\n\n### `src/judge/`\n\n`plan` decides, `schedule/` spreads.\n\n## Next\n";
+    let (sections, _) = code_map(map);
+    assert_eq!(
+        sections.get("judge"),
+        Some(&vec!["plan".to_string(), "schedule".to_string()])
+    );
+    let missing = unnamed_in_map(map);
+    assert!(
+        missing.contains(&"src/judge/native.rs".to_string()),
+        "{missing:?}"
+    );
+    assert!(
+        !missing.contains(&"src/judge/plan.rs".to_string()),
+        "{missing:?}"
+    );
+    assert!(
+        missing.contains(&"src/dataset.rs".to_string()),
+        "{missing:?}"
+    );
+}
