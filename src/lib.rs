@@ -5,6 +5,7 @@
 //! reports. Nothing below calls back up.
 
 pub mod bench;
+pub mod catalog;
 pub mod cli;
 pub mod dataset;
 pub mod error;

@@ -201,7 +201,7 @@ fn no_room_uses_what_the_map_forbids_it() {
     let rules = rules(&map());
     // The rules the map states for the application's rooms, each naming what it forbids.
     for room in [
-        "problem", "judge", "evaluate", "server", "keeper", "fidelity", "slurm", "bench",
+        "problem", "judge", "catalog", "evaluate", "server", "keeper", "fidelity", "slurm", "bench",
     ] {
         let forbidden = rules
             .get(room)
@@ -259,7 +259,7 @@ fn a_forbidden_use_is_found() {
 fn the_rooms_below_the_command_line_do_not_parse_arguments() {
     let rules = rules(&map());
     for room in [
-        "problem", "judge", "evaluate", "server", "keeper", "fidelity", "slurm",
+        "problem", "judge", "catalog", "evaluate", "server", "keeper", "fidelity", "slurm",
     ] {
         assert!(
             rules

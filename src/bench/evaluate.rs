@@ -11,8 +11,10 @@ use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
-use crate::evaluate::run::{self, Catalog, EvaluateOptions};
-use crate::evaluate::{resolve_datasets, SubmissionOptions};
+use crate::catalog::resolve_datasets;
+use crate::catalog::Catalog;
+use crate::evaluate::run::{self, EvaluateOptions};
+use crate::evaluate::SubmissionOptions;
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::{Judge, JudgeOptions};
 use crate::output::outln;

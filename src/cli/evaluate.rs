@@ -12,10 +12,12 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::RunnerKind;
+use crate::catalog::{self, Catalog};
+use crate::catalog::{resolve_datasets, DatasetSource};
 use crate::evaluate::html_report::REPORT_HTML;
-use crate::evaluate::run::{self, Catalog, EvaluateOptions, Summary};
+use crate::evaluate::run::{self, EvaluateOptions, Summary};
 use crate::evaluate::shard::Shard;
-use crate::evaluate::{resolve_datasets, DatasetSource, SubmissionOptions};
+use crate::evaluate::SubmissionOptions;
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::Judge;
 
@@ -187,8 +189,8 @@ impl Inputs {
             .context("DATASETS is required")
             .map_err(crate::error::usage)?;
         let datasets = resolve_datasets(datasets)?;
-        let problems = run::resolve_sources(&args.problems)?;
-        let tests = if problems.iter().all(|p| run::is_cms_source(p)) {
+        let problems = catalog::resolve_sources(&args.problems)?;
+        let tests = if problems.iter().all(|p| catalog::is_cms_source(p)) {
             vec![]
         } else {
             let near: Vec<PathBuf> = problems
@@ -196,7 +198,7 @@ impl Inputs {
                 .cloned()
                 .chain(datasets.iter().flat_map(|d| d.files.iter().cloned()))
                 .collect();
-            run::resolve_tests(&args.tests, &near)?
+            catalog::resolve_tests(&args.tests, &near)?
         };
         Ok(Inputs {
             datasets,

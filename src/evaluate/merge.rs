@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 
 use super::settings::{self, JudgedProblems};
 use super::shard::{shard_of, Shard, ShardRecord};
-use super::{read_results, DatasetSource, SubmissionKey, SubmissionOptions};
+use super::submissions::load_dataset;
+use super::{read_results, SubmissionKey, SubmissionOptions};
+use crate::catalog::DatasetSource;
 
 /// What a merge wrote.
 #[derive(Debug, Default)]
@@ -159,7 +161,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
     };
     // The same rows are skipped as in every shard (they are read before any shard is chosen).
     let rows_read = crate::dataset::RowPolicy::new(false);
-    let submissions = dataset.load(&options, &rows_read)?;
+    let submissions = load_dataset(dataset, &options, &rows_read)?;
     let position: HashMap<SubmissionKey, usize> = submissions
         .iter()
         .enumerate()

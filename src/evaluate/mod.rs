@@ -13,7 +13,6 @@ mod html;
 pub mod html_compare;
 pub mod html_report;
 mod html_submissions;
-mod hub;
 mod lock;
 pub mod merge;
 pub mod overview;
@@ -35,9 +34,7 @@ pub use export::{export_results_file, write_parquet_dataset};
 pub use lock::LOCK_PATTERN;
 pub use reports::write_reports;
 pub use results::{read_results, result_row, ResultsFile};
-pub use submissions::{
-    resolve_datasets, DatasetSource, Submission, SubmissionKey, SubmissionOptions,
-};
+pub use submissions::{Submission, SubmissionKey, SubmissionOptions};
 
 /// Writes `bytes` to `path` atomically (a temporary file beside it named with `prefix`, synced,
 /// then renamed): a reader, on this host or another sharing the folder, sees the old file or the

@@ -4,20 +4,20 @@
 //! reports are written.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::settings::{self, JudgedProblems, Settings};
 use super::shard::{self, Shard};
-use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
+use super::{result_row, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
+use crate::catalog::{Catalog, DatasetSource};
 use crate::dataset::RowPolicy;
 use crate::judge::schedule::{
     self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
 use crate::judge::verdicts::{KeyBuilder, VerdictKey};
 use crate::judge::{stop, Judge, LoadedProblem};
-use crate::problem::openr1::ProblemRows;
 use crate::problem::{Problem, ProblemKey};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -52,189 +52,6 @@ impl EvaluateOptions {
             None => config_name.to_string(),
         }
     }
-}
-
-/// Where problems come from: CMS task folders, or open-r1/ioi rows with test-case sources.
-pub enum Catalog {
-    /// Task folders that loaded, and those that did not with why (a broken folder only matters
-    /// to the submissions that name it).
-    Cms(Vec<(Problem, PathBuf)>, Vec<(PathBuf, String)>),
-    /// open-r1/ioi rows: the problems that loaded, those with a bad row, and the test sources.
-    OpenR1 {
-        rows: ProblemRows,
-        tests: Vec<PathBuf>,
-    },
-}
-
-impl Catalog {
-    /// Loads the problem list from `--problems` sources (CMS folders, a folder of CMS folders,
-    /// or open-r1/ioi files) and remembers the `--tests` sources.
-    pub fn load(problem_sources: &[PathBuf], tests: &[PathBuf]) -> Result<Catalog> {
-        let mut cms = Vec::new();
-        let mut rows = Vec::new();
-        for source in problem_sources {
-            if is_cms_source(source) {
-                cms.extend(task_folders(source)?);
-            } else {
-                rows.push(source.clone());
-            }
-        }
-        match (cms.is_empty(), rows.is_empty()) {
-            (false, true) => {
-                let mut problems = Vec::new();
-                let mut broken = Vec::new();
-                for dir in cms {
-                    match folder_header(&dir) {
-                        Ok(problem) => problems.push((problem, dir)),
-                        Err(e) => broken.push((dir, format!("{e:#}"))),
-                    }
-                }
-                if problems.is_empty() && !broken.is_empty() {
-                    let (dir, why) = &broken[0];
-                    bail!(
-                        "no problem folder could be loaded ({} tried); {}: {why}",
-                        broken.len(),
-                        dir.display()
-                    );
-                }
-                Ok(Catalog::Cms(problems, broken))
-            }
-            (true, false) => {
-                if tests.is_empty() {
-                    return Err(crate::error::usage(anyhow::anyhow!(
-                        "--tests is required with open-r1/ioi problem rows"
-                    )));
-                }
-                let loaded = crate::problem::openr1::load_problems(&rows)?;
-                if loaded.problems.is_empty() {
-                    let first = loaded.broken.first().map(|b| b.why.as_str());
-                    bail!(
-                        "no problem could be loaded ({} with bad rows); {}",
-                        loaded.broken.len(),
-                        first.unwrap_or("no problem rows")
-                    );
-                }
-                Ok(Catalog::OpenR1 {
-                    rows: loaded,
-                    tests: tests.to_vec(),
-                })
-            }
-            (true, true) => Err(crate::error::usage(anyhow::anyhow!(
-                "no problems given (--problems)"
-            ))),
-            (false, false) => Err(crate::error::usage(anyhow::anyhow!(
-                "--problems mixes CMS task folders and open-r1/ioi files: use one kind"
-            ))),
-        }
-    }
-
-    /// A hash of every problem as loaded (limits, subtasks, grader files): shards judged
-    /// against different problems must not be merged. Test data is not part of it (hashing
-    /// gigabytes of tests would cost more than judging a shard).
-    pub fn fingerprint(&self) -> String {
-        let mut h = blake3::Hasher::new();
-        for problem in self.problems() {
-            h.update(format!("{problem:?}").as_bytes());
-        }
-        // Which problems are left out changes which submissions a shard judges.
-        for broken in self.broken() {
-            h.update(broken.as_bytes());
-        }
-        h.finalize().to_hex()[..16].to_string()
-    }
-
-    /// Problems that could not be loaded (task folders, or problems with a bad row), with why,
-    /// for messages.
-    pub fn broken(&self) -> Vec<String> {
-        match self {
-            Catalog::Cms(_, broken) => broken
-                .iter()
-                .map(|(dir, why)| format!("{}: {why}", dir.display()))
-                .collect(),
-            Catalog::OpenR1 { rows, .. } => rows
-                .broken
-                .iter()
-                .map(|b| format!("problem {}: {}", b.label(), b.why))
-                .collect(),
-        }
-    }
-
-    /// Why a submission for (year, id) cannot be judged when the problem it names failed to
-    /// load: a problem with a bad row, or a task folder of that name that is broken.
-    fn broken_for(&self, year: i64, problem_id: &str) -> Option<String> {
-        match self {
-            Catalog::Cms(_, broken) => broken
-                .iter()
-                .find(|(dir, _)| {
-                    dir.file_name()
-                        .is_some_and(|n| n.to_string_lossy().to_lowercase() == problem_id)
-                })
-                .map(|(dir, _)| format!("its task folder {} could not be loaded", dir.display())),
-            Catalog::OpenR1 { rows, .. } => rows.broken_for(year, problem_id).map(|b| {
-                format!(
-                    "problem {} could not be loaded: its rows in --problems are bad",
-                    b.label()
-                )
-            }),
-        }
-    }
-
-    fn problems(&self) -> Vec<&Problem> {
-        match self {
-            Catalog::Cms(list, _) => list.iter().map(|(p, _)| p).collect(),
-            Catalog::OpenR1 { rows, .. } => rows.problems.iter().collect(),
-        }
-    }
-
-    /// The key of the problem a submission is for (CMS folders without a year match any year).
-    fn key_for(&self, year: i64, problem_id: &str) -> Option<ProblemKey> {
-        self.problems()
-            .into_iter()
-            .find(|p| p.id == problem_id && (p.year == year || p.year == 0))
-            .map(ProblemKey::of)
-    }
-}
-
-/// What a task folder says about its problem before anything runs: a CMS folder is read
-/// whole; a TPS package gives its id, name and limits (its subtasks and tests are only known
-/// once `gen/data` is made, when the problem is first judged).
-pub fn folder_header(dir: &Path) -> Result<Problem> {
-    if crate::problem::tps::is_tps(dir) {
-        Ok(crate::problem::tps::TpsPackage::read(dir)?.header())
-    } else {
-        Ok(crate::problem::cms::load_cms(dir)?.0)
-    }
-}
-
-/// The task folders of a `--problems` source: itself, or its children holding `problem.json`,
-/// sorted.
-pub fn task_folders(source: &Path) -> Result<Vec<PathBuf>> {
-    if source.join("problem.json").is_file() {
-        return Ok(vec![source.to_path_buf()]);
-    }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(source)
-        .with_context(|| format!("cannot list {}", source.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("problem.json").is_file())
-        .collect();
-    dirs.sort();
-    Ok(dirs)
-}
-
-/// Whether a `--problems` source is a CMS task folder or a folder of them (no tests needed).
-pub fn is_cms_source(path: &Path) -> bool {
-    path.join("problem.json").is_file() || (path.is_dir() && has_cms_children(path))
-}
-
-fn has_cms_children(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.path().join("problem.json").is_file())
-        })
-        .unwrap_or(false)
 }
 
 /// Loads problems for the scheduler: tests streamed for one problem at a time.
@@ -403,7 +220,8 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
         let rows = RowPolicy::new(options.strict);
-        let mut submissions = dataset.load(&options.submissions, &rows)?;
+        let mut submissions =
+            super::submissions::load_dataset(dataset, &options.submissions, &rows)?;
         plan.skipped.push(rows.skipped());
         if let Some(shard) = &options.shard {
             submissions.retain(|s| shard.contains(&dataset.config_name, &s.key()));
@@ -815,83 +633,6 @@ fn mark_complete_shards(
         }
     }
     Ok(())
-}
-
-/// Resolves `--problems`/`--tests` items: local paths as they are, hub ids downloaded.
-pub fn resolve_sources(items: &[String]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for item in items {
-        let path = Path::new(item);
-        if path.exists() {
-            out.push(path.to_path_buf());
-        } else if super::hub::is_hub_id(item) {
-            for source in super::hub::resolve(item, None)? {
-                out.extend(source.files);
-            }
-        } else {
-            return Err(crate::error::usage(anyhow::anyhow!(
-                "{item}: no such file or folder, and not a Hugging Face dataset id"
-            )));
-        }
-    }
-    Ok(out)
-}
-
-/// The test cases `--tests` defaults to.
-pub const DEFAULT_TESTS: &str = "open-r1/ioi-test-cases";
-
-/// Resolves `--tests`: the sources given, or [`DEFAULT_TESTS`] when none was. When the default
-/// cannot be had (offline, not in the hub cache), the error says it was the default and how to
-/// give local test cases, naming any file or folder beside `near` (the problems, the datasets)
-/// that looks like test cases.
-pub fn resolve_tests(given: &[String], near: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    if !given.is_empty() {
-        return resolve_sources(given);
-    }
-    resolve_sources(&[DEFAULT_TESTS.to_string()]).map_err(|e| {
-        let hint = match local_test_candidates(near).as_slice() {
-            [] => String::new(),
-            found => format!(
-                " (here: {})",
-                found
-                    .iter()
-                    .map(|p| format!("--tests {}", p.display()))
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            ),
-        };
-        crate::error::usage(e.context(format!(
-            "--tests was not given, so its default, the Hugging Face dataset {DEFAULT_TESTS}, \
-             was tried; give local test cases with --tests FILE or FOLDER{hint}"
-        )))
-    })
-}
-
-/// Files and folders beside `near` whose name says they hold tests (`*test*.parquet`,
-/// `*test*.jsonl`, a `*test*` folder), at most three.
-fn local_test_candidates(near: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = Vec::new();
-    for path in near {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let Ok(entries) = std::fs::read_dir(parent) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let candidate = entry.path();
-            let name = entry.file_name().to_string_lossy().to_lowercase();
-            let kind_fits = candidate.is_dir() || crate::dataset::Format::of(&candidate).is_some();
-            let taken = near.iter().any(|n| n == &candidate) || found.contains(&candidate);
-            if name.contains("test") && kind_fits && !taken && !is_cms_source(&candidate) {
-                found.push(candidate);
-            }
-        }
-    }
-    found.sort();
-    found.truncate(3);
-    found
 }
 
 /// What a plan will judge, per dataset and per problem, for messages.
