@@ -341,7 +341,7 @@ impl clap::ValueEnum for CompileProfile {
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()).help(self.purpose()))
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(self.purpose()))
     }
 }
 
@@ -357,19 +357,13 @@ impl RunArgs {
     }
 
     pub fn judge_options(&self) -> anyhow::Result<crate::judge::JudgeOptions> {
-        use anyhow::Context;
         let mut options = crate::judge::JudgeOptions::default();
         self.cache.apply(&mut options);
         options.compile_profile = self.compile_profile;
         options.time_scale = self.time_scale;
         options.runner = match (&self.compile_script, &self.run_script, self.runner) {
             (Some(c), Some(r), _) => {
-                crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {
-                    compile: std::fs::read_to_string(c)
-                        .with_context(|| format!("cannot read {}", c.display()))?,
-                    run: std::fs::read_to_string(r)
-                        .with_context(|| format!("cannot read {}", r.display()))?,
-                })
+                crate::judge::Runner::Scripts(crate::judge::scripts::Scripts::read(c, r)?)
             }
             (_, _, RunnerKind::Scripts) => crate::judge::Runner::Scripts(Default::default()),
             _ => crate::judge::Runner::Native,
@@ -482,9 +476,9 @@ mod tests {
         use clap::ValueEnum;
         for profile in super::CompileProfile::ALL {
             let recorded = serde_json::to_value(profile).expect("a profile serializes");
-            assert_eq!(recorded, profile.name());
+            assert_eq!(recorded, profile.as_str());
             assert_eq!(
-                super::CompileProfile::from_str(profile.name(), false),
+                super::CompileProfile::from_str(profile.as_str(), false),
                 Ok(profile)
             );
         }

@@ -67,15 +67,6 @@ impl CompileProfile {
         CompileProfile::Debug,
     ];
 
-    /// The profile's name, as a command line and the results spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            CompileProfile::Reference => "reference",
-            CompileProfile::Ioi => "ioi",
-            CompileProfile::Debug => "debug",
-        }
-    }
-
     /// What the profile is for, as a command line's help says it.
     pub fn purpose(self) -> &'static str {
         match self {
