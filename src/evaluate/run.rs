@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -226,53 +227,10 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
         if let Some(shard) = &options.shard {
             submissions.retain(|s| shard.contains(&dataset.config_name, &s.key()));
         }
-        let stem = options.results_stem(&dataset.config_name);
-        let (done, results) = if dry {
-            let done = judged_keys(options, &dataset.config_name)?;
-            if options.shard.is_none() {
-                let dir = &options.local_results_path;
-                let holds_rows = !done.is_empty();
-                settings::begin(
-                    dir,
-                    &stem,
-                    &options.settings,
-                    holds_rows,
-                    options.override_existing,
-                    true,
-                )?;
-            }
-            (done, None)
-        } else {
-            if let Some(shard) = options.shard {
-                shard::begin(
-                    &options.local_results_path,
-                    &dataset.config_name,
-                    shard,
-                    &options.settings,
-                    options.override_existing,
-                )?;
-            }
-            let file = ResultsFile::open(
-                &options.local_results_path,
-                &stem,
-                &options.submissions.id_column,
-                options.override_existing,
-            )?;
-            if options.shard.is_none() {
-                // Under the results file's lock: no other run records other settings meanwhile.
-                let holds_rows = !file.done().is_empty();
-                settings::begin(
-                    &options.local_results_path,
-                    &stem,
-                    &options.settings,
-                    holds_rows,
-                    options.override_existing,
-                    false,
-                )?;
-            }
+        let (done, results) = open_results(options, &dataset.config_name, dry)?;
+        if let Some(file) = &results {
             judged.merge_from(file.judged_problems());
-            (file.done().clone(), Some(file))
-        };
+        }
         let total = submissions.len();
         warn_about_content(&mut plan, &dataset.origin, &submissions);
         let mut to_run = 0;
@@ -281,48 +239,21 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
             if done.contains(&submission.key()) {
                 continue;
             }
-            let problem_key = catalog.key_for(submission.year, &submission.problem_id);
-            let broken = match problem_key {
-                Some(_) => None,
-                None => catalog.broken_for(submission.year, &submission.problem_id),
-            };
-            if let Some(why) = broken {
-                // Named and left out: judging it on a partly loaded problem would be a wrong
-                // score.
-                plan.bad_rows.push(format!(
-                    "{}: field `problem_id`: {why} (listed above)",
-                    submission.origin
-                ));
-                plan.naming_broken += 1;
-                bad += 1;
-                plan.left_out.push((index, submission.key()));
-                continue;
+            match problem_of(catalog, &submission, &mut plan) {
+                Some(problem_key) => {
+                    *plan.per_problem.entry(problem_key.clone()).or_default() += 1;
+                    to_run += 1;
+                    pending.push(Pending {
+                        dataset: index,
+                        submission,
+                        problem_key,
+                    });
+                }
+                None => {
+                    bad += 1;
+                    plan.left_out.push((index, submission.key()));
+                }
             }
-            let Some(problem_key) = problem_key else {
-                // One bad row must not refuse the whole dataset: it is named and left out.
-                let known: Vec<String> = catalog
-                    .problems()
-                    .into_iter()
-                    .map(|p| ProblemKey::of(p).to_string())
-                    .collect();
-                plan.bad_rows.push(format!(
-                    "{}: field `problem_id`: no problem {:?} of year {} among the problems ({})",
-                    submission.origin,
-                    submission.problem_id,
-                    submission.year,
-                    known.join(", ")
-                ));
-                bad += 1;
-                plan.left_out.push((index, submission.key()));
-                continue;
-            };
-            *plan.per_problem.entry(problem_key.clone()).or_default() += 1;
-            to_run += 1;
-            pending.push(Pending {
-                dataset: index,
-                submission,
-                problem_key,
-            });
         }
         plan.datasets.push(DatasetPlan {
             name: dataset.config_name.clone(),
@@ -340,6 +271,83 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
         pending,
         judged,
     })
+}
+
+/// The submissions of a dataset already in its results, and (unless `dry`) its results file
+/// open for appending, with the settings of the run checked against those the file was
+/// written with (a shard's against its record).
+fn open_results(
+    options: &EvaluateOptions,
+    config_name: &str,
+    dry: bool,
+) -> Result<(HashSet<SubmissionKey>, Option<ResultsFile>)> {
+    let stem = options.results_stem(config_name);
+    let dir = &options.local_results_path;
+    let check_settings = |holds_rows: bool| match options.shard {
+        Some(_) => Ok(()),
+        None => settings::begin(
+            dir,
+            &stem,
+            &options.settings,
+            holds_rows,
+            options.override_existing,
+            dry,
+        ),
+    };
+    if dry {
+        let done = judged_keys(options, config_name)?;
+        check_settings(!done.is_empty())?;
+        return Ok((done, None));
+    }
+    if let Some(shard) = options.shard {
+        shard::begin(
+            dir,
+            config_name,
+            shard,
+            &options.settings,
+            options.override_existing,
+        )?;
+    }
+    let file = ResultsFile::open(
+        dir,
+        &stem,
+        &options.submissions.id_column,
+        options.override_existing,
+    )?;
+    // Under the results file's lock: no other run records other settings meanwhile.
+    check_settings(!file.done().is_empty())?;
+    Ok((file.done().clone(), Some(file)))
+}
+
+/// The problem a submission is for, or `None` with the reason recorded in `plan` as a bad row:
+/// a problem that failed to load (judging it on a partly loaded problem would be a wrong
+/// score), or none of that id and year. One bad row must not refuse the whole dataset: it is
+/// named and left out.
+fn problem_of(catalog: &Catalog, submission: &Submission, plan: &mut Plan) -> Option<ProblemKey> {
+    if let Some(key) = catalog.key_for(submission.year, &submission.problem_id) {
+        return Some(key);
+    }
+    if let Some(why) = catalog.broken_for(submission.year, &submission.problem_id) {
+        plan.bad_rows.push(format!(
+            "{}: field `problem_id`: {why} (listed above)",
+            submission.origin
+        ));
+        plan.naming_broken += 1;
+        return None;
+    }
+    let known: Vec<String> = catalog
+        .problems()
+        .into_iter()
+        .map(|p| ProblemKey::of(p).to_string())
+        .collect();
+    plan.bad_rows.push(format!(
+        "{}: field `problem_id`: no problem {:?} of year {} among the problems ({})",
+        submission.origin,
+        submission.problem_id,
+        submission.year,
+        known.join(", ")
+    ));
+    None
 }
 
 /// What [`prepare`] found: the plan, the results files open for appending, the submissions to
@@ -422,10 +430,6 @@ pub fn evaluate(
     on_plan(&plan);
     let (jobs, copies) = distinct_jobs(&pending);
     let from_cache = pending.len() - jobs.len();
-    let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
-    let failures = Mutex::new(Vec::new());
-    let host_failures = std::sync::atomic::AtomicUsize::new(0);
-    let write_errors = Mutex::new(Vec::new());
     let source = CatalogSource {
         catalog,
         judge,
@@ -437,50 +441,31 @@ pub fn evaluate(
         hashes: Mutex::default(),
         test_rows: RowPolicy::new(options.strict),
     };
+    let recorder = Recorder {
+        judge,
+        source: &source,
+        pending: &pending,
+        copies: &copies,
+        files: files.into_iter().map(Mutex::new).collect(),
+        failures: Mutex::default(),
+        host_failures: AtomicUsize::new(0),
+        write_errors: Mutex::default(),
+    };
     schedule::run(
         judge,
         &source,
         &jobs,
         &options.schedule,
         progress,
-        &|finished: Finished| {
-            for &copy in &copies[finished.job] {
-                let pending = &pending[copy];
-                let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
-                match &finished.outcome {
-                    Ok(Judged { problem, results }) => {
-                        let mut row = result_row(&pending.submission, &problem.problem, results);
-                        // How the submission was compiled: results of the two profiles can differ.
-                        row.entry("compile_profile")
-                            .or_insert(judge.compile_profile().as_str().into());
-                        if let Some(hash) = source.hash_of(&pending.problem_key.to_string()) {
-                            row.insert(settings::PROBLEM_HASH.into(), hash.into());
-                        }
-                        let appended = files[pending.dataset]
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
-                            .and_then(|mut file| file.append(&row));
-                        if let Err(e) = appended {
-                            if let Ok(mut errors) = write_errors.lock() {
-                                errors.push(format!("{who}: {e:#}"));
-                            }
-                        }
-                    }
-                    // Interrupted: not a verdict and not a failure; the next run judges it afresh.
-                    Err(e) if stop::is_aborted(e) || stop::requested() => {}
-                    Err(e) => {
-                        tracing::warn!("{who}: not judged: {e:#}");
-                        if crate::error::class_of(e) == Some(crate::error::ErrorClass::Host) {
-                            host_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        if let Ok(mut list) = failures.lock() {
-                            list.push(format!("{who}: {e:#}"));
-                        }
-                    }
-                }
-            }
-        },
+        &|finished| recorder.record(finished),
     )?;
+    let Recorder {
+        files,
+        failures,
+        host_failures,
+        write_errors,
+        ..
+    } = recorder;
     let write_errors = write_errors.into_inner().unwrap_or_default();
     if !write_errors.is_empty() {
         bail!("cannot write results:\n{}", write_errors.join("\n"));
@@ -494,51 +479,16 @@ pub fn evaluate(
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
     let host_failures = host_failures.into_inner();
-    // Bad rows of the test cases are known only once the problems are loaded: every dataset's
-    // record lists them too (the test cases are every dataset's input).
-    let test_rows = source.test_rows.skipped();
-    let (skipped_rows, skipped_files) = match test_rows.is_empty() {
-        true => (plan.skipped_rows(), skipped_files),
-        false => {
-            let mut with_tests = plan.skipped.clone();
-            for skipped in &mut with_tests {
-                skipped.extend(test_rows.iter().cloned());
-            }
-            (
-                plan.skipped_rows() + test_rows.len(),
-                record_skipped(options, &with_tests)?,
-            )
+    let (skipped_rows, skipped_files) =
+        with_test_rows(options, &plan, skipped_files, source.test_rows.skipped())?;
+    let (parquet_files, reports) = match options.shard {
+        Some(shard) => {
+            mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
+            // A shard writes neither parquet nor reports: `merge` does, from all the shards.
+            (Vec::new(), Vec::new())
         }
+        None => write_outputs(options, &results_files)?,
     };
-    if let Some(shard) = options.shard {
-        mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
-        // A shard writes neither parquet nor reports: `merge` does, from all the shards.
-        return Ok(Summary {
-            skipped_rows,
-            skipped_files,
-            bad_rows: plan.bad_rows.len(),
-            broken_problems: plan.broken_problems.len(),
-            naming_broken: plan.naming_broken,
-            judged: pending.len() - failed.len(),
-            from_cache,
-            failed,
-            host_failures,
-            elapsed: started.elapsed(),
-            results_files,
-            ..Summary::default()
-        });
-    }
-    let mut parquet_files = Vec::new();
-    for path in &results_files {
-        if let Some(out) = super::export_results_file(path, &options.results_dir)? {
-            parquet_files.push(out);
-        }
-    }
-    let reports = super::write_reports(
-        &results_files,
-        &options.results_dir,
-        &options.submissions.id_column,
-    )?;
     Ok(Summary {
         skipped_rows,
         skipped_files,
@@ -554,6 +504,107 @@ pub fn evaluate(
         parquet_files,
         reports,
     })
+}
+
+/// Where each finished job's results go: every copy of the submission it answers gets its row
+/// appended to its dataset's results; a failure is counted and named, an interrupted job
+/// neither (the next run judges it afresh).
+struct Recorder<'a> {
+    judge: &'a Judge,
+    source: &'a CatalogSource<'a>,
+    pending: &'a [Pending],
+    copies: &'a [Vec<usize>],
+    files: Vec<Mutex<ResultsFile>>,
+    failures: Mutex<Vec<String>>,
+    host_failures: AtomicUsize,
+    write_errors: Mutex<Vec<String>>,
+}
+
+impl Recorder<'_> {
+    fn record(&self, finished: Finished) {
+        for &copy in &self.copies[finished.job] {
+            let pending = &self.pending[copy];
+            let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
+            match &finished.outcome {
+                Ok(judged) => {
+                    if let Err(e) = self.append(pending, judged) {
+                        if let Ok(mut errors) = self.write_errors.lock() {
+                            errors.push(format!("{who}: {e:#}"));
+                        }
+                    }
+                }
+                // Interrupted: not a verdict and not a failure; the next run judges it afresh.
+                Err(e) if stop::is_aborted(e) || stop::requested() => {}
+                Err(e) => {
+                    tracing::warn!("{who}: not judged: {e:#}");
+                    if crate::error::class_of(e) == Some(crate::error::ErrorClass::Host) {
+                        self.host_failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if let Ok(mut list) = self.failures.lock() {
+                        list.push(format!("{who}: {e:#}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends the row of `pending` judged as `judged` to its dataset's results (`false` when
+    /// the submission already has one).
+    fn append(&self, pending: &Pending, judged: &Judged) -> Result<bool> {
+        let Judged { problem, results } = judged;
+        let mut row = result_row(&pending.submission, &problem.problem, results);
+        // How the submission was compiled: results of the two profiles can differ.
+        row.entry("compile_profile")
+            .or_insert(self.judge.compile_profile().as_str().into());
+        if let Some(hash) = self.source.hash_of(&pending.problem_key.to_string()) {
+            row.insert(settings::PROBLEM_HASH.into(), hash.into());
+        }
+        self.files[pending.dataset]
+            .lock()
+            .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
+            .and_then(|mut file| file.append(&row))
+    }
+}
+
+/// The rows skipped and the files recording them, with the bad rows of the test cases added:
+/// those are known only once the problems are loaded, and every dataset's record lists them
+/// too (the test cases are every dataset's input).
+fn with_test_rows(
+    options: &EvaluateOptions,
+    plan: &Plan,
+    skipped_files: Vec<PathBuf>,
+    test_rows: Vec<Value>,
+) -> Result<(usize, Vec<PathBuf>)> {
+    if test_rows.is_empty() {
+        return Ok((plan.skipped_rows(), skipped_files));
+    }
+    let mut with_tests = plan.skipped.clone();
+    for skipped in &mut with_tests {
+        skipped.extend(test_rows.iter().cloned());
+    }
+    Ok((
+        plan.skipped_rows() + test_rows.len(),
+        record_skipped(options, &with_tests)?,
+    ))
+}
+
+/// The parquet export and the reports of every results file.
+fn write_outputs(
+    options: &EvaluateOptions,
+    results_files: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut parquet_files = Vec::new();
+    for path in results_files {
+        if let Some(out) = super::export_results_file(path, &options.results_dir)? {
+            parquet_files.push(out);
+        }
+    }
+    let reports = super::write_reports(
+        results_files,
+        &options.results_dir,
+        &options.submissions.id_column,
+    )?;
+    Ok((parquet_files, reports))
 }
 
 /// The distinct submissions of `pending` to judge, and for each the positions in `pending` of
