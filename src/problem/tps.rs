@@ -220,34 +220,7 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
         } else {
             format!("{subtask_index}-{test_offset:02}")
         };
-        let parts = shlex::split(line)
-            .with_context(|| format!("{}: unbalanced quotes in {line:?}", at()))?;
-        let command =
-            match parts.split_first() {
-                Some((m, rest)) if m == "manual" => match rest {
-                    [file] => GenCommand::Manual(RelativePath::parse(file).with_context(|| {
-                        format!("{}: `manual` takes a file of gen/manual", at())
-                    })?),
-                    _ => bail!(
-                        "{}: `manual` takes exactly one file name, found {}",
-                        at(),
-                        rest.len()
-                    ),
-                },
-                Some((program, rest)) => {
-                    if program.contains('/') || program.starts_with('.') {
-                        bail!(
-                            "{}: generator name {program:?} must be a file in gen/",
-                            at()
-                        );
-                    }
-                    GenCommand::Generator {
-                        program: program.clone(),
-                        args: rest.to_vec(),
-                    }
-                }
-                None => bail!("{}: empty test line", at()),
-            };
+        let command = gen_command(line, &at())?;
         let name = SafeName::parse(&clean_name(&tps_name))
             .with_context(|| format!("{}: test name", at()))?;
         if !seen_names.insert(name.clone()) {
@@ -276,6 +249,34 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
         tests,
         subtask_tests,
     })
+}
+
+/// The command of one test line of `gen/data` (`at` names the line in errors): `manual FILE`,
+/// or a generator of `gen/` with its arguments, split as a shell would.
+fn gen_command(line: &str, at: &str) -> Result<GenCommand> {
+    let parts =
+        shlex::split(line).with_context(|| format!("{at}: unbalanced quotes in {line:?}"))?;
+    match parts.split_first() {
+        Some((m, rest)) if m == "manual" => match rest {
+            [file] => Ok(GenCommand::Manual(RelativePath::parse(file).with_context(
+                || format!("{at}: `manual` takes a file of gen/manual"),
+            )?)),
+            _ => bail!(
+                "{at}: `manual` takes exactly one file name, found {}",
+                rest.len()
+            ),
+        },
+        Some((program, rest)) => {
+            if program.contains('/') || program.starts_with('.') {
+                bail!("{at}: generator name {program:?} must be a file in gen/");
+            }
+            Ok(GenCommand::Generator {
+                program: program.clone(),
+                args: rest.to_vec(),
+            })
+        }
+        None => bail!("{at}: empty test line"),
+    }
 }
 
 /// The fields of a package's `problem.json`, each error naming the file and the field.
