@@ -215,23 +215,39 @@ fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
     if args.keep.is_some() {
         keep::write(&results, loaded, kept)?;
     }
+    present(
+        args, judge, &problem, loaded, &selection, &results, &diagnoses,
+    )
+}
+
+/// Prints the results (a table, or the JSON report with `--json`); the exit code says whether
+/// the total reached `--min-score`.
+fn present(
+    args: &Args,
+    judge: &Judge,
+    problem: &Problem,
+    loaded: &crate::judge::LoadedProblem,
+    selection: &Selection,
+    results: &[SubtaskResult],
+    diagnoses: &Diagnoses,
+) -> Result<i32> {
     // The judged problem's limits: the time limit is the scaled one.
     let mut shown_problem = problem.clone();
     shown_problem.time_limit = loaded.problem.time_limit;
     if args.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&json_report(&shown_problem, &results, &diagnoses))?
+            serde_json::to_string_pretty(&json_report(&shown_problem, results, diagnoses))?
         );
     } else {
         let shown = table::Shown {
             time_scale: judge.time_scale(),
-            diagnoses: &diagnoses,
+            diagnoses,
             every_failure: !args.test_names.is_empty(),
-            partial: selection.is_partial(&problem),
+            partial: selection.is_partial(problem),
             kept: args.keep.as_deref(),
         };
-        table::print_human(&shown_problem, &results, &shown)?;
+        table::print_human(&shown_problem, results, &shown)?;
     }
     let total =
         crate::score::round_like_python(results.iter().map(|s| s.weighted_score()).sum::<f64>(), 2);
