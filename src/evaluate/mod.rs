@@ -8,27 +8,27 @@
 //! from any results JSONL without judging again.
 
 pub mod demo;
-pub mod export;
+pub(crate) mod export;
 mod html;
-pub mod html_compare;
-pub mod html_report;
+pub(crate) mod html_compare;
+pub(crate) mod html_report;
 mod html_submissions;
 mod lock;
 pub mod merge;
-pub mod overview;
+pub(crate) mod overview;
 mod plots;
 mod report_rows;
-pub mod report_source;
-pub mod report_stats;
+pub(crate) mod report_source;
+pub(crate) mod report_stats;
 pub mod reports;
 pub mod results;
-pub mod roundrobin;
+pub(crate) mod roundrobin;
 pub mod run;
 pub mod settings;
 pub mod shard;
-pub mod skipped;
+pub(crate) mod skipped;
 pub mod submissions;
-pub mod summary;
+pub(crate) mod summary;
 
 pub use export::{export_results_file, write_parquet_dataset};
 pub use lock::LOCK_PATTERN;

@@ -6,23 +6,23 @@
 //! submission needs so that early stopping matches the reference exactly.
 
 pub mod cache;
-pub mod check;
+pub(crate) mod check;
 pub mod compile;
-pub mod compiled;
+pub(crate) mod compiled;
 pub mod fake;
-pub mod kept;
-pub mod language;
-pub mod native;
+pub(crate) mod kept;
+pub(crate) mod language;
+pub(crate) mod native;
 mod options;
-pub mod pch;
-pub mod phases;
-pub mod placement;
+pub(crate) mod pch;
+pub(crate) mod phases;
+pub(crate) mod placement;
 pub mod plan;
 pub mod schedule;
-pub mod scripts;
+pub(crate) mod scripts;
 pub mod stop;
-pub mod tps;
-pub mod verdicts;
+pub(crate) mod tps;
+pub(crate) mod verdicts;
 mod workdir;
 pub(crate) use workdir::read_capped;
 pub use workdir::OUTPUT_CAP;

@@ -1,7 +1,7 @@
 //! A judge's options, and the settings of them a result records: every option that can change
 //! a verdict (the runner and its scripts, the compile profile with the compiler and its flags,
 //! the program size bound, the time scale) is named here, so that `evaluate` records and
-//! compares exactly what the judge was given (docs/results.md#settings).
+//! compares exactly what the judge was given (docs/evaluate.md, how the results were made).
 
 use std::path::PathBuf;
 
