@@ -120,7 +120,7 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
         schedule: ScheduleOptions {
             jobs,
             batch_size: 1,
-            subtasks: None,
+            selection: Default::default(),
             timeout: None,
         },
         override_existing: false,

@@ -65,7 +65,7 @@ fn judge_once(judge: &Judge, task: &Path, code: &[u8], jobs: usize) -> Result<(f
     let options = ScheduleOptions {
         jobs,
         batch_size: 1,
-        subtasks: None,
+        selection: Default::default(),
         timeout: None,
     };
     let job = SubmissionJob {

@@ -135,7 +135,7 @@ fn measure(options: &BenchSchedulerOptions, workers: usize) -> Result<(Round, Pr
     let schedule_options = ScheduleOptions {
         jobs: workers,
         batch_size: 1,
-        subtasks: None,
+        selection: Default::default(),
         timeout: None,
     };
     let (user0, system0) = process_cpu();

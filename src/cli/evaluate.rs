@@ -200,7 +200,7 @@ fn evaluate_options(
         schedule: ScheduleOptions {
             jobs: args.run.jobs(),
             batch_size: args.run.test_batch_size,
-            subtasks: None,
+            selection: Default::default(),
             timeout: args.timeout,
         },
         override_existing: args.override_existing,

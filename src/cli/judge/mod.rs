@@ -159,11 +159,11 @@ fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
         .map(|t| t.len())
         .max()
         .unwrap_or(4);
-    let source = Preloaded::new(judge.prepare(selection.problem_to_judge(&problem), tests)?);
+    let source = Preloaded::new(judge.prepare(problem.clone(), tests)?);
     let options = ScheduleOptions {
         jobs: args.run.jobs(),
         batch_size: args.run.test_batch_size,
-        subtasks: selection.scheduled_subtasks(&problem),
+        selection: selection.plan(&problem),
         timeout: None,
     };
     // Tests are shown on stderr as they finish (the table on stdout is the final word: early
@@ -209,7 +209,7 @@ fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
         .context("the judge produced no result")?;
     let judged = finished.outcome?;
     let loaded = &judged.problem;
-    let mut results = selection.regroup(&problem, judged.results);
+    let mut results = judged.results;
     name_the_users_file(&mut results, &problem.id, solution);
     let diagnoses = diagnose_all(&results, loaded, solution, kept);
     if args.keep.is_some() {
