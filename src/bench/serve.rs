@@ -192,6 +192,45 @@ struct Round {
     p90_ms: f64,
 }
 
+/// How many compiles RL training's way of sending (every request of many submissions at once)
+/// costs per distinct submission.
+fn compiles_per_submission(
+    urls: &[String],
+    builds: &dyn Fn() -> usize,
+    input: &str,
+    output: &str,
+) -> Result<()> {
+    outln!(
+        "\ncompiles per distinct submission ({DISTINCT_SUBMISSIONS} submissions x \
+         {TESTS_PER_SUBMISSION} tests, all requests at once, as RL training sends them)"
+    );
+    for (kind, make) in [
+        ("IOI", request_body as fn(&str, &str, &str) -> String),
+        ("Codeforces", cf_request_body),
+    ] {
+        let source = if kind == "IOI" { SOLUTION } else { CF_SOLUTION };
+        let mut bodies = Vec::new();
+        for _ in 0..TESTS_PER_SUBMISSION {
+            for submission in 0..DISTINCT_SUBMISSIONS {
+                bodies.push(make(
+                    &format!("{source}// {kind} submission {submission}\n"),
+                    input,
+                    output,
+                ));
+            }
+        }
+        let before = builds();
+        round(urls, &bodies, bodies.len())?;
+        let compiles = builds() - before;
+        outln!(
+            "{kind:<10} {compiles} compiles for {DISTINCT_SUBMISSIONS} submissions: {:.2} per \
+             submission",
+            compiles as f64 / DISTINCT_SUBMISSIONS as f64
+        );
+    }
+    Ok(())
+}
+
 /// Sends `bodies` with `clients` concurrent clients, client `i` to `urls[i % urls.len()]`.
 fn round(urls: &[String], bodies: &[String], clients: usize) -> Result<Round> {
     let (elapsed, latencies) = send_all(
@@ -400,34 +439,7 @@ fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecuto
         builds() - before
     );
 
-    outln!(
-        "\ncompiles per distinct submission ({DISTINCT_SUBMISSIONS} submissions x \
-         {TESTS_PER_SUBMISSION} tests, all requests at once, as RL training sends them)"
-    );
-    for (kind, make) in [
-        ("IOI", request_body as fn(&str, &str, &str) -> String),
-        ("Codeforces", cf_request_body),
-    ] {
-        let source = if kind == "IOI" { SOLUTION } else { CF_SOLUTION };
-        let mut bodies = Vec::new();
-        for _ in 0..TESTS_PER_SUBMISSION {
-            for submission in 0..DISTINCT_SUBMISSIONS {
-                bodies.push(make(
-                    &format!("{source}// {kind} submission {submission}\n"),
-                    &input,
-                    &output,
-                ));
-            }
-        }
-        let before = builds();
-        round(urls, &bodies, bodies.len())?;
-        let compiles = builds() - before;
-        outln!(
-            "{kind:<10} {compiles} compiles for {DISTINCT_SUBMISSIONS} submissions: {:.2} per \
-             submission",
-            compiles as f64 / DISTINCT_SUBMISSIONS as f64
-        );
-    }
+    compiles_per_submission(urls, &builds, &input, &output)?;
 
     let n = options.compile_requests.max(1);
     let clients = options.jobs.max(1);
