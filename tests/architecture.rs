@@ -391,3 +391,54 @@ fn a_file_the_map_leaves_out_is_found() {
         "{missing:?}"
     );
 }
+
+/// Every `IOI_RUN_*` variable a file of `dirs` names, with the first file naming it.
+fn environment_variables(dirs: &[&str]) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for dir in dirs {
+        for entry in walkdir::WalkDir::new(project().join(dir))
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+        {
+            let Ok(text) = std::fs::read_to_string(entry.path()) else {
+                continue; // not text
+            };
+            for (at, _) in text.match_indices("IOI_RUN_") {
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if name.len() > "IOI_RUN_".len() {
+                    found.entry(name).or_insert_with(|| {
+                        let path = entry.path();
+                        path.strip_prefix(project())
+                            .unwrap_or(path)
+                            .display()
+                            .to_string()
+                    });
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The cross-cutting concerns of ARCHITECTURE.md name every environment variable the code,
+/// the graders, the tests and the tools read, so that none is known only to its file.
+#[test]
+fn the_map_names_every_environment_variable() {
+    let map = map();
+    let found = environment_variables(&["src", "sandbox/src", "graders", "tests", "tools", ".ci"]);
+    assert!(found.contains_key("IOI_RUN_LOG"), "{found:?}");
+    let missing: Vec<String> = found
+        .iter()
+        .filter(|(name, _)| !map.contains(&format!("`{name}`")))
+        .map(|(name, file)| format!("{name} (in {file})"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md does not name:\n{}",
+        missing.join("\n")
+    );
+}
