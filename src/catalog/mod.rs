@@ -1,7 +1,7 @@
 //! Where the problems, tests and submissions a command names are found, for `evaluate`, `judge`
 //! and the benchmarks alike: [`sources`] resolves `--problems` and `--tests` (local paths or hub
 //! ids, task folders told from open-r1/ioi rows), [`datasets`] the datasets of submissions,
-//! [`hub`] fetches Hugging Face datasets, [`Catalog`] holds the problems of an evaluation as
+//! `hub` fetches Hugging Face datasets, [`Catalog`] holds the problems of an evaluation as
 //! loaded, and [`lookup`] finds the one problem `judge` is asked for. It reads problems and
 //! finds files; judging them is the judge's.
 

@@ -127,3 +127,56 @@ fn local_test_candidates(near: &[PathBuf]) -> Vec<PathBuf> {
     found.truncate(3);
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder with `problem.json` in it: a task folder as far as the catalog can tell.
+    fn task(dir: &Path) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("problem.json"), "{}").unwrap();
+        dir.to_path_buf()
+    }
+
+    #[test]
+    fn task_folders_are_told_from_rows_and_listed_in_order() {
+        let root = tempfile::tempdir().unwrap();
+        let tasks = root.path().join("tasks");
+        let (b, a) = (task(&tasks.join("b")), task(&tasks.join("a")));
+        std::fs::create_dir(tasks.join("notes")).unwrap();
+        let rows = root.path().join("problems.parquet");
+        std::fs::write(&rows, "").unwrap();
+        assert!(is_cms_source(&tasks) && is_cms_source(&a));
+        assert!(!is_cms_source(&rows) && !is_cms_source(&tasks.join("notes")));
+        assert_eq!(task_folders(&tasks).unwrap(), [a.clone(), b]);
+        assert_eq!(task_folders(&a).unwrap(), [a]);
+    }
+
+    #[test]
+    fn a_source_that_is_no_path_nor_hub_id_is_a_usage_error() {
+        let error = resolve_sources(&["no/such/file.parquet".to_string()]).unwrap_err();
+        assert_eq!(
+            crate::error::class_of(&error),
+            Some(crate::error::ErrorClass::Usage)
+        );
+        assert!(
+            error.to_string().contains("no such file or folder"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn test_files_beside_the_problems_are_suggested_and_task_folders_are_not() {
+        let root = tempfile::tempdir().unwrap();
+        let problems = root.path().join("problems.parquet");
+        std::fs::write(&problems, "").unwrap();
+        std::fs::write(root.path().join("ioi-test-cases.parquet"), "").unwrap();
+        std::fs::write(root.path().join("notes.txt"), "").unwrap();
+        task(&root.path().join("test-task"));
+        assert_eq!(
+            local_test_candidates(&[problems]),
+            [root.path().join("ioi-test-cases.parquet")]
+        );
+    }
+}

@@ -1,5 +1,5 @@
-//! Everything around judging a dataset of submissions: loading the submissions (local files or
-//! Hugging Face datasets), the results JSONL that doubles as the resume cache, the parquet export
+//! Everything around judging a dataset of submissions: reading the submissions (their files
+//! found by [`crate::catalog`]), the results JSONL that doubles as the resume cache, the parquet export
 //! in Hugging Face layout, the round-robin selection of 50 submissions, the markdown reports and the HTML report with plots.
 //!
 //! The scheduler that judges submissions sits between these pieces: it takes [`Submission`]s
