@@ -5,17 +5,18 @@
 //! reports. Nothing below calls back up.
 
 pub mod bench;
+pub mod catalog;
 pub mod cli;
 pub mod dataset;
 pub mod error;
 pub mod evaluate;
-pub mod fidelity;
+pub(crate) mod fidelity;
 pub mod judge;
-pub mod keeper;
+pub(crate) mod keeper;
 pub mod name;
-pub mod output;
+pub(crate) mod output;
 pub mod problem;
 pub mod score;
-pub mod scratch;
+pub(crate) mod scratch;
 pub mod server;
-pub mod slurm;
+pub(crate) mod slurm;

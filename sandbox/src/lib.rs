@@ -42,7 +42,8 @@
 //! Only the program and its descendants are in the cgroup, so CPU time and memory are the
 //! program's own, all threads and children included. The init dies with the thread that cloned
 //! it (`PR_SET_PDEATHSIG`; every init is cloned by a thread of its own that waits until the init
-//! is reaped), and with the init the whole pid namespace, so no process survives the caller,
+//! is reaped, so that no other thread writes the `errno` the init, sharing its memory, reads),
+//! and with the init the whole pid namespace, so no process survives the caller,
 //! even after a crash; mounts live in the box's private mount namespace and vanish
 //! with it. Every box, with its cgroup, uid and init, serves one run only; boxes built ahead
 //! and not used are discarded (see `housekeeper`). Cgroups are removed after every run, by

@@ -11,8 +11,10 @@ use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
-use crate::evaluate::run::{self, Catalog, EvaluateOptions};
-use crate::evaluate::{resolve_datasets, SubmissionOptions};
+use crate::catalog::resolve_datasets;
+use crate::catalog::Catalog;
+use crate::evaluate::run::{self, EvaluateOptions};
+use crate::evaluate::SubmissionOptions;
 use crate::judge::schedule::{Progress, ScheduleOptions};
 use crate::judge::{Judge, JudgeOptions};
 use crate::output::outln;
@@ -118,7 +120,7 @@ fn options(datasets: &str, results: &Path, jobs: usize) -> Result<EvaluateOption
         schedule: ScheduleOptions {
             jobs,
             batch_size: 1,
-            subtasks: None,
+            selection: Default::default(),
             timeout: None,
         },
         override_existing: false,
@@ -171,12 +173,24 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
         cache_dir: root.path().join("cache"),
         ..JudgeOptions::default()
     })?;
+    throughput(root.path(), &judge, submissions, jobs, timeline)?;
+    streaming(root.path(), &judge, jobs, tests_gb)?;
+    Ok(0)
+}
 
-    // 1. Throughput.
-    let demo = root.path().join("demo");
+/// The demo scaled to `submissions`, judged on `jobs` workers: throughput, CPU, where the
+/// workers' time went, and (with `timeline`) the cores' use over time.
+fn throughput(
+    root: &Path,
+    judge: &Judge,
+    submissions: usize,
+    jobs: usize,
+    timeline: bool,
+) -> Result<()> {
+    let demo = root.join("demo");
     let subs = scaled_demo(&demo, submissions)?;
     let catalog = Catalog::load(&[demo.join("problems")], &[])?;
-    let opts = options(&subs.to_string_lossy(), &root.path().join("results"), jobs)?;
+    let opts = options(&subs.to_string_lossy(), &root.join("results"), jobs)?;
     let progress = Progress::default();
     let (cpu0, start) = (cpu_seconds(), Instant::now());
     // Samples every 250 ms, to find when work stopped remaining (the last submission
@@ -191,7 +205,7 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
             }
             samples
         });
-        let summary = run::evaluate(&opts, &catalog, &judge, &progress, &|_| {});
+        let summary = run::evaluate(&opts, &catalog, judge, &progress, &|_| {});
         stop.store(true, Ordering::Relaxed);
         let mut samples = sampler.join().unwrap_or_default();
         samples.push(Sample::take(start, &progress));
@@ -216,6 +230,12 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
         cpu / (wall * jobs as f64) * 100.0,
         cpu / summary.judged.max(1) as f64,
     );
+    print_worker_time(&progress, wall, jobs)?;
+    print_samples(&samples, summary.judged, wall, timeline)
+}
+
+/// Where the workers' time went: working, lent, and each reason for waiting.
+fn print_worker_time(progress: &Progress, wall: f64, jobs: usize) -> Result<()> {
     let working = progress
         .working_nanos
         .load(std::sync::atomic::Ordering::Relaxed) as f64
@@ -240,9 +260,14 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
         share(&idle.other),
         share(&idle.tail),
     );
+    Ok(())
+}
+
+/// How busy the cores were while work remained and in the tail, and with `timeline` every
+/// second's sample; `total` submissions were judged.
+fn print_samples(samples: &[Sample], total: usize, wall: f64, timeline: bool) -> Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Work remains until every submission has been admitted (then the last ones run out).
-    let total = summary.judged;
     let remains_until = samples
         .iter()
         .position(|s| s.done + s.active >= total)
@@ -283,11 +308,16 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
         }
     }
 
-    // 2. Memory while streaming a large tests file.
-    let (problems, tests, judged_bytes) = big_tests(root.path(), tests_gb)?;
+    Ok(())
+}
+
+/// The peak memory of judging one submission of a problem whose tests sit in a tests file of
+/// about `tests_gb` gigabytes, streamed.
+fn streaming(root: &Path, judge: &Judge, jobs: usize, tests_gb: f64) -> Result<()> {
+    let (problems, tests, judged_bytes) = big_tests(root, tests_gb)?;
     let file_size = std::fs::metadata(&tests)?.len();
     let catalog = Catalog::load(&[problems], &[tests])?;
-    let subs = root.path().join("bigsum.jsonl");
+    let subs = root.join("bigsum.jsonl");
     let code = "#include <cstdio>\nint main(){ long long s = 0, x; while (scanf(\"%lld\", &x) == 1) s += x; printf(\"%lld\\n\", s); }\n";
     std::fs::write(
         &subs,
@@ -296,14 +326,10 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
             serde_json::json!({"uuid": "big", "problem_id": "bigsum", "year": 2024, "code": code})
         ),
     )?;
-    let opts = options(
-        &subs.to_string_lossy(),
-        &root.path().join("results-big"),
-        jobs,
-    )?;
+    let opts = options(&subs.to_string_lossy(), &root.join("results-big"), jobs)?;
     reset_peak_rss();
     let before = peak_rss();
-    let summary = run::evaluate(&opts, &catalog, &judge, &Progress::default(), &|_| {})?;
+    let summary = run::evaluate(&opts, &catalog, judge, &Progress::default(), &|_| {})?;
     let peak = peak_rss();
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     outln!(
@@ -318,7 +344,7 @@ pub fn run(submissions: usize, jobs: usize, tests_gb: f64, timeline: bool) -> Re
         mib(peak),
         mib(before)
     );
-    Ok(0)
+    Ok(())
 }
 
 /// Writes problem rows for `bigsum` and `decoy`, and an open-r1/ioi-test-cases parquet of about

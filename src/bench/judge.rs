@@ -64,7 +64,7 @@ fn judge_once(judge: &Judge, task: &Path, tests: usize, jobs: usize) -> Result<(
     let options = ScheduleOptions {
         jobs,
         batch_size: 1,
-        subtasks: None,
+        selection: Default::default(),
         timeout: None,
     };
     let job = SubmissionJob {

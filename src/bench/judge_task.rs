@@ -65,7 +65,7 @@ fn judge_once(judge: &Judge, task: &Path, code: &[u8], jobs: usize) -> Result<(f
     let options = ScheduleOptions {
         jobs,
         batch_size: 1,
-        subtasks: None,
+        selection: Default::default(),
         timeout: None,
     };
     let job = SubmissionJob {
@@ -157,46 +157,31 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
         .filter_map(|t| loaded.tests.get(&t.0))
         .collect();
     wait_for_header(&judge, &loaded.problem, &code);
-    let mut walls = Vec::new();
-    let mut floors = Vec::new();
-    let mut tests_wall = Duration::ZERO;
     let built_before = judge.sandbox().boxes_built_on_demand();
-    // Paired and alternated: a judgement, then the floor of the same submission, so that the
-    // machine's load weighs on both alike.
     // The floor runs no test through the judge: the phases are ioi-run's alone.
     phases::enable();
-    for n in 1..=bench.repeats.max(1) {
-        let (wall, scores) = match judge_once(&judge, bench.task, &submission(n), bench.jobs) {
-            Ok(judged) => judged,
-            Err(e) => {
-                phases::disable();
-                return Err(e);
+    let paired = (1..=bench.repeats.max(1))
+        .map(|n| {
+            let (wall, scores) = judge_once(&judge, bench.task, &submission(n), bench.jobs)?;
+            if scores.verdicts() != first.verdicts() {
+                bail!("judging {n} gave other verdicts than the first");
             }
-        };
-        if scores.verdicts() != first.verdicts() {
-            phases::disable();
-            bail!("judging {n} gave other verdicts than the first");
-        }
-        walls.push(wall);
-        let floor = super::floor::measure(
-            &judge,
-            &loaded.problem,
-            &loaded.tools,
-            &submission(n),
-            &floor_tests,
-            &first.0,
-            bench.jobs,
-        );
-        match floor {
-            Ok(floor) => floors.push(floor),
-            Err(e) => {
-                phases::disable();
-                return Err(e);
-            }
-        }
-    }
+            let floor = super::floor::measure(
+                &judge,
+                &loaded.problem,
+                &loaded.tools,
+                &submission(n),
+                &floor_tests,
+                &first.0,
+                bench.jobs,
+            )?;
+            Ok((wall, floor))
+        })
+        .collect::<Result<Vec<(f64, Floor)>>>();
     phases::disable();
-    let judgings = walls.len() as f64;
+    // Paired and alternated: a judgement, then the floor of the same submission, so that the
+    // machine's load weighs on both alike.
+    let (walls, floors): (Vec<f64>, Vec<Floor>) = paired?.into_iter().unzip();
     let built = judge.sandbox().boxes_built_on_demand() - built_before;
     let ours = median(walls.clone());
     let score: f64 = first.0.iter().map(|t| t.1).sum();
@@ -219,41 +204,75 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(" ")
     );
+    print_phases(bench, tests, &walls, built)?;
+    print_floor(bench, &walls, &floors)?;
+
+    // The reference: a fresh box per test, the compile script then the run script in it.
+    let reference = reference_per_test(&judge, bench.task, &code, bench.reference_tests, &first)?;
+    let one_worker = reference * tests as f64;
+    let all_workers = one_worker / bench.jobs as f64;
+    outln!(
+        "reference per-test workflow (compile + run per test): {:.0} ms per test \
+         (measured on {} tests): {one_worker:.1} s on 1 worker, {all_workers:.1} s on {}",
+        reference * 1e3,
+        bench.reference_tests.min(tests),
+        bench.jobs
+    );
+    outln!(
+        "ratio: {:.0}x the reference on {} workers ({:.0}x one worker)",
+        all_workers / ours,
+        bench.jobs,
+        one_worker / ours
+    );
+    Ok(0)
+}
+
+/// Where a test's wall time goes, phase by phase, over the `walls` judgings of `tests` tests
+/// (when the judge recorded them), and how many boxes were built on a run's path.
+fn print_phases(bench: &TaskBench, tests: usize, walls: &[f64], built: u64) -> Result<()> {
     let totals = phases::totals();
-    if totals
+    if !totals
         .iter()
         .any(|(phase, count, _)| *phase == Phase::Test && *count > 0)
     {
-        outln!(
-            "where a test's wall time goes (ms per test, mean over {} judgings):",
-            walls.len()
-        );
-        let per_test = |d: Duration| d.as_secs_f64() * 1e3 / (tests as f64 * judgings);
-        for (phase, count, total) in &totals {
-            if *phase == Phase::Test {
-                tests_wall = *total;
-            }
-            outln!(
-                "  {:<58} {:>7.2} ms  ({:.2} per test)",
-                phase.describe(),
-                per_test(*total),
-                *count as f64 / (tests as f64 * judgings)
-            );
+        return Ok(());
+    }
+    let judgings = walls.len() as f64;
+    let ours = median(walls.to_vec());
+    let mut tests_wall = Duration::ZERO;
+    outln!(
+        "where a test's wall time goes (ms per test, mean over {} judgings):",
+        walls.len()
+    );
+    let per_test = |d: Duration| d.as_secs_f64() * 1e3 / (tests as f64 * judgings);
+    for (phase, count, total) in &totals {
+        if *phase == Phase::Test {
+            tests_wall = *total;
         }
         outln!(
-            "  {:<58} {:>7.2} ms",
-            "slots not in a test (compile, waits), per test and worker",
-            (ours * bench.jobs as f64 - tests_wall.as_secs_f64() / judgings) * 1e3 / tests as f64
-        );
-        outln!(
-            "  boxes built on a run's path: {:.2} per test",
-            built as f64 / (tests as f64 * judgings)
+            "  {:<58} {:>7.2} ms  ({:.2} per test)",
+            phase.describe(),
+            per_test(*total),
+            *count as f64 / (tests as f64 * judgings)
         );
     }
+    outln!(
+        "  {:<58} {:>7.2} ms",
+        "slots not in a test (compile, waits), per test and worker",
+        (ours * bench.jobs as f64 - tests_wall.as_secs_f64() / judgings) * 1e3 / tests as f64
+    );
+    outln!(
+        "  boxes built on a run's path: {:.2} per test",
+        built as f64 / (tests as f64 * judgings)
+    );
+    Ok(())
+}
 
+/// The floor's figures and each judgement's ratio to the floor it was paired with.
+fn print_floor(bench: &TaskBench, walls: &[f64], floors: &[Floor]) -> Result<()> {
     let ratios: Vec<f64> = walls
         .iter()
-        .zip(&floors)
+        .zip(floors)
         .map(|(ours, floor)| ours / floor.total())
         .collect();
     outln!(
@@ -275,25 +294,7 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-
-    // The reference: a fresh box per test, the compile script then the run script in it.
-    let reference = reference_per_test(&judge, bench.task, &code, bench.reference_tests, &first)?;
-    let one_worker = reference * tests as f64;
-    let all_workers = one_worker / bench.jobs as f64;
-    outln!(
-        "reference per-test workflow (compile + run per test): {:.0} ms per test \
-         (measured on {} tests): {one_worker:.1} s on 1 worker, {all_workers:.1} s on {}",
-        reference * 1e3,
-        bench.reference_tests.min(tests),
-        bench.jobs
-    );
-    outln!(
-        "ratio: {:.0}x the reference on {} workers ({:.0}x one worker)",
-        all_workers / ours,
-        bench.jobs,
-        one_worker / ours
-    );
-    Ok(0)
+    Ok(())
 }
 
 /// Waits (a bounded time) until the precompiled header `code` would use is built, so that the

@@ -14,17 +14,18 @@
 //! and spread, alone and under load. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
 //! reference workload (`doctor`'s suggested `--time-scale`).
 
-pub mod compile;
-pub mod evaluate;
-pub mod floor;
-pub mod judge;
-pub mod judge_task;
+mod clients;
+pub(crate) mod compile;
+pub(crate) mod evaluate;
+pub(crate) mod floor;
+pub(crate) mod judge;
+pub(crate) mod judge_task;
 pub mod load;
-pub mod roundtrips;
-pub mod sandbox;
-pub mod scheduler;
-pub mod serve;
-pub mod serve_run_code;
-pub mod shards;
-pub mod speed;
-pub mod stress;
+pub(crate) mod roundtrips;
+pub(crate) mod sandbox;
+pub(crate) mod scheduler;
+pub(crate) mod serve;
+pub(crate) mod serve_run_code;
+pub(crate) mod shards;
+pub(crate) mod speed;
+pub(crate) mod stress;

@@ -125,7 +125,7 @@ fn judge_once(judge: &Judge, task: &Path, jobs: usize) -> Result<(f64, Vec<TestR
     let options = ScheduleOptions {
         jobs,
         batch_size: 1,
-        subtasks: None,
+        selection: Default::default(),
         timeout: None,
     };
     let outcome = std::sync::Mutex::new(None);

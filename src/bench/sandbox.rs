@@ -363,7 +363,12 @@ fn command(
             c.kernel += timed.kernel;
         }
     }
-    let rounds = runs.div_ceil(10) as u32;
+    print_commands(&contenders, runs.div_ceil(10) as u32)
+}
+
+/// Each command's latency and CPU over `rounds` rounds of 10 runs, and ioi-run's against the
+/// others (in the order [`command`] lists them).
+fn print_commands(contenders: &[Contender], rounds: u32) -> Result<()> {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     outln!(
         "commands, {} runs of each, interleaved in rounds of 10:",

@@ -11,8 +11,7 @@
 //! `--api run-code` measures SandboxFusion's `/run_code` instead, on a verl-like batch
 //! ([`super::serve_run_code`]); `--api all` measures both on one server.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -23,6 +22,7 @@ use crate::output::outln;
 use crate::server::piston::client_view;
 use crate::server::{JudgeExecutor, Response, ServeOptions, Server};
 
+use super::clients::send_all;
 use super::serve_run_code::RunCodeBatch;
 
 /// What to measure.
@@ -192,51 +192,43 @@ struct Round {
     p90_ms: f64,
 }
 
-/// Sends every item of `work` with `clients` client threads (client `k` has its own agent with
-/// `timeout`), each taking the next item in order until none is left; returns the elapsed
-/// seconds and every request's latency, sorted.
-pub(crate) fn send_all<T: Sync>(
-    work: &[T],
-    clients: usize,
-    timeout: Duration,
-    send: impl Fn(&ureq::Agent, usize, &T) -> Result<()> + Sync,
-) -> Result<(f64, Vec<Duration>)> {
-    let next = AtomicUsize::new(0);
-    let latencies = Mutex::new(Vec::with_capacity(work.len()));
-    let start = Instant::now();
-    std::thread::scope(|s| -> Result<()> {
-        let workers: Vec<_> = (0..clients.max(1))
-            .map(|client| {
-                let (next, latencies, send) = (&next, &latencies, &send);
-                s.spawn(move || -> Result<()> {
-                    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = work.get(i) else {
-                            return Ok(());
-                        };
-                        let t = Instant::now();
-                        send(&agent, client, item)?;
-                        if let Ok(mut l) = latencies.lock() {
-                            l.push(t.elapsed());
-                        }
-                    }
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker
-                .join()
-                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+/// How many compiles RL training's way of sending (every request of many submissions at once)
+/// costs per distinct submission.
+fn compiles_per_submission(
+    urls: &[String],
+    builds: &dyn Fn() -> usize,
+    input: &str,
+    output: &str,
+) -> Result<()> {
+    outln!(
+        "\ncompiles per distinct submission ({DISTINCT_SUBMISSIONS} submissions x \
+         {TESTS_PER_SUBMISSION} tests, all requests at once, as RL training sends them)"
+    );
+    for (kind, make) in [
+        ("IOI", request_body as fn(&str, &str, &str) -> String),
+        ("Codeforces", cf_request_body),
+    ] {
+        let source = if kind == "IOI" { SOLUTION } else { CF_SOLUTION };
+        let mut bodies = Vec::new();
+        for _ in 0..TESTS_PER_SUBMISSION {
+            for submission in 0..DISTINCT_SUBMISSIONS {
+                bodies.push(make(
+                    &format!("{source}// {kind} submission {submission}\n"),
+                    input,
+                    output,
+                ));
+            }
         }
-        Ok(())
-    })?;
-    let elapsed = start.elapsed().as_secs_f64();
-    let mut latencies = latencies
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("latency lock poisoned"))?;
-    latencies.sort();
-    Ok((elapsed, latencies))
+        let before = builds();
+        round(urls, &bodies, bodies.len())?;
+        let compiles = builds() - before;
+        outln!(
+            "{kind:<10} {compiles} compiles for {DISTINCT_SUBMISSIONS} submissions: {:.2} per \
+             submission",
+            compiles as f64 / DISTINCT_SUBMISSIONS as f64
+        );
+    }
+    Ok(())
 }
 
 /// Sends `bodies` with `clients` concurrent clients, client `i` to `urls[i % urls.len()]`.
@@ -447,34 +439,7 @@ fn measure(options: &BenchServeOptions, urls: &[String], executor: &JudgeExecuto
         builds() - before
     );
 
-    outln!(
-        "\ncompiles per distinct submission ({DISTINCT_SUBMISSIONS} submissions x \
-         {TESTS_PER_SUBMISSION} tests, all requests at once, as RL training sends them)"
-    );
-    for (kind, make) in [
-        ("IOI", request_body as fn(&str, &str, &str) -> String),
-        ("Codeforces", cf_request_body),
-    ] {
-        let source = if kind == "IOI" { SOLUTION } else { CF_SOLUTION };
-        let mut bodies = Vec::new();
-        for _ in 0..TESTS_PER_SUBMISSION {
-            for submission in 0..DISTINCT_SUBMISSIONS {
-                bodies.push(make(
-                    &format!("{source}// {kind} submission {submission}\n"),
-                    &input,
-                    &output,
-                ));
-            }
-        }
-        let before = builds();
-        round(urls, &bodies, bodies.len())?;
-        let compiles = builds() - before;
-        outln!(
-            "{kind:<10} {compiles} compiles for {DISTINCT_SUBMISSIONS} submissions: {:.2} per \
-             submission",
-            compiles as f64 / DISTINCT_SUBMISSIONS as f64
-        );
-    }
+    compiles_per_submission(urls, &builds, &input, &output)?;
 
     let n = options.compile_requests.max(1);
     let clients = options.jobs.max(1);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::serve::send_all;
+use super::clients::send_all;
 use crate::output::outln;
 use crate::server::JudgeExecutor;
 

@@ -9,15 +9,13 @@ use std::time::{Duration, Instant};
 use super::output::outln;
 use anyhow::{Context, Result};
 
-use serde_json::{json, Map, Value};
-
-use super::RunnerKind;
+use crate::catalog::{self, resolve_datasets, Catalog, DatasetSource};
 use crate::evaluate::html_report::REPORT_HTML;
-use crate::evaluate::run::{self, Catalog, EvaluateOptions, Summary};
+use crate::evaluate::run::{self, EvaluateOptions, Summary};
 use crate::evaluate::shard::Shard;
-use crate::evaluate::{resolve_datasets, DatasetSource, SubmissionOptions};
+use crate::evaluate::SubmissionOptions;
 use crate::judge::schedule::{Progress, ScheduleOptions};
-use crate::judge::Judge;
+use crate::judge::{Judge, JudgeOptions};
 
 /// Where `evaluate --demo` writes when given no folder.
 const DEMO_RESULTS: &str = "ioi-run-demo";
@@ -87,55 +85,6 @@ pub struct Args {
     pub(super) shard: Option<Shard>,
 }
 
-/// The settings that can change a verdict (or what the results hold), recorded with the
-/// results and compared on resume and by `merge` (see `evaluate::settings`).
-fn run_settings(args: &Args, catalog: &Catalog) -> Result<Map<String, Value>> {
-    let runner = match (
-        &args.run.compile_script,
-        &args.run.run_script,
-        args.run.runner,
-    ) {
-        (Some(c), Some(r), _) => {
-            let mut h = blake3::Hasher::new();
-            for path in [c, r] {
-                h.update(
-                    &std::fs::read(path)
-                        .with_context(|| format!("cannot read {}", path.display()))?,
-                );
-            }
-            format!("scripts {}", &h.finalize().to_hex()[..16])
-        }
-        (_, _, RunnerKind::Scripts) => "scripts (built in)".to_string(),
-        (_, _, RunnerKind::Native) => "native".to_string(),
-    };
-    // The script compiles with the flags it chooses; the native runner with the profile's.
-    let flags = match runner.as_str() {
-        "native" => args.run.compile_profile.submission_flags().join(" "),
-        _ => "chosen by the compile script".to_string(),
-    };
-    let compiler = crate::judge::compile::compiler_identity()
-        .lines()
-        .next()
-        .unwrap_or("g++ unknown")
-        .to_string();
-    let settings = json!({
-        "ioi_run_version": env!("CARGO_PKG_VERSION"),
-        "id_column": args.id_column,
-        "test_batch_size": args.run.test_batch_size,
-        "runner": runner,
-        "compile_profile": args.run.compile_profile.as_str(),
-        "compiler": compiler,
-        "compile_flags": flags,
-        "max_program_size": args.run.cache.max_program_size,
-        "time_scale": args.run.time_scale,
-        "add_includes": args.add_includes,
-        "always_extract_code": args.always_extract_code,
-        "add_messages_column": args.add_messages_column,
-        "problems": catalog.fingerprint(),
-    });
-    Ok(settings.as_object().cloned().unwrap_or_default())
-}
-
 /// What to judge and where the results go, after `--demo` or the positionals were read.
 struct Inputs {
     datasets: Vec<DatasetSource>,
@@ -187,8 +136,8 @@ impl Inputs {
             .context("DATASETS is required")
             .map_err(crate::error::usage)?;
         let datasets = resolve_datasets(datasets)?;
-        let problems = run::resolve_sources(&args.problems)?;
-        let tests = if problems.iter().all(|p| run::is_cms_source(p)) {
+        let problems = catalog::resolve_sources(&args.problems)?;
+        let tests = if problems.iter().all(|p| catalog::is_cms_source(p)) {
             vec![]
         } else {
             let near: Vec<PathBuf> = problems
@@ -196,7 +145,7 @@ impl Inputs {
                 .cloned()
                 .chain(datasets.iter().flat_map(|d| d.files.iter().cloned()))
                 .collect();
-            run::resolve_tests(&args.tests, &near)?
+            catalog::resolve_tests(&args.tests, &near)?
         };
         Ok(Inputs {
             datasets,
@@ -221,32 +170,44 @@ fn results_folder(what: &str, path: &std::path::Path) -> Result<()> {
 }
 
 /// The library's options for this command line.
-fn evaluate_options(args: &Args, inputs: &Inputs, catalog: &Catalog) -> Result<EvaluateOptions> {
+fn evaluate_options(
+    args: &Args,
+    inputs: &Inputs,
+    catalog: &Catalog,
+    judge: &JudgeOptions,
+) -> EvaluateOptions {
     let results_dir = PathBuf::from(&inputs.results_name);
-    Ok(EvaluateOptions {
+    let submissions = SubmissionOptions {
+        id_column: args.id_column.clone(),
+        always_extract_code: args.always_extract_code,
+        add_includes: args.add_includes,
+        add_messages_column: args.add_messages_column,
+    };
+    let settings = crate::evaluate::settings::of_evaluation(
+        judge,
+        &submissions,
+        args.run.test_batch_size,
+        catalog.fingerprint(),
+    );
+    EvaluateOptions {
         datasets: inputs.datasets.clone(),
         local_results_path: args
             .local_results_path
             .clone()
             .unwrap_or_else(|| results_dir.clone()),
         results_dir,
-        submissions: SubmissionOptions {
-            id_column: args.id_column.clone(),
-            always_extract_code: args.always_extract_code,
-            add_includes: args.add_includes,
-            add_messages_column: args.add_messages_column,
-        },
+        submissions,
         schedule: ScheduleOptions {
             jobs: args.run.jobs(),
             batch_size: args.run.test_batch_size,
-            subtasks: None,
+            selection: Default::default(),
             timeout: args.timeout,
         },
         override_existing: args.override_existing,
         shard: args.shard,
-        settings: run_settings(args, catalog)?,
+        settings,
         strict: args.strict,
-    })
+    }
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -260,13 +221,13 @@ pub fn run(args: Args) -> Result<i32> {
             catalog.broken().join("\n  ")
         )));
     }
-    let options = evaluate_options(&args, &inputs, &catalog)?;
+    let mut judge_options = args.run.judge_options()?;
+    let options = evaluate_options(&args, &inputs, &catalog, &judge_options);
     if args.dry_run {
         let plan = run::dry_run(&options, &catalog)?;
         outln!("dry run: nothing judged\n{}", run::describe(&plan));
         return Ok(if plan.bad_rows.is_empty() { 0 } else { 1 });
     }
-    let mut judge_options = args.run.judge_options().map_err(crate::error::usage)?;
     judge_options.headers_ahead = true;
     let judge = Judge::new(judge_options)?;
     let progress = Progress::default();

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::evaluate::resolve_datasets;
+use crate::catalog::resolve_datasets;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -332,6 +332,19 @@ impl CacheArgs {
     }
 }
 
+/// `--compile-profile`: the judge's profiles by their names, each with its purpose as its help.
+/// The judge's type knows nothing of the command line; this is where the command line learns
+/// to spell it.
+impl clap::ValueEnum for CompileProfile {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CompileProfile::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(self.purpose()))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RunnerKind {
     Native,
@@ -344,19 +357,13 @@ impl RunArgs {
     }
 
     pub fn judge_options(&self) -> anyhow::Result<crate::judge::JudgeOptions> {
-        use anyhow::Context;
         let mut options = crate::judge::JudgeOptions::default();
         self.cache.apply(&mut options);
         options.compile_profile = self.compile_profile;
         options.time_scale = self.time_scale;
         options.runner = match (&self.compile_script, &self.run_script, self.runner) {
             (Some(c), Some(r), _) => {
-                crate::judge::Runner::Scripts(crate::judge::scripts::Scripts {
-                    compile: std::fs::read_to_string(c)
-                        .with_context(|| format!("cannot read {}", c.display()))?,
-                    run: std::fs::read_to_string(r)
-                        .with_context(|| format!("cannot read {}", r.display()))?,
-                })
+                crate::judge::Runner::Scripts(crate::judge::scripts::Scripts::read(c, r)?)
             }
             (_, _, RunnerKind::Scripts) => crate::judge::Runner::Scripts(Default::default()),
             _ => crate::judge::Runner::Native,
@@ -464,6 +471,20 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_compile_profile_is_parsed_by_the_name_its_results_record() {
+        use clap::ValueEnum;
+        for profile in super::CompileProfile::ALL {
+            let recorded = serde_json::to_value(profile).expect("a profile serializes");
+            assert_eq!(recorded, profile.as_str());
+            assert_eq!(
+                super::CompileProfile::from_str(profile.as_str(), false),
+                Ok(profile)
+            );
+        }
+        assert!(super::CompileProfile::from_str("fast", false).is_err());
+    }
+
     use super::*;
 
     #[test]

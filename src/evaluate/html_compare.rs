@@ -14,12 +14,12 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use super::html_report::{escape, mean, page_end, page_head, percent, status_legend, table};
+use super::html::{escape, mean, page_end, page_head, percent, status_legend, table};
+use super::overview::{points, problems, ProblemOverview, ResultSet};
 use super::plots::{self, Histogram};
 use super::report_rows::{subtask_cells, JudgedSubmission};
 use super::report_source::ResultsFiles;
 use super::report_stats::{score_bins, subtask_rates};
-use super::reports::{points, problems, ProblemOverview, ResultSet};
 use crate::score::Verdict;
 
 /// Name of the comparison page inside `reports/`.

@@ -14,11 +14,11 @@ use std::io::Write;
 use anyhow::Result;
 use serde_json::Value;
 
-use super::html_report::{escape, mib, seconds};
+use super::html::{escape, mib, seconds};
+use super::overview::points;
 use super::report_rows::{subtask_cells, JudgedSubmission, SubtaskCell, TestMeasure};
 use super::report_source::ResultsFiles;
 use super::report_stats::ProblemStats;
-use super::reports::points;
 use crate::score::Verdict;
 
 /// The most of a submission's code the page shows.
@@ -141,7 +141,7 @@ pub fn submission_grid(
          placeholder=\"filter by id or label\" aria-label=\"filter by id or label\">\
          <select class=\"f\" aria-label=\"status\"><option value=\"\">any status</option>",
     );
-    for status in super::html_report::ALL_STATUSES {
+    for status in super::html::ALL_STATUSES {
         let _ = write!(
             head,
             "<option value=\"{0}\">a subtask {0}</option>",

@@ -6,7 +6,7 @@
 //! merge either gives the whole evaluation or names what is wrong. The merged rows follow the
 //! dataset's row order, so merging the same shards twice gives the same bytes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 
 use super::settings::{self, JudgedProblems};
 use super::shard::{shard_of, Shard, ShardRecord};
-use super::{read_results, DatasetSource, SubmissionKey, SubmissionOptions};
+use super::submissions::load_dataset;
+use super::{read_results, Submission, SubmissionKey, SubmissionOptions};
+use crate::catalog::DatasetSource;
 
 /// What a merge wrote.
 #[derive(Debug, Default)]
@@ -97,6 +99,44 @@ fn find_records(dir: &Path, dataset: &str) -> Result<Vec<(Shard, PathBuf)>> {
 /// id column the shards used.
 fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
     let name = &dataset.config_name;
+    let shards = check_shards(name, dir)?;
+    let id_column = match shards.reference.settings.get("id_column") {
+        Some(Value::String(column)) => column.clone(),
+        _ => bail!(
+            "{}: field `settings.id_column` is missing",
+            shards.reference_path.display()
+        ),
+    };
+    let options = SubmissionOptions {
+        id_column: id_column.clone(),
+        ..SubmissionOptions::default()
+    };
+    // The same rows are skipped as in every shard (they are read before any shard is chosen).
+    let rows_read = crate::dataset::RowPolicy::new(false);
+    let submissions = load_dataset(dataset, &options, &rows_read)?;
+    let rows = shard_rows(dataset, dir, shards.count, &id_column, &submissions)?;
+    check_complete(name, dir, &shards, &submissions, &rows)?;
+    Ok(MergedDataset {
+        rows: rows.into_iter().flatten().map(|(row, _)| row).collect(),
+        id_column,
+        settings: shards.reference.settings,
+        skipped: rows_read.skipped(),
+    })
+}
+
+/// The shards of a dataset, checked to be one whole split judged with one set of settings.
+struct Shards {
+    count: u32,
+    /// The first shard's record, whose settings every other shard's equal.
+    reference: ShardRecord,
+    reference_path: PathBuf,
+    /// The submissions some shard left out as bad rows.
+    left_out: HashSet<SubmissionKey>,
+}
+
+/// Finds the shards of dataset `name` in `dir` and checks that they are one split, judged with
+/// the same settings, each with its results file.
+fn check_shards(name: &str, dir: &Path) -> Result<Shards> {
     let records = find_records(dir, name)?;
     let Some((first, first_path)) = records.first().cloned() else {
         bail!(
@@ -118,7 +158,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
     let count = first.count;
     let reference = ShardRecord::read(&first_path)?;
     let mut present = vec![false; count as usize];
-    let mut left_out = std::collections::HashSet::new();
+    let mut left_out = HashSet::new();
     for (shard, path) in &records {
         let record = ShardRecord::read(path)?;
         left_out.extend(record.left_out.iter().cloned());
@@ -146,34 +186,40 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
             );
         }
     }
-    let id_column = match reference.settings.get("id_column") {
-        Some(Value::String(column)) => column.clone(),
-        _ => bail!(
-            "{}: field `settings.id_column` is missing",
-            first_path.display()
-        ),
-    };
-    let options = SubmissionOptions {
-        id_column: id_column.clone(),
-        ..SubmissionOptions::default()
-    };
-    // The same rows are skipped as in every shard (they are read before any shard is chosen).
-    let rows_read = crate::dataset::RowPolicy::new(false);
-    let submissions = dataset.load(&options, &rows_read)?;
+    Ok(Shards {
+        count,
+        reference,
+        reference_path: first_path,
+        left_out,
+    })
+}
+
+/// A row and where it came from (`file line N`, for duplicates).
+type PlacedRow = (Map<String, Value>, String);
+
+/// Every shard's rows at their submissions' places in the dataset; a row of no submission of
+/// the dataset, in the wrong shard, or twice, is refused.
+fn shard_rows(
+    dataset: &DatasetSource,
+    dir: &Path,
+    count: u32,
+    id_column: &str,
+    submissions: &[Submission],
+) -> Result<Vec<Option<PlacedRow>>> {
+    let name = &dataset.config_name;
     let position: HashMap<SubmissionKey, usize> = submissions
         .iter()
         .enumerate()
         .map(|(i, s)| (s.key(), i))
         .collect();
-    // Per dataset position: the row, and where it came from (for duplicates).
-    let mut rows: Vec<Option<(Map<String, Value>, String)>> = vec![None; submissions.len()];
+    let mut rows: Vec<Option<PlacedRow>> = vec![None; submissions.len()];
     let mut judged = JudgedProblems::default();
     for index in 0..count {
         let shard = Shard { index, count };
         let path = shard.results_path(dir, name);
         for row in read_results(&path)? {
             let here = format!("{} line {}", path.display(), row.index + 1);
-            let key = SubmissionKey::of_row(&row, &id_column)
+            let key = SubmissionKey::of_row(&row, id_column)
                 .with_context(|| format!("{here}: cannot tell which submission this row is"))?;
             let Some(&at) = position.get(&key) else {
                 bail!(
@@ -192,9 +238,21 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
             rows[at] = Some((row.fields, here));
         }
     }
+    Ok(rows)
+}
+
+/// Refuses a merge where a submission no shard left out has no row, naming its shard.
+fn check_complete(
+    name: &str,
+    dir: &Path,
+    shards: &Shards,
+    submissions: &[Submission],
+    rows: &[Option<PlacedRow>],
+) -> Result<()> {
+    let count = shards.count;
     let mut missing = vec![Vec::new(); count as usize];
-    for (submission, row) in submissions.iter().zip(&rows) {
-        if row.is_none() && !left_out.contains(&submission.key()) {
+    for (submission, row) in submissions.iter().zip(rows) {
+        if row.is_none() && !shards.left_out.contains(&submission.key()) {
             missing[shard_of(name, &submission.key(), count) as usize].push(submission.key());
         }
     }
@@ -211,12 +269,7 @@ fn merge_dataset(dataset: &DatasetSource, dir: &Path) -> Result<MergedDataset> {
             keys[0]
         );
     }
-    Ok(MergedDataset {
-        rows: rows.into_iter().flatten().map(|(row, _)| row).collect(),
-        id_column,
-        settings: reference.settings,
-        skipped: rows_read.skipped(),
-    })
+    Ok(())
 }
 
 /// The merged rows of one dataset in dataset order, the id column and the settings every shard

@@ -1,5 +1,5 @@
-//! Everything around judging a dataset of submissions: loading the submissions (local files or
-//! Hugging Face datasets), the results JSONL that doubles as the resume cache, the parquet export
+//! Everything around judging a dataset of submissions: reading the submissions (their files
+//! found by [`crate::catalog`]), the results JSONL that doubles as the resume cache, the parquet export
 //! in Hugging Face layout, the round-robin selection of 50 submissions, the markdown reports and the HTML report with plots.
 //!
 //! The scheduler that judges submissions sits between these pieces: it takes [`Submission`]s
@@ -8,34 +8,33 @@
 //! from any results JSONL without judging again.
 
 pub mod demo;
-pub mod export;
-pub mod html_compare;
-pub mod html_report;
+pub(crate) mod export;
+mod html;
+pub(crate) mod html_compare;
+pub(crate) mod html_report;
 mod html_submissions;
-mod hub;
 mod lock;
 pub mod merge;
+pub(crate) mod overview;
 mod plots;
 mod report_rows;
-pub mod report_source;
-pub mod report_stats;
+pub(crate) mod report_source;
+pub(crate) mod report_stats;
 pub mod reports;
 pub mod results;
-pub mod roundrobin;
+pub(crate) mod roundrobin;
 pub mod run;
 pub mod settings;
 pub mod shard;
-pub mod skipped;
+pub(crate) mod skipped;
 pub mod submissions;
-pub mod summary;
+pub(crate) mod summary;
 
 pub use export::{export_results_file, write_parquet_dataset};
 pub use lock::LOCK_PATTERN;
 pub use reports::write_reports;
 pub use results::{read_results, result_row, ResultsFile};
-pub use submissions::{
-    resolve_datasets, DatasetSource, Submission, SubmissionKey, SubmissionOptions,
-};
+pub use submissions::{Submission, SubmissionKey, SubmissionOptions};
 
 /// Writes `bytes` to `path` atomically (a temporary file beside it named with `prefix`, synced,
 /// then renamed): a reader, on this host or another sharing the folder, sees the old file or the

@@ -4,20 +4,21 @@
 //! reports are written.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::settings::{self, JudgedProblems, Settings};
 use super::shard::{self, Shard};
-use super::{result_row, DatasetSource, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
+use super::{result_row, ResultsFile, Submission, SubmissionKey, SubmissionOptions};
+use crate::catalog::{Catalog, DatasetSource};
 use crate::dataset::RowPolicy;
 use crate::judge::schedule::{
     self, Finished, Judged, ProblemSource, Progress, ScheduleOptions, SubmissionJob,
 };
 use crate::judge::verdicts::{KeyBuilder, VerdictKey};
 use crate::judge::{stop, Judge, LoadedProblem};
-use crate::problem::openr1::ProblemRows;
 use crate::problem::{Problem, ProblemKey};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -52,189 +53,6 @@ impl EvaluateOptions {
             None => config_name.to_string(),
         }
     }
-}
-
-/// Where problems come from: CMS task folders, or open-r1/ioi rows with test-case sources.
-pub enum Catalog {
-    /// Task folders that loaded, and those that did not with why (a broken folder only matters
-    /// to the submissions that name it).
-    Cms(Vec<(Problem, PathBuf)>, Vec<(PathBuf, String)>),
-    /// open-r1/ioi rows: the problems that loaded, those with a bad row, and the test sources.
-    OpenR1 {
-        rows: ProblemRows,
-        tests: Vec<PathBuf>,
-    },
-}
-
-impl Catalog {
-    /// Loads the problem list from `--problems` sources (CMS folders, a folder of CMS folders,
-    /// or open-r1/ioi files) and remembers the `--tests` sources.
-    pub fn load(problem_sources: &[PathBuf], tests: &[PathBuf]) -> Result<Catalog> {
-        let mut cms = Vec::new();
-        let mut rows = Vec::new();
-        for source in problem_sources {
-            if is_cms_source(source) {
-                cms.extend(task_folders(source)?);
-            } else {
-                rows.push(source.clone());
-            }
-        }
-        match (cms.is_empty(), rows.is_empty()) {
-            (false, true) => {
-                let mut problems = Vec::new();
-                let mut broken = Vec::new();
-                for dir in cms {
-                    match folder_header(&dir) {
-                        Ok(problem) => problems.push((problem, dir)),
-                        Err(e) => broken.push((dir, format!("{e:#}"))),
-                    }
-                }
-                if problems.is_empty() && !broken.is_empty() {
-                    let (dir, why) = &broken[0];
-                    bail!(
-                        "no problem folder could be loaded ({} tried); {}: {why}",
-                        broken.len(),
-                        dir.display()
-                    );
-                }
-                Ok(Catalog::Cms(problems, broken))
-            }
-            (true, false) => {
-                if tests.is_empty() {
-                    return Err(crate::error::usage(anyhow::anyhow!(
-                        "--tests is required with open-r1/ioi problem rows"
-                    )));
-                }
-                let loaded = crate::problem::openr1::load_problems(&rows)?;
-                if loaded.problems.is_empty() {
-                    let first = loaded.broken.first().map(|b| b.why.as_str());
-                    bail!(
-                        "no problem could be loaded ({} with bad rows); {}",
-                        loaded.broken.len(),
-                        first.unwrap_or("no problem rows")
-                    );
-                }
-                Ok(Catalog::OpenR1 {
-                    rows: loaded,
-                    tests: tests.to_vec(),
-                })
-            }
-            (true, true) => Err(crate::error::usage(anyhow::anyhow!(
-                "no problems given (--problems)"
-            ))),
-            (false, false) => Err(crate::error::usage(anyhow::anyhow!(
-                "--problems mixes CMS task folders and open-r1/ioi files: use one kind"
-            ))),
-        }
-    }
-
-    /// A hash of every problem as loaded (limits, subtasks, grader files): shards judged
-    /// against different problems must not be merged. Test data is not part of it (hashing
-    /// gigabytes of tests would cost more than judging a shard).
-    pub fn fingerprint(&self) -> String {
-        let mut h = blake3::Hasher::new();
-        for problem in self.problems() {
-            h.update(format!("{problem:?}").as_bytes());
-        }
-        // Which problems are left out changes which submissions a shard judges.
-        for broken in self.broken() {
-            h.update(broken.as_bytes());
-        }
-        h.finalize().to_hex()[..16].to_string()
-    }
-
-    /// Problems that could not be loaded (task folders, or problems with a bad row), with why,
-    /// for messages.
-    pub fn broken(&self) -> Vec<String> {
-        match self {
-            Catalog::Cms(_, broken) => broken
-                .iter()
-                .map(|(dir, why)| format!("{}: {why}", dir.display()))
-                .collect(),
-            Catalog::OpenR1 { rows, .. } => rows
-                .broken
-                .iter()
-                .map(|b| format!("problem {}: {}", b.label(), b.why))
-                .collect(),
-        }
-    }
-
-    /// Why a submission for (year, id) cannot be judged when the problem it names failed to
-    /// load: a problem with a bad row, or a task folder of that name that is broken.
-    fn broken_for(&self, year: i64, problem_id: &str) -> Option<String> {
-        match self {
-            Catalog::Cms(_, broken) => broken
-                .iter()
-                .find(|(dir, _)| {
-                    dir.file_name()
-                        .is_some_and(|n| n.to_string_lossy().to_lowercase() == problem_id)
-                })
-                .map(|(dir, _)| format!("its task folder {} could not be loaded", dir.display())),
-            Catalog::OpenR1 { rows, .. } => rows.broken_for(year, problem_id).map(|b| {
-                format!(
-                    "problem {} could not be loaded: its rows in --problems are bad",
-                    b.label()
-                )
-            }),
-        }
-    }
-
-    fn problems(&self) -> Vec<&Problem> {
-        match self {
-            Catalog::Cms(list, _) => list.iter().map(|(p, _)| p).collect(),
-            Catalog::OpenR1 { rows, .. } => rows.problems.iter().collect(),
-        }
-    }
-
-    /// The key of the problem a submission is for (CMS folders without a year match any year).
-    fn key_for(&self, year: i64, problem_id: &str) -> Option<ProblemKey> {
-        self.problems()
-            .into_iter()
-            .find(|p| p.id == problem_id && (p.year == year || p.year == 0))
-            .map(ProblemKey::of)
-    }
-}
-
-/// What a task folder says about its problem before anything runs: a CMS folder is read
-/// whole; a TPS package gives its id, name and limits (its subtasks and tests are only known
-/// once `gen/data` is made, when the problem is first judged).
-pub fn folder_header(dir: &Path) -> Result<Problem> {
-    if crate::problem::tps::is_tps(dir) {
-        Ok(crate::problem::tps::TpsPackage::read(dir)?.header())
-    } else {
-        Ok(crate::problem::cms::load_cms(dir)?.0)
-    }
-}
-
-/// The task folders of a `--problems` source: itself, or its children holding `problem.json`,
-/// sorted.
-pub fn task_folders(source: &Path) -> Result<Vec<PathBuf>> {
-    if source.join("problem.json").is_file() {
-        return Ok(vec![source.to_path_buf()]);
-    }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(source)
-        .with_context(|| format!("cannot list {}", source.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("problem.json").is_file())
-        .collect();
-    dirs.sort();
-    Ok(dirs)
-}
-
-/// Whether a `--problems` source is a CMS task folder or a folder of them (no tests needed).
-pub fn is_cms_source(path: &Path) -> bool {
-    path.join("problem.json").is_file() || (path.is_dir() && has_cms_children(path))
-}
-
-fn has_cms_children(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.path().join("problem.json").is_file())
-        })
-        .unwrap_or(false)
 }
 
 /// Loads problems for the scheduler: tests streamed for one problem at a time.
@@ -403,58 +221,16 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
     let mut pending = Vec::new();
     for (index, dataset) in options.datasets.iter().enumerate() {
         let rows = RowPolicy::new(options.strict);
-        let mut submissions = dataset.load(&options.submissions, &rows)?;
+        let mut submissions =
+            super::submissions::load_dataset(dataset, &options.submissions, &rows)?;
         plan.skipped.push(rows.skipped());
         if let Some(shard) = &options.shard {
             submissions.retain(|s| shard.contains(&dataset.config_name, &s.key()));
         }
-        let stem = options.results_stem(&dataset.config_name);
-        let (done, results) = if dry {
-            let done = judged_keys(options, &dataset.config_name)?;
-            if options.shard.is_none() {
-                let dir = &options.local_results_path;
-                let holds_rows = !done.is_empty();
-                settings::begin(
-                    dir,
-                    &stem,
-                    &options.settings,
-                    holds_rows,
-                    options.override_existing,
-                    true,
-                )?;
-            }
-            (done, None)
-        } else {
-            if let Some(shard) = options.shard {
-                shard::begin(
-                    &options.local_results_path,
-                    &dataset.config_name,
-                    shard,
-                    &options.settings,
-                    options.override_existing,
-                )?;
-            }
-            let file = ResultsFile::open(
-                &options.local_results_path,
-                &stem,
-                &options.submissions.id_column,
-                options.override_existing,
-            )?;
-            if options.shard.is_none() {
-                // Under the results file's lock: no other run records other settings meanwhile.
-                let holds_rows = !file.done().is_empty();
-                settings::begin(
-                    &options.local_results_path,
-                    &stem,
-                    &options.settings,
-                    holds_rows,
-                    options.override_existing,
-                    false,
-                )?;
-            }
+        let (done, results) = open_results(options, &dataset.config_name, dry)?;
+        if let Some(file) = &results {
             judged.merge_from(file.judged_problems());
-            (file.done().clone(), Some(file))
-        };
+        }
         let total = submissions.len();
         warn_about_content(&mut plan, &dataset.origin, &submissions);
         let mut to_run = 0;
@@ -463,48 +239,21 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
             if done.contains(&submission.key()) {
                 continue;
             }
-            let problem_key = catalog.key_for(submission.year, &submission.problem_id);
-            let broken = match problem_key {
-                Some(_) => None,
-                None => catalog.broken_for(submission.year, &submission.problem_id),
-            };
-            if let Some(why) = broken {
-                // Named and left out: judging it on a partly loaded problem would be a wrong
-                // score.
-                plan.bad_rows.push(format!(
-                    "{}: field `problem_id`: {why} (listed above)",
-                    submission.origin
-                ));
-                plan.naming_broken += 1;
-                bad += 1;
-                plan.left_out.push((index, submission.key()));
-                continue;
+            match problem_of(catalog, &submission, &mut plan) {
+                Some(problem_key) => {
+                    *plan.per_problem.entry(problem_key.clone()).or_default() += 1;
+                    to_run += 1;
+                    pending.push(Pending {
+                        dataset: index,
+                        submission,
+                        problem_key,
+                    });
+                }
+                None => {
+                    bad += 1;
+                    plan.left_out.push((index, submission.key()));
+                }
             }
-            let Some(problem_key) = problem_key else {
-                // One bad row must not refuse the whole dataset: it is named and left out.
-                let known: Vec<String> = catalog
-                    .problems()
-                    .into_iter()
-                    .map(|p| ProblemKey::of(p).to_string())
-                    .collect();
-                plan.bad_rows.push(format!(
-                    "{}: field `problem_id`: no problem {:?} of year {} among the problems ({})",
-                    submission.origin,
-                    submission.problem_id,
-                    submission.year,
-                    known.join(", ")
-                ));
-                bad += 1;
-                plan.left_out.push((index, submission.key()));
-                continue;
-            };
-            *plan.per_problem.entry(problem_key.clone()).or_default() += 1;
-            to_run += 1;
-            pending.push(Pending {
-                dataset: index,
-                submission,
-                problem_key,
-            });
         }
         plan.datasets.push(DatasetPlan {
             name: dataset.config_name.clone(),
@@ -522,6 +271,83 @@ fn prepare(options: &EvaluateOptions, catalog: &Catalog, dry: bool) -> Result<Pr
         pending,
         judged,
     })
+}
+
+/// The submissions of a dataset already in its results, and (unless `dry`) its results file
+/// open for appending, with the settings of the run checked against those the file was
+/// written with (a shard's against its record).
+fn open_results(
+    options: &EvaluateOptions,
+    config_name: &str,
+    dry: bool,
+) -> Result<(HashSet<SubmissionKey>, Option<ResultsFile>)> {
+    let stem = options.results_stem(config_name);
+    let dir = &options.local_results_path;
+    let check_settings = |holds_rows: bool| match options.shard {
+        Some(_) => Ok(()),
+        None => settings::begin(
+            dir,
+            &stem,
+            &options.settings,
+            holds_rows,
+            options.override_existing,
+            dry,
+        ),
+    };
+    if dry {
+        let done = judged_keys(options, config_name)?;
+        check_settings(!done.is_empty())?;
+        return Ok((done, None));
+    }
+    if let Some(shard) = options.shard {
+        shard::begin(
+            dir,
+            config_name,
+            shard,
+            &options.settings,
+            options.override_existing,
+        )?;
+    }
+    let file = ResultsFile::open(
+        dir,
+        &stem,
+        &options.submissions.id_column,
+        options.override_existing,
+    )?;
+    // Under the results file's lock: no other run records other settings meanwhile.
+    check_settings(!file.done().is_empty())?;
+    Ok((file.done().clone(), Some(file)))
+}
+
+/// The problem a submission is for, or `None` with the reason recorded in `plan` as a bad row:
+/// a problem that failed to load (judging it on a partly loaded problem would be a wrong
+/// score), or none of that id and year. One bad row must not refuse the whole dataset: it is
+/// named and left out.
+fn problem_of(catalog: &Catalog, submission: &Submission, plan: &mut Plan) -> Option<ProblemKey> {
+    if let Some(key) = catalog.key_for(submission.year, &submission.problem_id) {
+        return Some(key);
+    }
+    if let Some(why) = catalog.broken_for(submission.year, &submission.problem_id) {
+        plan.bad_rows.push(format!(
+            "{}: field `problem_id`: {why} (listed above)",
+            submission.origin
+        ));
+        plan.naming_broken += 1;
+        return None;
+    }
+    let known: Vec<String> = catalog
+        .problems()
+        .into_iter()
+        .map(|p| ProblemKey::of(p).to_string())
+        .collect();
+    plan.bad_rows.push(format!(
+        "{}: field `problem_id`: no problem {:?} of year {} among the problems ({})",
+        submission.origin,
+        submission.problem_id,
+        submission.year,
+        known.join(", ")
+    ));
+    None
 }
 
 /// What [`prepare`] found: the plan, the results files open for appending, the submissions to
@@ -604,10 +430,6 @@ pub fn evaluate(
     on_plan(&plan);
     let (jobs, copies) = distinct_jobs(&pending);
     let from_cache = pending.len() - jobs.len();
-    let files: Vec<Mutex<ResultsFile>> = files.into_iter().map(Mutex::new).collect();
-    let failures = Mutex::new(Vec::new());
-    let host_failures = std::sync::atomic::AtomicUsize::new(0);
-    let write_errors = Mutex::new(Vec::new());
     let source = CatalogSource {
         catalog,
         judge,
@@ -619,50 +441,31 @@ pub fn evaluate(
         hashes: Mutex::default(),
         test_rows: RowPolicy::new(options.strict),
     };
+    let recorder = Recorder {
+        judge,
+        source: &source,
+        pending: &pending,
+        copies: &copies,
+        files: files.into_iter().map(Mutex::new).collect(),
+        failures: Mutex::default(),
+        host_failures: AtomicUsize::new(0),
+        write_errors: Mutex::default(),
+    };
     schedule::run(
         judge,
         &source,
         &jobs,
         &options.schedule,
         progress,
-        &|finished: Finished| {
-            for &copy in &copies[finished.job] {
-                let pending = &pending[copy];
-                let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
-                match &finished.outcome {
-                    Ok(Judged { problem, results }) => {
-                        let mut row = result_row(&pending.submission, &problem.problem, results);
-                        // How the submission was compiled: results of the two profiles can differ.
-                        row.entry("compile_profile")
-                            .or_insert(judge.compile_profile().as_str().into());
-                        if let Some(hash) = source.hash_of(&pending.problem_key.to_string()) {
-                            row.insert(settings::PROBLEM_HASH.into(), hash.into());
-                        }
-                        let appended = files[pending.dataset]
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
-                            .and_then(|mut file| file.append(&row));
-                        if let Err(e) = appended {
-                            if let Ok(mut errors) = write_errors.lock() {
-                                errors.push(format!("{who}: {e:#}"));
-                            }
-                        }
-                    }
-                    // Interrupted: not a verdict and not a failure; the next run judges it afresh.
-                    Err(e) if stop::is_aborted(e) || stop::requested() => {}
-                    Err(e) => {
-                        tracing::warn!("{who}: not judged: {e:#}");
-                        if crate::error::class_of(e) == Some(crate::error::ErrorClass::Host) {
-                            host_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        if let Ok(mut list) = failures.lock() {
-                            list.push(format!("{who}: {e:#}"));
-                        }
-                    }
-                }
-            }
-        },
+        &|finished| recorder.record(finished),
     )?;
+    let Recorder {
+        files,
+        failures,
+        host_failures,
+        write_errors,
+        ..
+    } = recorder;
     let write_errors = write_errors.into_inner().unwrap_or_default();
     if !write_errors.is_empty() {
         bail!("cannot write results:\n{}", write_errors.join("\n"));
@@ -676,51 +479,16 @@ pub fn evaluate(
     let results_files: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
     let failed = failures.into_inner().unwrap_or_default();
     let host_failures = host_failures.into_inner();
-    // Bad rows of the test cases are known only once the problems are loaded: every dataset's
-    // record lists them too (the test cases are every dataset's input).
-    let test_rows = source.test_rows.skipped();
-    let (skipped_rows, skipped_files) = match test_rows.is_empty() {
-        true => (plan.skipped_rows(), skipped_files),
-        false => {
-            let mut with_tests = plan.skipped.clone();
-            for skipped in &mut with_tests {
-                skipped.extend(test_rows.iter().cloned());
-            }
-            (
-                plan.skipped_rows() + test_rows.len(),
-                record_skipped(options, &with_tests)?,
-            )
+    let (skipped_rows, skipped_files) =
+        with_test_rows(options, &plan, skipped_files, source.test_rows.skipped())?;
+    let (parquet_files, reports) = match options.shard {
+        Some(shard) => {
+            mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
+            // A shard writes neither parquet nor reports: `merge` does, from all the shards.
+            (Vec::new(), Vec::new())
         }
+        None => write_outputs(options, &results_files)?,
     };
-    if let Some(shard) = options.shard {
-        mark_complete_shards(options, shard, &files, &pending, &plan.left_out)?;
-        // A shard writes neither parquet nor reports: `merge` does, from all the shards.
-        return Ok(Summary {
-            skipped_rows,
-            skipped_files,
-            bad_rows: plan.bad_rows.len(),
-            broken_problems: plan.broken_problems.len(),
-            naming_broken: plan.naming_broken,
-            judged: pending.len() - failed.len(),
-            from_cache,
-            failed,
-            host_failures,
-            elapsed: started.elapsed(),
-            results_files,
-            ..Summary::default()
-        });
-    }
-    let mut parquet_files = Vec::new();
-    for path in &results_files {
-        if let Some(out) = super::export_results_file(path, &options.results_dir)? {
-            parquet_files.push(out);
-        }
-    }
-    let reports = super::write_reports(
-        &results_files,
-        &options.results_dir,
-        &options.submissions.id_column,
-    )?;
     Ok(Summary {
         skipped_rows,
         skipped_files,
@@ -736,6 +504,107 @@ pub fn evaluate(
         parquet_files,
         reports,
     })
+}
+
+/// Where each finished job's results go: every copy of the submission it answers gets its row
+/// appended to its dataset's results; a failure is counted and named, an interrupted job
+/// neither (the next run judges it afresh).
+struct Recorder<'a> {
+    judge: &'a Judge,
+    source: &'a CatalogSource<'a>,
+    pending: &'a [Pending],
+    copies: &'a [Vec<usize>],
+    files: Vec<Mutex<ResultsFile>>,
+    failures: Mutex<Vec<String>>,
+    host_failures: AtomicUsize,
+    write_errors: Mutex<Vec<String>>,
+}
+
+impl Recorder<'_> {
+    fn record(&self, finished: Finished) {
+        for &copy in &self.copies[finished.job] {
+            let pending = &self.pending[copy];
+            let who = format!("{} ({})", pending.submission.id, pending.submission.origin);
+            match &finished.outcome {
+                Ok(judged) => {
+                    if let Err(e) = self.append(pending, judged) {
+                        if let Ok(mut errors) = self.write_errors.lock() {
+                            errors.push(format!("{who}: {e:#}"));
+                        }
+                    }
+                }
+                // Interrupted: not a verdict and not a failure; the next run judges it afresh.
+                Err(e) if stop::is_aborted(e) || stop::requested() => {}
+                Err(e) => {
+                    tracing::warn!("{who}: not judged: {e:#}");
+                    if crate::error::class_of(e) == Some(crate::error::ErrorClass::Host) {
+                        self.host_failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if let Ok(mut list) = self.failures.lock() {
+                        list.push(format!("{who}: {e:#}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends the row of `pending` judged as `judged` to its dataset's results (`false` when
+    /// the submission already has one).
+    fn append(&self, pending: &Pending, judged: &Judged) -> Result<bool> {
+        let Judged { problem, results } = judged;
+        let mut row = result_row(&pending.submission, &problem.problem, results);
+        // How the submission was compiled: results of the two profiles can differ.
+        row.entry("compile_profile")
+            .or_insert(self.judge.compile_profile().as_str().into());
+        if let Some(hash) = self.source.hash_of(&pending.problem_key.to_string()) {
+            row.insert(settings::PROBLEM_HASH.into(), hash.into());
+        }
+        self.files[pending.dataset]
+            .lock()
+            .map_err(|_| anyhow::anyhow!("results file lock poisoned"))
+            .and_then(|mut file| file.append(&row))
+    }
+}
+
+/// The rows skipped and the files recording them, with the bad rows of the test cases added:
+/// those are known only once the problems are loaded, and every dataset's record lists them
+/// too (the test cases are every dataset's input).
+fn with_test_rows(
+    options: &EvaluateOptions,
+    plan: &Plan,
+    skipped_files: Vec<PathBuf>,
+    test_rows: Vec<Value>,
+) -> Result<(usize, Vec<PathBuf>)> {
+    if test_rows.is_empty() {
+        return Ok((plan.skipped_rows(), skipped_files));
+    }
+    let mut with_tests = plan.skipped.clone();
+    for skipped in &mut with_tests {
+        skipped.extend(test_rows.iter().cloned());
+    }
+    Ok((
+        plan.skipped_rows() + test_rows.len(),
+        record_skipped(options, &with_tests)?,
+    ))
+}
+
+/// The parquet export and the reports of every results file.
+fn write_outputs(
+    options: &EvaluateOptions,
+    results_files: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut parquet_files = Vec::new();
+    for path in results_files {
+        if let Some(out) = super::export_results_file(path, &options.results_dir)? {
+            parquet_files.push(out);
+        }
+    }
+    let reports = super::write_reports(
+        results_files,
+        &options.results_dir,
+        &options.submissions.id_column,
+    )?;
+    Ok((parquet_files, reports))
 }
 
 /// The distinct submissions of `pending` to judge, and for each the positions in `pending` of
@@ -815,83 +684,6 @@ fn mark_complete_shards(
         }
     }
     Ok(())
-}
-
-/// Resolves `--problems`/`--tests` items: local paths as they are, hub ids downloaded.
-pub fn resolve_sources(items: &[String]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for item in items {
-        let path = Path::new(item);
-        if path.exists() {
-            out.push(path.to_path_buf());
-        } else if super::hub::is_hub_id(item) {
-            for source in super::hub::resolve(item, None)? {
-                out.extend(source.files);
-            }
-        } else {
-            return Err(crate::error::usage(anyhow::anyhow!(
-                "{item}: no such file or folder, and not a Hugging Face dataset id"
-            )));
-        }
-    }
-    Ok(out)
-}
-
-/// The test cases `--tests` defaults to.
-pub const DEFAULT_TESTS: &str = "open-r1/ioi-test-cases";
-
-/// Resolves `--tests`: the sources given, or [`DEFAULT_TESTS`] when none was. When the default
-/// cannot be had (offline, not in the hub cache), the error says it was the default and how to
-/// give local test cases, naming any file or folder beside `near` (the problems, the datasets)
-/// that looks like test cases.
-pub fn resolve_tests(given: &[String], near: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    if !given.is_empty() {
-        return resolve_sources(given);
-    }
-    resolve_sources(&[DEFAULT_TESTS.to_string()]).map_err(|e| {
-        let hint = match local_test_candidates(near).as_slice() {
-            [] => String::new(),
-            found => format!(
-                " (here: {})",
-                found
-                    .iter()
-                    .map(|p| format!("--tests {}", p.display()))
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            ),
-        };
-        crate::error::usage(e.context(format!(
-            "--tests was not given, so its default, the Hugging Face dataset {DEFAULT_TESTS}, \
-             was tried; give local test cases with --tests FILE or FOLDER{hint}"
-        )))
-    })
-}
-
-/// Files and folders beside `near` whose name says they hold tests (`*test*.parquet`,
-/// `*test*.jsonl`, a `*test*` folder), at most three.
-fn local_test_candidates(near: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = Vec::new();
-    for path in near {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let Ok(entries) = std::fs::read_dir(parent) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let candidate = entry.path();
-            let name = entry.file_name().to_string_lossy().to_lowercase();
-            let kind_fits = candidate.is_dir() || crate::dataset::Format::of(&candidate).is_some();
-            let taken = near.iter().any(|n| n == &candidate) || found.contains(&candidate);
-            if name.contains("test") && kind_fits && !taken && !is_cms_source(&candidate) {
-                found.push(candidate);
-            }
-        }
-    }
-    found.sort();
-    found.truncate(3);
-    found
 }
 
 /// What a plan will judge, per dataset and per problem, for messages.

@@ -20,10 +20,39 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
+use super::SubmissionOptions;
+use crate::judge::JudgeOptions;
 use crate::problem::{Problem, TestSet};
 
 /// The settings that can change a verdict, by name (compared as JSON values).
 pub type Settings = Map<String, Value>;
+
+/// The settings of an evaluation: the ioi-run version, how submissions are read, the test batch
+/// size (early stop), the judge's own ([`JudgeOptions::recorded_settings`]) and the fingerprint
+/// of the problems as loaded ([`Catalog::fingerprint`](crate::catalog::Catalog::fingerprint)).
+pub fn of_evaluation(
+    judge: &JudgeOptions,
+    submissions: &SubmissionOptions,
+    test_batch_size: usize,
+    problems: String,
+) -> Settings {
+    let mut settings = Settings::new();
+    settings.insert("ioi_run_version".into(), env!("CARGO_PKG_VERSION").into());
+    settings.insert("id_column".into(), submissions.id_column.clone().into());
+    settings.insert("test_batch_size".into(), test_batch_size.into());
+    settings.extend(judge.recorded_settings());
+    settings.insert("add_includes".into(), submissions.add_includes.into());
+    settings.insert(
+        "always_extract_code".into(),
+        submissions.always_extract_code.into(),
+    );
+    settings.insert(
+        "add_messages_column".into(),
+        submissions.add_messages_column.into(),
+    );
+    settings.insert("problems".into(), problems.into());
+    settings
+}
 
 /// The results field holding the hash of the problem a row was judged on.
 pub const PROBLEM_HASH: &str = "problem_hash";

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::reports::JudgedSubmission;
+use super::report_rows::JudgedSubmission;
 use crate::problem::ProblemKey;
 use crate::score::Verdict;
 

@@ -156,7 +156,7 @@ fn judge_package(
     let options = ScheduleOptions {
         jobs: parallel,
         batch_size: 1,
-        subtasks: None,
+        selection: Default::default(),
         timeout: None,
     };
     let results: Mutex<HashMap<usize, Judgement>> = Mutex::new(HashMap::new());

@@ -49,25 +49,46 @@ pub const TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 /// Flags of a plain C++ program (the server's `c++` language).
 pub const PROGRAM_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 
-/// How submissions are compiled. Both profiles are part of the compile cache key (through
-/// their flags), so switching never reuses the other's programs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+/// How submissions are compiled. Every profile is part of the compile cache key (through its
+/// flags), so switching never reuses another's programs; [`CompileProfile::purpose`] says what
+/// each is for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CompileProfile {
-    /// The reference pipeline's flags (docs/judging.md#compile), dynamically linked: results
-    /// comparable with the Python pipeline and Piston.
     #[default]
     Reference,
-    /// CMS's flags, as at IOI: the same, plus `-static`. A statically linked program can behave
-    /// differently (memory layout, startup memory, what heap corruption does).
     Ioi,
-    /// For finding a bug, not for a verdict: debug information and the address and
-    /// undefined-behaviour sanitizers (docs/debugging.md#the-debug-profile). A crash or
-    /// undefined behaviour ends the program with the sanitizer's report, naming the source line.
     Debug,
 }
 
 impl CompileProfile {
+    /// Every profile, in the order a command line lists them.
+    pub const ALL: [CompileProfile; 3] = [
+        CompileProfile::Reference,
+        CompileProfile::Ioi,
+        CompileProfile::Debug,
+    ];
+
+    /// What the profile is for, as a command line's help says it.
+    pub fn purpose(self) -> &'static str {
+        match self {
+            CompileProfile::Reference => {
+                "The reference pipeline's flags (docs/judging.md#compile), dynamically linked: \
+                 results comparable with the Python pipeline and Piston"
+            }
+            CompileProfile::Ioi => {
+                "CMS's flags, as at IOI: the same, plus `-static`. A statically linked program \
+                 can behave differently (memory layout, startup memory, what heap corruption does)"
+            }
+            CompileProfile::Debug => {
+                "For finding a bug, not for a verdict: debug information and the address and \
+                 undefined-behaviour sanitizers (docs/debugging.md#the-debug-profile). A crash or \
+                 undefined behaviour ends the program with the sanitizer's report, naming the \
+                 source line"
+            }
+        }
+    }
+
     /// The g++ flags of a C++ submission compile.
     pub fn submission_flags(self) -> &'static [&'static str] {
         self.flags_for(Language::Cpp)

@@ -6,23 +6,24 @@
 //! submission needs so that early stopping matches the reference exactly.
 
 pub mod cache;
-pub mod check;
+pub(crate) mod check;
 pub mod compile;
-pub mod compiled;
+pub(crate) mod compiled;
 pub mod fake;
-pub mod kept;
-pub mod language;
-pub mod native;
+pub(crate) mod kept;
+pub(crate) mod language;
+pub(crate) mod native;
 pub mod observer;
-pub mod pch;
-pub mod phases;
-pub mod placement;
+mod options;
+pub(crate) mod pch;
+pub(crate) mod phases;
+pub(crate) mod placement;
 pub mod plan;
 pub mod schedule;
-pub mod scripts;
+pub(crate) mod scripts;
 pub mod stop;
-pub mod tps;
-pub mod verdicts;
+pub(crate) mod tps;
+pub(crate) mod verdicts;
 mod workdir;
 pub(crate) use workdir::read_capped;
 pub use workdir::OUTPUT_CAP;
@@ -38,58 +39,8 @@ use crate::score::{TestResult, Verdict};
 pub use compile::CompileError;
 use compile::{CompileCache, CompileProfile, Compiled};
 pub use language::Language;
+pub use options::{JudgeOptions, Runner};
 pub use workdir::BoxDir;
-
-/// How tests are run.
-#[derive(Debug, Clone)]
-pub enum Runner {
-    /// Natively: per-process CPU time and memory from the cgroup (the default).
-    Native,
-    /// Through `compile` and `run` scripts (docs/judging.md#script-mode).
-    Scripts(scripts::Scripts),
-}
-
-/// Options of a [`Judge`].
-#[derive(Debug, Clone)]
-pub struct JudgeOptions {
-    pub runner: Runner,
-    pub cache_dir: PathBuf,
-    /// Size bound of the compile cache, in bytes.
-    pub cache_max_bytes: u64,
-    /// Largest compiled program accepted; a bigger one is a compilation error.
-    pub max_program_bytes: u64,
-    /// How submissions are compiled (native runner).
-    pub compile_profile: CompileProfile,
-    /// Every time limit is multiplied by this factor (`--time-scale`): a host slower or faster
-    /// than the contest's. The wall limits follow, being derived from the time limit.
-    pub time_scale: f64,
-    /// Where a Communication test's processes run.
-    pub placement: placement::Placement,
-    /// Every test's output, standard error and checker's or manager's words are copied to
-    /// this folder, named by test ([`kept`]; native runner). `None` keeps nothing.
-    pub keep_dir: Option<PathBuf>,
-    /// Builds the precompiled headers most submissions start with (`<bits/stdc++.h>`, and
-    /// followed by the problem's header) as soon as the judge starts
-    /// and as each problem is prepared, on a thread of their own (long runs: `evaluate`,
-    /// `serve`). Either way no compile waits for a header.
-    pub headers_ahead: bool,
-}
-
-impl Default for JudgeOptions {
-    fn default() -> Self {
-        JudgeOptions {
-            runner: Runner::Native,
-            cache_dir: compile::default_cache_dir(),
-            cache_max_bytes: 2 << 30,
-            max_program_bytes: compile::DEFAULT_MAX_PROGRAM_BYTES,
-            compile_profile: CompileProfile::Reference,
-            time_scale: 1.0,
-            placement: placement::Placement::SharedCpu,
-            keep_dir: None,
-            headers_ahead: false,
-        }
-    }
-}
 
 /// Compiled checker and manager of a problem (native runner).
 #[derive(Debug, Clone, Default)]

@@ -9,17 +9,43 @@
 //! of the frontier is speculation: [`SubmissionPlan::lookahead`] lists, in order, the tests the
 //! replay would need if every unknown test passed. Results the reference would not have
 //! produced are never reported (they stay SKIPPED), so verdicts do not depend on `--jobs`.
+//!
+//! A [`Selection`] narrows the plan: to some subtasks (their early stop unchanged), or to some
+//! tests, each run whatever the others score (`judge --test`, `--all-tests`): the plan then
+//! walks one unit per chosen test (a single test never stops early, and no test is shared
+//! between units) and reports each subtask with the results of its chosen tests.
 
 use std::collections::{HashMap, HashSet};
 
 use crate::problem::Problem;
 use crate::score::{SubtaskResult, TestResult, Verdict};
 
+/// What a plan covers of a problem.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// Only these subtasks (`None`: every one).
+    pub subtasks: Option<Vec<String>>,
+    /// Only these tests, in this order, each run whatever the others score (`None`: the
+    /// reference's early stop over every test of the subtasks).
+    pub tests: Option<Vec<String>>,
+}
+
+impl Selection {
+    fn covers(&self, subtask: &str) -> bool {
+        self.subtasks
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == subtask))
+    }
+}
+
 /// The subtasks to judge for one submission, with the batch size.
 #[derive(Debug, Clone)]
 pub struct SubmissionPlan {
     problem_id: String,
+    /// What the walk runs: the subtasks, or with tests chosen one unit per test.
     subtasks: Vec<PlannedSubtask>,
+    /// With tests chosen, the subtasks reported, each with its chosen tests.
+    reported: Option<Vec<PlannedSubtask>>,
     batch_size: usize,
 }
 
@@ -41,32 +67,96 @@ pub enum Replay {
 }
 
 impl SubmissionPlan {
-    /// All subtasks of `problem`, or only those named in `only`.
-    pub fn new(problem: &Problem, only: Option<&[String]>, batch_size: usize) -> SubmissionPlan {
-        let subtasks = problem
+    /// The plan of what `selection` covers of `problem`.
+    pub fn new(problem: &Problem, selection: &Selection, batch_size: usize) -> SubmissionPlan {
+        let planned = |s: &crate::problem::Subtask, tests: Vec<String>| PlannedSubtask {
+            name: s.name.clone(),
+            points: s.points,
+            score_precision: s.score_precision,
+            tests,
+        };
+        let chosen = problem
             .subtasks
             .iter()
-            .filter(|s| only.is_none_or(|names| names.contains(&s.name)))
-            .map(|s| PlannedSubtask {
-                name: s.name.clone(),
-                points: s.points,
-                score_precision: s.score_precision,
-                tests: s.test_names.clone(),
-            })
-            .collect();
+            .filter(|s| selection.covers(&s.name));
+        let (subtasks, reported) = match &selection.tests {
+            None => (
+                chosen.map(|s| planned(s, s.test_names.clone())).collect(),
+                None,
+            ),
+            Some(tests) => {
+                let units = tests
+                    .iter()
+                    .map(|t| PlannedSubtask {
+                        name: t.clone(),
+                        points: 0.0,
+                        score_precision: 2,
+                        tests: vec![t.clone()],
+                    })
+                    .collect();
+                let reported = chosen
+                    .filter(|s| s.test_names.iter().any(|t| tests.contains(t)))
+                    .map(|s| {
+                        let run = s.test_names.iter().filter(|t| tests.contains(t));
+                        planned(s, run.cloned().collect())
+                    })
+                    .collect();
+                (units, Some(reported))
+            }
+        };
         SubmissionPlan {
             problem_id: problem.id.clone(),
             subtasks,
+            reported,
             batch_size: batch_size.max(1),
         }
     }
 
-    /// Every test of every planned subtask given the same result (no code: SKIPPED; a
+    /// The tests the walk runs, unit by unit (a subtask, or with tests chosen one test), and
+    /// the batch size: what the scheduler's incremental walk follows.
+    pub(crate) fn units(&self) -> (impl Iterator<Item = &[String]>, usize) {
+        (
+            self.subtasks.iter().map(|s| s.tests.as_slice()),
+            self.batch_size,
+        )
+    }
+
+    /// The subtasks reported, each with the tests it reports.
+    fn reported(&self) -> &[PlannedSubtask] {
+        self.reported.as_deref().unwrap_or(&self.subtasks)
+    }
+
+    /// Every test of every reported subtask given the same result (no code: SKIPPED; a
     /// compilation error: CE with its feedback).
     pub fn uniform(&self, make: impl Fn(&str) -> TestResult) -> Vec<SubtaskResult> {
-        self.subtasks
+        self.reported()
             .iter()
             .map(|s| self.subtask_result(s, s.tests.iter().map(|t| make(t)).collect()))
+            .collect()
+    }
+
+    /// With tests chosen, the results of the units put back into the subtasks reported; a
+    /// test without a result is SKIPPED.
+    fn regroup(&self, results: Vec<SubtaskResult>) -> Vec<SubtaskResult> {
+        let Some(reported) = &self.reported else {
+            return results;
+        };
+        let by_test: HashMap<String, TestResult> = results
+            .into_iter()
+            .flat_map(|s| s.test_results)
+            .map(|t| (t.test_name.clone(), t))
+            .collect();
+        reported
+            .iter()
+            .map(|s| {
+                let tests = s.tests.iter().map(|t| {
+                    by_test
+                        .get(t)
+                        .cloned()
+                        .unwrap_or_else(|| TestResult::skipped(t))
+                });
+                self.subtask_result(s, tests.collect())
+            })
             .collect()
     }
 
@@ -82,7 +172,10 @@ impl SubmissionPlan {
 
     /// Replays the reference algorithm over `known` results.
     pub fn replay(&self, known: &HashMap<String, TestResult>) -> Replay {
-        self.walk(known)
+        match self.walk(known) {
+            Replay::Done(results) => Replay::Done(self.regroup(results)),
+            need => need,
+        }
     }
 
     /// The tests the replay would run, in order, if every unknown test passed: the frontier
@@ -268,7 +361,7 @@ mod tests {
             ("01-a", &["s1", "a1", "a2", "a3"]),
             ("02-b", &["a2", "b1"]),
         ]);
-        let plan = SubmissionPlan::new(&p, None, 1);
+        let plan = SubmissionPlan::new(&p, &Selection::default(), 1);
         let truth = HashMap::from([
             ("s1", 1.0),
             ("a1", 0.0),
@@ -299,7 +392,7 @@ mod tests {
     #[test]
     fn a_cached_zero_stops_a_later_subtask_before_it_runs_anything() {
         let p = problem(&[("01", &["x", "y"]), ("02", &["z", "x"])]);
-        let plan = SubmissionPlan::new(&p, None, 1);
+        let plan = SubmissionPlan::new(&p, &Selection::default(), 1);
         let truth = HashMap::from([("x", 0.0), ("y", 1.0), ("z", 1.0)]);
         let (ran, results) = judge_sequentially(&plan, &truth);
         assert_eq!(ran, ["x"]);
@@ -310,7 +403,7 @@ mod tests {
     #[test]
     fn a_name_repeated_in_a_subtask_fills_only_its_own_position() {
         let p = problem(&[("01", &["a", "b", "a"])]);
-        let plan = SubmissionPlan::new(&p, None, 1);
+        let plan = SubmissionPlan::new(&p, &Selection::default(), 1);
         let truth = HashMap::from([("a", 0.5), ("b", 0.0)]);
         let (_, results) = judge_sequentially(&plan, &truth);
         let statuses: Vec<Verdict> = results[0].test_results.iter().map(|t| t.status).collect();
@@ -323,7 +416,7 @@ mod tests {
     #[test]
     fn batches_run_whole_before_stopping() {
         let p = problem(&[("01", &["a", "b", "c", "d", "e"])]);
-        let plan = SubmissionPlan::new(&p, None, 2);
+        let plan = SubmissionPlan::new(&p, &Selection::default(), 2);
         let truth = HashMap::from([("a", 0.0), ("b", 1.0), ("c", 1.0), ("d", 1.0), ("e", 1.0)]);
         let (ran, results) = judge_sequentially(&plan, &truth);
         assert_eq!(ran, ["a", "b"]);
@@ -336,7 +429,7 @@ mod tests {
         // Knowing every result up front (as if all tests ran in parallel) gives the same
         // results as the sequential replay: the extra results are not reported.
         let p = problem(&[("01", &["t1", "t2"]), ("02", &["t3", "t1", "t4"])]);
-        let plan = SubmissionPlan::new(&p, None, 1);
+        let plan = SubmissionPlan::new(&p, &Selection::default(), 1);
         let truth = HashMap::from([("t1", 1.0), ("t2", 0.0), ("t3", 0.0), ("t4", 0.5)]);
         let (_, sequential) = judge_sequentially(&plan, &truth);
         let everything: HashMap<String, TestResult> = truth
@@ -354,7 +447,7 @@ mod tests {
     #[test]
     fn lookahead_lists_the_optimistic_order_and_drops_dead_subtasks() {
         let p = problem(&[("01", &["a", "b"]), ("02", &["c", "a", "d"])]);
-        let plan = SubmissionPlan::new(&p, None, 1);
+        let plan = SubmissionPlan::new(&p, &Selection::default(), 1);
         assert_eq!(plan.lookahead(&HashMap::new()), ["a", "b", "c", "d"]);
         let known = HashMap::from([("a".to_string(), result("a", 0.0))]);
         // 01 stops at a; 02 has a cached zero (a) and runs nothing.
@@ -374,7 +467,7 @@ mod tests {
             "s1", "s2", "a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "c4",
         ];
         for batch in [1, 2, 3] {
-            let plan = SubmissionPlan::new(&p, None, batch);
+            let plan = SubmissionPlan::new(&p, &Selection::default(), batch);
             // Every subset of known results, with scores 0, 0.5 or 1 from the mask.
             for mask in 0u32..4096 {
                 let known: HashMap<String, TestResult> = names
@@ -407,9 +500,42 @@ mod tests {
     }
 
     #[test]
+    fn chosen_tests_run_whatever_fails_and_are_reported_in_their_subtasks() {
+        let p = problem(&[
+            ("01", &["a", "b", "c"]),
+            ("02", &["b", "d"]),
+            ("03", &["e"]),
+        ]);
+        let chosen = Selection {
+            subtasks: None,
+            tests: Some(vec!["a".into(), "b".into(), "d".into()]),
+        };
+        let plan = SubmissionPlan::new(&p, &chosen, 1);
+        // `a` fails: the reference would stop subtask 01 there, a chosen test runs anyway.
+        let truth = HashMap::from([("a", 0.0), ("b", 1.0), ("d", 0.0)]);
+        let (ran, results) = judge_sequentially(&plan, &truth);
+        assert_eq!(ran, ["a", "b", "d"]);
+        let shown: Vec<(&str, Vec<&str>)> = results
+            .iter()
+            .map(|s| {
+                let tests = s.test_results.iter().map(|t| t.test_name.as_str());
+                (s.subtask.as_str(), tests.collect())
+            })
+            .collect();
+        assert_eq!(shown, [("01", vec!["a", "b"]), ("02", vec!["b", "d"])]);
+        assert_eq!(results[0].test_results[1].score, 1.0);
+        let skipped = plan.uniform(TestResult::skipped);
+        assert_eq!(skipped.len(), 2, "subtask 03 has no chosen test");
+    }
+
+    #[test]
     fn subtask_filter_and_uniform_results() {
         let p = problem(&[("01", &["a"]), ("02", &["b"])]);
-        let plan = SubmissionPlan::new(&p, Some(&["02".to_string()]), 1);
+        let only = Selection {
+            subtasks: Some(vec!["02".to_string()]),
+            tests: None,
+        };
+        let plan = SubmissionPlan::new(&p, &only, 1);
         let ce = plan.uniform(|t| TestResult {
             feedback: Some("Compilation error exit code 1\nx".into()),
             status: Verdict::CompilationError,

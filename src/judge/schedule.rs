@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use self::walk::{IndexedPlan, Known, TestId, Walk};
-use super::plan::{Replay, SubmissionPlan};
+use super::plan::{Replay, Selection, SubmissionPlan};
 use super::{Build, Judge, LoadedProblem, Program, TestVerdict};
 use crate::problem::TaskType;
 use crate::score::{SubtaskResult, TestResult, Verdict};
@@ -148,8 +148,8 @@ impl ProblemSource for Preloaded {
 pub struct ScheduleOptions {
     pub jobs: usize,
     pub batch_size: usize,
-    /// Judge only these subtasks.
-    pub subtasks: Option<Vec<String>>,
+    /// What each submission's plan covers: some subtasks, or some tests run whatever fails.
+    pub selection: Selection,
     /// Bound on one submission's whole evaluation.
     pub timeout: Option<Duration>,
 }
@@ -1198,11 +1198,12 @@ impl Shared<'_> {
                     .source
                     .load(&key)
                     .map(|problem| {
-                        let only = self.options.subtasks.as_deref();
+                        let selection = &self.options.selection;
                         let batch = self.options.batch_size;
+                        let plan = SubmissionPlan::new(&problem.problem, selection, batch);
                         Arc::new(Planned {
-                            plan: SubmissionPlan::new(&problem.problem, only, batch),
-                            indexed: IndexedPlan::new(&problem.problem, only, batch),
+                            indexed: IndexedPlan::new(&plan),
+                            plan,
                             problem: Arc::new(problem),
                         })
                     })

@@ -27,6 +27,16 @@ pub const RUN_SCRIPT: &str = include_str!("../../graders/run");
 pub struct Scripts {
     pub compile: String,
     pub run: String,
+    pub origin: ScriptsOrigin,
+}
+
+/// Where a pair of scripts comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptsOrigin {
+    /// The project's own, embedded.
+    BuiltIn,
+    /// Files given (`--compile-script`, `--run-script`).
+    Files,
 }
 
 impl Default for Scripts {
@@ -34,6 +44,35 @@ impl Default for Scripts {
         Scripts {
             compile: COMPILE_SCRIPT.to_string(),
             run: RUN_SCRIPT.to_string(),
+            origin: ScriptsOrigin::BuiltIn,
+        }
+    }
+}
+
+impl Scripts {
+    /// A user's pair of scripts, read from their files.
+    pub fn read(compile: &Path, run: &Path) -> Result<Scripts> {
+        let read = |path: &Path| {
+            fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+        };
+        Ok(Scripts {
+            compile: read(compile)?,
+            run: read(run)?,
+            origin: ScriptsOrigin::Files,
+        })
+    }
+
+    /// How a result names these scripts: `scripts (built in)`, or `scripts` and a hash of the
+    /// pair given, so that results of two different pairs are never mixed.
+    pub fn label(&self) -> String {
+        match self.origin {
+            ScriptsOrigin::BuiltIn => "scripts (built in)".to_string(),
+            ScriptsOrigin::Files => {
+                let mut h = blake3::Hasher::new();
+                h.update(self.compile.as_bytes());
+                h.update(self.run.as_bytes());
+                format!("scripts {}", &h.finalize().to_hex()[..16])
+            }
         }
     }
 }

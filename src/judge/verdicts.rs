@@ -101,10 +101,6 @@ impl<V: Clone> VerdictCache<V> {
             .map_or(0, |entries| entries.by_key.len())
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The verdict of `key`: the one already made, or `judge`'s, which is kept when it is a
     /// verdict (`Ok`). A judgement that failed is not kept: its copies waiting for it judge
     /// for themselves.

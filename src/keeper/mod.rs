@@ -27,7 +27,7 @@ mod protocol;
 
 pub use client::hand_over;
 pub use daemon::serve;
-pub use execute::{execute, run_here};
+pub use execute::run_here;
 pub use protocol::{absolute, RequestLimits, RunRequest};
 
 /// Where a keeper listens unless told otherwise.

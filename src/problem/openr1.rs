@@ -286,20 +286,7 @@ fn build_problem(mut rows: Vec<SubtaskRow>) -> Result<Problem> {
         None => None,
     };
     let cfg = cfg.as_ref();
-    let task = match (cfg, first.task_kind) {
-        (Some(cfg), kind) => cfg.task(kind),
-        (None, Some(TaskKind::Batch)) => Some(TaskType::Batch),
-        (None, Some(TaskKind::Communication)) => {
-            config::parse_config("{}", &origin)?.task(Some(TaskKind::Communication))
-        }
-        (None, None) => None,
-    }
-    .with_context(|| {
-        format!(
-            "{}: field `task_type` is missing (and not in {GRADER_CONFIG_PATH})",
-            first.location
-        )
-    })?;
+    let task = task_of(first, cfg, &origin)?;
     let time_limit = first
         .time_limit
         .or(cfg.and_then(|c| c.time_limit))
@@ -318,6 +305,48 @@ fn build_problem(mut rows: Vec<SubtaskRow>) -> Result<Problem> {
                 first.location
             )
         })?;
+    check_graders(first, &task)?;
+    let mut rows = rows.into_iter();
+    let first = rows.next().context("unreachable: empty problem group")?;
+    let mut subtasks = vec![first.subtask];
+    subtasks.extend(rows.map(|r| r.subtask));
+    let mut problem = Problem {
+        year: first.year,
+        id: first.id,
+        name: first.name,
+        day: first.day,
+        task,
+        time_limit,
+        memory_limit,
+        subtasks,
+        grader_files: first.grader_files,
+    };
+    config::ensure_grader_config(&mut problem);
+    Ok(problem)
+}
+
+/// The task type of a problem: the row's `task_type`, read with the grader configuration when
+/// the problem has one (`origin` names it in errors).
+fn task_of(first: &SubtaskRow, cfg: Option<&config::TaskConfig>, origin: &str) -> Result<TaskType> {
+    match (cfg, first.task_kind) {
+        (Some(cfg), kind) => cfg.task(kind),
+        (None, Some(TaskKind::Batch)) => Some(TaskType::Batch),
+        (None, Some(TaskKind::Communication)) => {
+            config::parse_config("{}", origin)?.task(Some(TaskKind::Communication))
+        }
+        (None, None) => None,
+    }
+    .with_context(|| {
+        format!(
+            "{}: field `task_type` is missing (and not in {GRADER_CONFIG_PATH})",
+            first.location
+        )
+    })
+}
+
+/// A problem's grader files must agree with it: the header names the problem's id, and a
+/// Communication task has its manager.
+fn check_graders(first: &SubtaskRow, task: &TaskType) -> Result<()> {
     if let Some(header_id) = id_from_headers(&first.grader_files) {
         if header_id != first.id {
             bail!(
@@ -340,23 +369,7 @@ fn build_problem(mut rows: Vec<SubtaskRow>) -> Result<Problem> {
             first.id
         );
     }
-    let mut rows = rows.into_iter();
-    let first = rows.next().context("unreachable: empty problem group")?;
-    let mut subtasks = vec![first.subtask];
-    subtasks.extend(rows.map(|r| r.subtask));
-    let mut problem = Problem {
-        year: first.year,
-        id: first.id,
-        name: first.name,
-        day: first.day,
-        task,
-        time_limit,
-        memory_limit,
-        subtasks,
-        grader_files: first.grader_files,
-    };
-    config::ensure_grader_config(&mut problem);
-    Ok(problem)
+    Ok(())
 }
 
 /// Rows of one problem must agree on everything but the subtask.

@@ -220,34 +220,7 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
         } else {
             format!("{subtask_index}-{test_offset:02}")
         };
-        let parts = shlex::split(line)
-            .with_context(|| format!("{}: unbalanced quotes in {line:?}", at()))?;
-        let command =
-            match parts.split_first() {
-                Some((m, rest)) if m == "manual" => match rest {
-                    [file] => GenCommand::Manual(RelativePath::parse(file).with_context(|| {
-                        format!("{}: `manual` takes a file of gen/manual", at())
-                    })?),
-                    _ => bail!(
-                        "{}: `manual` takes exactly one file name, found {}",
-                        at(),
-                        rest.len()
-                    ),
-                },
-                Some((program, rest)) => {
-                    if program.contains('/') || program.starts_with('.') {
-                        bail!(
-                            "{}: generator name {program:?} must be a file in gen/",
-                            at()
-                        );
-                    }
-                    GenCommand::Generator {
-                        program: program.clone(),
-                        args: rest.to_vec(),
-                    }
-                }
-                None => bail!("{}: empty test line", at()),
-            };
+        let command = gen_command(line, &at())?;
         let name = SafeName::parse(&clean_name(&tps_name))
             .with_context(|| format!("{}: test name", at()))?;
         if !seen_names.insert(name.clone()) {
@@ -278,147 +251,233 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
     })
 }
 
+/// The command of one test line of `gen/data` (`at` names the line in errors): `manual FILE`,
+/// or a generator of `gen/` with its arguments, split as a shell would.
+fn gen_command(line: &str, at: &str) -> Result<GenCommand> {
+    let parts =
+        shlex::split(line).with_context(|| format!("{at}: unbalanced quotes in {line:?}"))?;
+    match parts.split_first() {
+        Some((m, rest)) if m == "manual" => match rest {
+            [file] => Ok(GenCommand::Manual(RelativePath::parse(file).with_context(
+                || format!("{at}: `manual` takes a file of gen/manual"),
+            )?)),
+            _ => bail!(
+                "{at}: `manual` takes exactly one file name, found {}",
+                rest.len()
+            ),
+        },
+        Some((program, rest)) => {
+            if program.contains('/') || program.starts_with('.') {
+                bail!("{at}: generator name {program:?} must be a file in gen/");
+            }
+            Ok(GenCommand::Generator {
+                program: program.clone(),
+                args: rest.to_vec(),
+            })
+        }
+        None => bail!("{at}: empty test line"),
+    }
+}
+
+/// The fields of a package's `problem.json`, each error naming the file and the field.
+struct Fields<'a> {
+    top: &'a serde_json::Map<String, Value>,
+    path: &'a Path,
+}
+
+impl Fields<'_> {
+    fn at(&self, field: &str) -> String {
+        format!("{}: field `{field}`", self.path.display())
+    }
+
+    fn missing(&self, field: &str) -> String {
+        format!("{} is missing", self.at(field))
+    }
+
+    fn string(&self, field: &str) -> Result<Option<String>> {
+        match self.top.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => bail!("{} must be a string, found {}", self.at(field), kind(other)),
+        }
+    }
+
+    fn boolean(&self, field: &str, default: bool) -> Result<bool> {
+        match self.top.get(field) {
+            None | Some(Value::Null) => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => bail!(
+                "{} must be true or false, found {}",
+                self.at(field),
+                kind(other)
+            ),
+        }
+    }
+
+    fn positive(&self, field: &str) -> Result<f64> {
+        self.top
+            .get(field)
+            .with_context(|| self.missing(field))?
+            .as_f64()
+            .filter(|v| *v > 0.0)
+            .with_context(|| format!("{} must be a positive number", self.at(field)))
+    }
+}
+
+/// The task type `type` names: Batch, or Communication with its `num_processes`.
+fn read_task_type(fields: &Fields, task_type: &str) -> Result<TaskType> {
+    match task_type {
+        "Batch" => Ok(TaskType::Batch),
+        "Communication" => {
+            let processes = match fields.top.get("num_processes") {
+                None | Some(Value::Null) => 1,
+                Some(v) => v.as_u64().filter(|n| *n >= 1).with_context(|| {
+                    format!("{} must be a positive integer", fields.at("num_processes"))
+                })? as usize,
+            };
+            Ok(TaskType::Communication(Communication {
+                num_processes: processes,
+                user_io: UserIo::StdIo,
+                manager_args: Vec::new(),
+            }))
+        }
+        other => bail!(
+            "{}: task type {other:?} is not supported (Batch and Communication are)",
+            fields.at("type")
+        ),
+    }
+}
+
+/// The grader, manager and checker files the package's `problem.json` says it has, sorted by
+/// path: what TPS's CMS exporter copies.
+fn read_grader_files(
+    dir: &Path,
+    name: &str,
+    fields: &Fields,
+    task_type: &str,
+) -> Result<Vec<GraderFile>> {
+    let is_comm = task_type.starts_with("Communicat");
+    let has_grader = fields.boolean("has_grader", !task_type.starts_with("Output"))?;
+    let has_manager = fields.boolean("has_manager", is_comm)?;
+    let has_checker = fields.boolean("has_checker", !is_comm)?;
+    let grader_name = fields
+        .string("grader_name")?
+        .unwrap_or_else(|| "grader".into());
+    let mut grader_files = Vec::new();
+    if has_grader {
+        if grader_name != "grader" && grader_name != "stub" {
+            bail!(
+                "{}: {grader_name:?} is not supported (the judge compiles grader.cpp or stub.cpp)",
+                fields.at("grader_name")
+            );
+        }
+        // The grader and the task header only (the C grader too, which `.c` solutions are
+        // linked with; the header is the C++ one).
+        for (from, to) in [
+            (
+                format!("grader/cpp/{grader_name}.cpp"),
+                format!("graders/{grader_name}.cpp"),
+            ),
+            (
+                format!("grader/c/{grader_name}.c"),
+                format!("graders/{grader_name}.c"),
+            ),
+            (format!("grader/cpp/{name}.h"), format!("graders/{name}.h")),
+        ] {
+            let path = dir.join(&from);
+            if path.is_file() || path.is_symlink() {
+                grader_files.push(GraderFile {
+                    path: RelativePath::parse(&to)?,
+                    content: read_file(dir, &path)?,
+                });
+            }
+        }
+    }
+    if has_manager {
+        let files = cpp_and_headers(dir, "grader", "graders")?;
+        if !files.iter().any(|f| f.path == "graders/manager.cpp") {
+            bail!(
+                "{}: the task has a manager (problem.json `type`/`has_manager`) but there is no manager.cpp",
+                dir.join("grader").display()
+            );
+        }
+        grader_files.extend(files);
+    }
+    if has_checker {
+        let files = cpp_and_headers(dir, "checker", "checker")?;
+        if !files.iter().any(|f| f.path == "checker/checker.cpp") {
+            bail!(
+                "{}: the task has a checker (problem.json `has_checker`) but there is no checker.cpp",
+                dir.join("checker").display()
+            );
+        }
+        grader_files.extend(files);
+    }
+    grader_files.sort_by(|a, b| a.path.cmp(&b.path));
+    grader_files.dedup_by(|a, b| a.path == b.path);
+    Ok(grader_files)
+}
+
+/// How the tests are generated: `gen/data`, or the script `gen/data.py` that writes it.
+fn read_gen_data(gen_dir: &Path, gen_files: &[GraderFile]) -> Result<GenData> {
+    if let Some(f) = gen_files.iter().find(|f| f.path == "data") {
+        return Ok(GenData::Text(
+            String::from_utf8(f.content.clone())
+                .with_context(|| format!("{}: not UTF-8", gen_dir.join("data").display()))?,
+        ));
+    }
+    if let Some(f) = gen_files.iter().find(|f| f.path == "data.py") {
+        return Ok(GenData::Script(f.content.clone()));
+    }
+    bail!(
+        "{}: neither `data` nor `data.py`: nothing says how to generate the tests",
+        gen_dir.display()
+    )
+}
+
 impl TpsPackage {
     /// Reads a TPS task folder. Errors name the file and field at fault.
     pub fn read(dir: &Path) -> Result<TpsPackage> {
         let json_path = dir.join("problem.json");
         let problem_json = read_file(dir, &json_path)?;
         let top = json_object(&problem_json, &json_path)?;
-        let at = |field: &str| format!("{}: field `{field}`", json_path.display());
-        let str_field = |field: &str| -> Result<Option<String>> {
-            match top.get(field) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(other) => bail!("{} must be a string, found {}", at(field), kind(other)),
-            }
+        let fields = Fields {
+            top: &top,
+            path: &json_path,
         };
-        let bool_field = |field: &str, default: bool| -> Result<bool> {
-            match top.get(field) {
-                None | Some(Value::Null) => Ok(default),
-                Some(Value::Bool(b)) => Ok(*b),
-                Some(other) => bail!("{} must be true or false, found {}", at(field), kind(other)),
-            }
-        };
-        let name = str_field("name")?.with_context(|| format!("{} is missing", at("name")))?;
+        let name = fields
+            .string("name")?
+            .with_context(|| fields.missing("name"))?;
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            bail!("{} must be a C identifier, found {name:?}", at("name"));
+            bail!(
+                "{} must be a C identifier, found {name:?}",
+                fields.at("name")
+            );
         }
-        let title = str_field("title")?.unwrap_or_else(|| name.clone());
-        let task_type = str_field("type")?.with_context(|| format!("{} is missing", at("type")))?;
-        let number = |field: &str| -> Result<f64> {
-            top.get(field)
-                .with_context(|| format!("{} is missing", at(field)))?
-                .as_f64()
-                .filter(|v| *v > 0.0)
-                .with_context(|| format!("{} must be a positive number", at(field)))
-        };
-        let time_limit = number("time_limit")?;
-        let memory_mb = number("memory_limit")?;
+        let title = fields.string("title")?.unwrap_or_else(|| name.clone());
+        let task_type = fields
+            .string("type")?
+            .with_context(|| fields.missing("type"))?;
+        let time_limit = fields.positive("time_limit")?;
+        let memory_mb = fields.positive("memory_limit")?;
         let score_precision = match top.get("score_precision") {
             None | Some(Value::Null) => super::cms::DEFAULT_SCORE_PRECISION,
             Some(v) => v
                 .as_u64()
                 .and_then(|p| u32::try_from(p).ok())
                 .with_context(|| {
-                    format!("{} must be a non-negative integer", at("score_precision"))
+                    format!(
+                        "{} must be a non-negative integer",
+                        fields.at("score_precision")
+                    )
                 })?,
         };
-        let is_comm = task_type.starts_with("Communicat");
-        let task = match task_type.as_str() {
-            "Batch" => TaskType::Batch,
-            "Communication" => {
-                let processes = match top.get("num_processes") {
-                    None | Some(Value::Null) => 1,
-                    Some(v) => v.as_u64().filter(|n| *n >= 1).with_context(|| {
-                        format!("{} must be a positive integer", at("num_processes"))
-                    })? as usize,
-                };
-                TaskType::Communication(Communication {
-                    num_processes: processes,
-                    user_io: UserIo::StdIo,
-                    manager_args: Vec::new(),
-                })
-            }
-            other => bail!(
-                "{}: task type {other:?} is not supported (Batch and Communication are)",
-                at("type")
-            ),
-        };
-        let has_grader = bool_field("has_grader", !task_type.starts_with("Output"))?;
-        let has_manager = bool_field("has_manager", is_comm)?;
-        let has_checker = bool_field("has_checker", !is_comm)?;
-        let grader_name = str_field("grader_name")?.unwrap_or_else(|| "grader".into());
-
-        let mut grader_files = Vec::new();
-        if has_grader {
-            if grader_name != "grader" && grader_name != "stub" {
-                bail!(
-                    "{}: {grader_name:?} is not supported (the judge compiles grader.cpp or stub.cpp)",
-                    at("grader_name")
-                );
-            }
-            // What TPS's CMS exporter copies: the grader and the task header only (the C grader
-            // too, which `.c` solutions are linked with; the header is the C++ one).
-            for (from, to) in [
-                (
-                    format!("grader/cpp/{grader_name}.cpp"),
-                    format!("graders/{grader_name}.cpp"),
-                ),
-                (
-                    format!("grader/c/{grader_name}.c"),
-                    format!("graders/{grader_name}.c"),
-                ),
-                (format!("grader/cpp/{name}.h"), format!("graders/{name}.h")),
-            ] {
-                let path = dir.join(&from);
-                if path.is_file() || path.is_symlink() {
-                    grader_files.push(GraderFile {
-                        path: RelativePath::parse(&to)?,
-                        content: read_file(dir, &path)?,
-                    });
-                }
-            }
-        }
-        if has_manager {
-            let files = cpp_and_headers(dir, "grader", "graders")?;
-            if !files.iter().any(|f| f.path == "graders/manager.cpp") {
-                bail!(
-                    "{}: the task has a manager (problem.json `type`/`has_manager`) but there is no manager.cpp",
-                    dir.join("grader").display()
-                );
-            }
-            grader_files.extend(files);
-        }
-        if has_checker {
-            let files = cpp_and_headers(dir, "checker", "checker")?;
-            if !files.iter().any(|f| f.path == "checker/checker.cpp") {
-                bail!(
-                    "{}: the task has a checker (problem.json `has_checker`) but there is no checker.cpp",
-                    dir.join("checker").display()
-                );
-            }
-            grader_files.extend(files);
-        }
-        grader_files.sort_by(|a, b| a.path.cmp(&b.path));
-        grader_files.dedup_by(|a, b| a.path == b.path);
-
+        let task = read_task_type(&fields, &task_type)?;
+        let grader_files = read_grader_files(dir, &name, &fields, &task_type)?;
         let (subtasks, validators) = read_subtasks_json(dir, &dir.join("subtasks.json"))?;
         let validator_files = top_level_files(dir, &dir.join("validator"))?;
-        let gen_dir = dir.join("gen");
-        let gen_files = top_level_files(dir, &gen_dir)?;
-        let gen_data = if let Some(f) = gen_files.iter().find(|f| f.path == "data") {
-            GenData::Text(
-                String::from_utf8(f.content.clone())
-                    .with_context(|| format!("{}: not UTF-8", gen_dir.join("data").display()))?,
-            )
-        } else if let Some(f) = gen_files.iter().find(|f| f.path == "data.py") {
-            GenData::Script(f.content.clone())
-        } else {
-            bail!(
-                "{}: neither `data` nor `data.py`: nothing says how to generate the tests",
-                gen_dir.display()
-            );
-        };
+        let gen_files = top_level_files(dir, &dir.join("gen"))?;
+        let gen_data = read_gen_data(&dir.join("gen"), &gen_files)?;
         let (solutions, model_solution) = read_solutions_json(dir, &dir.join("solutions.json"))?;
         Ok(TpsPackage {
             dir: dir.to_path_buf(),

@@ -170,7 +170,7 @@ impl GraderConfig {
                 "TIME_LIMIT" => {
                     let seconds = positive("seconds")?;
                     let field = format!("grader_config line {} TIME_LIMIT", row + 1);
-                    config.time_limit = Some(super::request::allowed_time_limit(seconds, &field)?)
+                    config.time_limit = Some(super::allowed_time_limit(seconds, &field)?)
                 }
                 "MEMORY_LIMIT" => {
                     config.memory_limit = Some((positive("megabytes")? * 1048576.0) as u64)

@@ -147,6 +147,21 @@ pub const DEFAULT_PLAIN_MEMORY: u64 = 512 << 20;
 /// never given under a limit other than the one asked for.
 pub const MAX_RUN_MEMORY: u64 = 4 << 30;
 
+/// The longest `run_timeout` or `compile_timeout` a request may ask for: every request is
+/// answered within its limits, and no caller holds a worker longer than this.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A time limit of a request, in seconds, refused beyond [`MAX_TIMEOUT`] with the field named.
+pub(crate) fn allowed_time_limit(seconds: f64, field: &str) -> Result<f64, RequestError> {
+    let max = MAX_TIMEOUT.as_secs_f64();
+    if seconds > max {
+        return Err(RequestError::BadRequest(format!(
+            "{field} is {seconds} s; the server allows at most {max} s"
+        )));
+    }
+    Ok(seconds)
+}
+
 /// `bytes` when a request may ask for that much memory (see [`MAX_RUN_MEMORY`]); else a
 /// [`RequestError::BadRequest`] naming `field`.
 pub(crate) fn allowed_memory(bytes: u64, field: &str) -> Result<u64, RequestError> {

@@ -12,7 +12,10 @@ use serde_json::{Map, Value};
 
 use super::codeforces;
 use super::runtime::CONTRACT_FILES;
-use super::{allowed_memory, IoiJob, Job, PlainJob, RequestError, Runtime, DEFAULT_PLAIN_MEMORY};
+use super::{
+    allowed_memory, allowed_time_limit, IoiJob, Job, PlainJob, RequestError, Runtime,
+    DEFAULT_PLAIN_MEMORY, MAX_TIMEOUT,
+};
 use crate::name::RelativePath;
 use crate::problem::config::{parse_config, GRADER_CONFIG_PATH};
 use crate::problem::{id_from_headers, Communication, GraderFile, TaskType, UserIo};
@@ -26,9 +29,6 @@ const DEFAULT_PLAIN_RUN_TIMEOUT: Duration = Duration::from_secs(3);
 const PACKAGE_SCRIPTS: [&str; 2] = ["compile", "run"];
 /// Longest file name (a path inside the box), in bytes: a box takes a bounded amount of paths.
 const MAX_NAME_BYTES: usize = 255;
-/// The longest `run_timeout` or `compile_timeout` a request may ask for: every request is
-/// answered within its limits, and no caller holds a worker longer than this.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most files of a plain `c++` request: each is bound into the program's box on its own, and a
 /// box takes a bounded number of mounts.
 pub const MAX_PLAIN_FILES: usize = 64;
@@ -455,17 +455,6 @@ fn milliseconds(top: &Map<String, Value>, key: &str) -> Result<Option<Duration>,
         )));
     }
     Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
-}
-
-/// A time limit of a request, in seconds, refused beyond [`MAX_TIMEOUT`] with the field named.
-pub(super) fn allowed_time_limit(seconds: f64, field: &str) -> Result<f64, RequestError> {
-    let max = MAX_TIMEOUT.as_secs_f64();
-    if seconds > max {
-        return Err(bad(format!(
-            "{field} is {seconds} s; the server allows at most {max} s"
-        )));
-    }
-    Ok(seconds)
 }
 
 /// A size in bytes; absent, `null` or Piston's `-1` (no limit) give `None`.

@@ -20,7 +20,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::metrics::RequestOutcome;
-use super::request::{decode_base64, MAX_PLAIN_FILES, MAX_TIMEOUT};
+use super::request::{decode_base64, MAX_PLAIN_FILES};
+use super::MAX_TIMEOUT;
 use super::{allowed_memory, RequestError, DEFAULT_PLAIN_MEMORY};
 
 /// SandboxFusion's default `compile_timeout` and `run_timeout`, in seconds.

@@ -46,7 +46,7 @@ pub struct Submitted {
 
 impl Plan {
     pub fn new(request: &Request) -> Result<Plan> {
-        let config_names: Vec<String> = crate::evaluate::resolve_datasets(request.datasets)?
+        let config_names: Vec<String> = crate::catalog::resolve_datasets(request.datasets)?
             .into_iter()
             .map(|d| d.config_name)
             .collect();

@@ -159,11 +159,11 @@ fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
         .map(|t| t.len())
         .max()
         .unwrap_or(4);
-    let source = Preloaded::new(judge.prepare(selection.problem_to_judge(&problem), tests)?);
+    let source = Preloaded::new(judge.prepare(problem.clone(), tests)?);
     let options = ScheduleOptions {
         jobs: args.run.jobs(),
         batch_size: args.run.test_batch_size,
-        subtasks: selection.scheduled_subtasks(&problem),
+        selection: selection.plan(&problem),
         timeout: None,
     };
     // Tests are shown on stderr as they finish (the table on stdout is the final word: early
@@ -209,29 +209,45 @@ fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
         .context("the judge produced no result")?;
     let judged = finished.outcome?;
     let loaded = &judged.problem;
-    let mut results = selection.regroup(&problem, judged.results);
+    let mut results = judged.results;
     name_the_users_file(&mut results, &problem.id, solution);
     let diagnoses = diagnose_all(&results, loaded, solution, kept);
     if args.keep.is_some() {
         keep::write(&results, loaded, kept)?;
     }
+    present(
+        args, judge, &problem, loaded, &selection, &results, &diagnoses,
+    )
+}
+
+/// Prints the results (a table, or the JSON report with `--json`); the exit code says whether
+/// the total reached `--min-score`.
+fn present(
+    args: &Args,
+    judge: &Judge,
+    problem: &Problem,
+    loaded: &crate::judge::LoadedProblem,
+    selection: &Selection,
+    results: &[SubtaskResult],
+    diagnoses: &Diagnoses,
+) -> Result<i32> {
     // The judged problem's limits: the time limit is the scaled one.
     let mut shown_problem = problem.clone();
     shown_problem.time_limit = loaded.problem.time_limit;
     if args.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&json_report(&shown_problem, &results, &diagnoses))?
+            serde_json::to_string_pretty(&json_report(&shown_problem, results, diagnoses))?
         );
     } else {
         let shown = table::Shown {
             time_scale: judge.time_scale(),
-            diagnoses: &diagnoses,
+            diagnoses,
             every_failure: !args.test_names.is_empty(),
-            partial: selection.is_partial(&problem),
+            partial: selection.is_partial(problem),
             kept: args.keep.as_deref(),
         };
-        table::print_human(&shown_problem, &results, &shown)?;
+        table::print_human(&shown_problem, results, &shown)?;
     }
     let total =
         crate::score::round_like_python(results.iter().map(|s| s.weighted_score()).sum::<f64>(), 2);
@@ -351,7 +367,7 @@ fn check_paths(args: &Args) -> Result<()> {
             problem.display()
         ),
         (Some(problem), None) if !problem.join("problem.json").is_file() => {
-            match crate::evaluate::run::is_cms_source(problem) {
+            match crate::catalog::is_cms_source(problem) {
                 true => bail!(
                     "{0} holds task folders, not one task: give one of them (ioi-run judge \
                      {0}/TASK SOLUTION.cpp), or pick one with --problems {0} --problem-id ID",
@@ -382,25 +398,21 @@ fn check_paths(args: &Args) -> Result<()> {
 
 fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
     if !args.problems.is_empty() {
-        let sources = crate::evaluate::run::resolve_sources(&args.problems)?;
-        if sources
-            .iter()
-            .any(|p| crate::evaluate::run::is_cms_source(p))
-        {
-            let dir = pick_task_folder(args, &sources)?;
-            return crate::judge::tps::load_task_folder(judge, &dir);
-        }
-        let problem = pick_problem(args, &sources)?;
+        let sources = crate::catalog::resolve_sources(&args.problems)?;
+        let wanted = crate::catalog::lookup::Wanted {
+            id: args.problem_id.as_deref().unwrap_or_default(),
+            year: args.year,
+            given: &args.problems,
+            strict: args.strict,
+        };
         // As in `evaluate`: the test cases' hub dataset unless told otherwise.
         let near = sources
             .iter()
             .cloned()
             .chain(std::iter::once(args.solution.clone()))
             .collect::<Vec<_>>();
-        let tests = crate::evaluate::run::resolve_tests(&args.tests, &near)?;
-        let rows = crate::dataset::RowPolicy::new(args.strict);
-        let tests = crate::problem::openr1::load_tests(&tests, &problem, &rows)?;
-        return Ok((problem, tests));
+        let warn = &mut |warning: String| eprintln!("warning: {warning}");
+        return crate::catalog::lookup::load(judge, &wanted, &sources, &args.tests, &near, warn);
     }
     match &args.problem {
         Some(dir) => {
@@ -413,154 +425,6 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
             crate::judge::tps::load_task_folder(judge, dir)
         }
         None => bail!("give a CMS or TPS task folder and a solution, or --problems and --problem-id (and --tests) with a solution"),
-    }
-}
-
-/// The task folder `--problem-id` (and `--year`) names among `--problems` task folders (CMS or
-/// TPS) or folders of them, as `evaluate` matches submissions to them: by problem id,
-/// case-insensitively. A folder that cannot be read is only warned about unless it is the one
-/// named.
-fn pick_task_folder(args: &Args, sources: &[PathBuf]) -> Result<PathBuf> {
-    let id = args
-        .problem_id
-        .as_deref()
-        .unwrap_or_default()
-        .to_lowercase();
-    let mut folders = Vec::new();
-    for source in sources {
-        if !crate::evaluate::run::is_cms_source(source) {
-            bail!(
-                "--problems mixes task folders ({}) and open-r1/ioi rows ({}): use one kind",
-                sources
-                    .iter()
-                    .find(|p| crate::evaluate::run::is_cms_source(p))
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
-                source.display()
-            );
-        }
-        folders.extend(crate::evaluate::run::task_folders(source)?);
-    }
-    let mut found = Vec::new();
-    let mut ids = Vec::new();
-    // Years of the folders of the problem named, when --year picks none of them.
-    let mut years = Vec::new();
-    for dir in folders {
-        let named = dir
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().to_lowercase() == id);
-        match crate::evaluate::run::folder_header(&dir) {
-            Ok(p) if p.id == id && args.year.is_none_or(|y| p.year == y || p.year == 0) => {
-                found.push(dir)
-            }
-            Ok(p) if p.id == id => years.push(p.year),
-            Ok(p) => ids.push(p.id),
-            Err(e) if named => {
-                return Err(e.context(format!("task folder {} cannot be judged", dir.display())))
-            }
-            Err(e) => eprintln!(
-                "warning: task folder {} could not be read (not the one judged): {e:#}",
-                dir.display()
-            ),
-        }
-    }
-    ids.sort();
-    ids.dedup();
-    years.sort();
-    years.dedup();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 if !years.is_empty() => Err(crate::error::usage(anyhow::anyhow!(
-            "no task folder of problem {id:?} of year {} in {}; it exists for {}",
-            args.year.unwrap_or_default(),
-            args.problems.join(", "),
-            years
-                .iter()
-                .map(|y| y.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-        0 => Err(crate::error::usage(anyhow::anyhow!(
-            "no task folder of problem {id:?} in {} (it holds {})",
-            args.problems.join(", "),
-            match ids.is_empty() {
-                true => "none that could be read".to_string(),
-                false => ids.join(", "),
-            }
-        ))),
-        _ => Err(crate::error::usage(anyhow::anyhow!(
-            "several task folders of problem {id:?} in {} ({}): pick one with --year, or give \
-             the folder itself (ioi-run judge TASK SOLUTION.cpp)",
-            args.problems.join(", "),
-            found
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
-}
-
-/// The problem `--problem-id` (and `--year`) names among open-r1/ioi rows. Other problems
-/// with a bad row are only warned about; the named one with a bad row is an error.
-fn pick_problem(args: &Args, sources: &[PathBuf]) -> Result<Problem> {
-    let id = args
-        .problem_id
-        .as_deref()
-        .unwrap_or_default()
-        .to_lowercase();
-    let given = args.problems.join(", ");
-    let loaded = crate::problem::openr1::load_problems(sources)?;
-    let wanted = |year: i64| args.year.is_none_or(|y| y == year);
-    for broken in &loaded.broken {
-        let named = broken.id == id && broken.year.is_none_or(|y| y == 0 || wanted(y));
-        if named {
-            bail!(
-                "problem {} cannot be judged: {}",
-                broken.label(),
-                broken.why
-            );
-        }
-        if args.strict {
-            bail!(
-                "--strict: problem {} has a bad row in --problems: {}",
-                broken.label(),
-                broken.why
-            );
-        }
-        eprintln!(
-            "warning: problem {} could not be loaded (not the one judged): {}",
-            broken.label(),
-            broken.why
-        );
-    }
-    let mut years: Vec<i64> = loaded
-        .problems
-        .iter()
-        .filter(|p| p.id == id)
-        .map(|p| p.year)
-        .collect();
-    years.sort();
-    let found: Vec<Problem> = loaded
-        .problems
-        .into_iter()
-        .filter(|p| p.id == id && wanted(p.year))
-        .collect();
-    match found.len() {
-        0 if !years.is_empty() => Err(usage(anyhow::anyhow!(
-            "no problem {id:?} of year {} in {given}; it exists for {}",
-            args.year.unwrap_or_default(),
-            years
-                .iter()
-                .map(|y| y.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-        0 => Err(usage(anyhow::anyhow!("no problem {id:?} in {given}"))),
-        1 => found.into_iter().next().context("unreachable"),
-        _ => Err(usage(anyhow::anyhow!(
-            "several problems {id:?} in {given} (years differ): pick one with --year"
-        ))),
     }
 }
 

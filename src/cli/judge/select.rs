@@ -1,17 +1,14 @@
 //! Which subtasks and tests `judge` runs: `--subtask` (a name, or its number as the table
 //! prints it), `--test` (names or globs) and `--all-tests` (docs/debugging.md#choosing-tests).
 //!
-//! Running every chosen test, whatever fails, needs no change to the judge's early-stop plan:
-//! the problem is judged as one subtask per test (a subtask of one test never stops early, and
-//! no test is shared between them), and the results are put back into the real subtasks.
-
-use std::collections::HashMap;
+//! The names given become a [`plan::Selection`]: the judge's plan runs the chosen tests
+//! whatever fails and reports them in their subtasks.
 
 use anyhow::Result;
 
 use crate::error::usage;
+use crate::judge::plan;
 use crate::problem::{Problem, Subtask};
-use crate::score::{SubtaskResult, TestResult};
 
 /// What a `judge` run covers.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,63 +82,14 @@ impl Selection {
         })
     }
 
-    /// The problem to hand to the judge: `problem` itself, or one subtask per test to run.
-    pub fn problem_to_judge(&self, problem: &Problem) -> Problem {
-        let mut judged = problem.clone();
-        if let Some(tests) = &self.tests {
-            judged.subtasks = tests
-                .iter()
-                .map(|t| Subtask {
-                    name: t.clone(),
-                    points: 0.0,
-                    score_precision: 2,
-                    test_names: vec![t.clone()],
-                })
-                .collect();
-        }
-        judged
-    }
-
-    /// The subtasks the scheduler is told to judge (`None`: every subtask of the problem it
-    /// was given).
-    pub fn scheduled_subtasks(&self, problem: &Problem) -> Option<Vec<String>> {
+    /// What the judge's plan covers of `problem`: the subtasks chosen (none named: every
+    /// one), or the tests chosen in the subtasks that hold them.
+    pub fn plan(&self, problem: &Problem) -> plan::Selection {
         let every = self.subtasks.len() == problem.subtasks.len();
-        (self.tests.is_none() && !every).then(|| self.subtasks.clone())
-    }
-
-    /// The results of the real subtasks from what the judge returned: with tests chosen, each
-    /// subtask holds the results of its chosen tests.
-    pub fn regroup(&self, problem: &Problem, results: Vec<SubtaskResult>) -> Vec<SubtaskResult> {
-        let Some(tests) = &self.tests else {
-            return results;
-        };
-        let by_test: HashMap<String, TestResult> = results
-            .into_iter()
-            .flat_map(|s| s.test_results)
-            .map(|t| (t.test_name.clone(), t))
-            .collect();
-        problem
-            .subtasks
-            .iter()
-            .filter(|s| self.subtasks.contains(&s.name))
-            .map(|s| SubtaskResult {
-                problem: problem.id.clone(),
-                subtask: s.name.clone(),
-                points: s.points,
-                score_precision: s.score_precision,
-                test_results: s
-                    .test_names
-                    .iter()
-                    .filter(|t| tests.contains(t))
-                    .map(|t| {
-                        by_test
-                            .get(t)
-                            .cloned()
-                            .unwrap_or_else(|| TestResult::skipped(t))
-                    })
-                    .collect(),
-            })
-            .collect()
+        plan::Selection {
+            subtasks: (self.tests.is_some() || !every).then(|| self.subtasks.clone()),
+            tests: self.tests.clone(),
+        }
     }
 
     /// Whether only some of a subtask's tests run (its score is then over those).
@@ -205,7 +153,7 @@ fn shortened(names: &[&str]) -> String {
 mod tests {
     use super::*;
     use crate::problem::TaskType;
-    use crate::score::Verdict;
+    use crate::score::{TestResult, Verdict};
 
     fn problem() -> Problem {
         let subtasks: Vec<(&str, Vec<String>)> = vec![
@@ -239,9 +187,13 @@ mod tests {
         let s = Selection::new(&p, &[], &strings(&["a*"]), false).unwrap();
         assert_eq!(s.tests, Some(strings(&["a1", "a2"])));
         assert_eq!(s.subtasks, strings(&["01-small", "02-full"]));
-        let judged = s.problem_to_judge(&p);
-        let names: Vec<&str> = judged.subtasks.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["a1", "a2"]);
+        assert_eq!(
+            s.plan(&p),
+            plan::Selection {
+                subtasks: Some(strings(&["01-small", "02-full"])),
+                tests: Some(strings(&["a1", "a2"])),
+            }
+        );
         assert!(s.is_partial(&p));
     }
 
@@ -254,31 +206,20 @@ mod tests {
     }
 
     #[test]
-    fn all_tests_runs_every_test_of_the_subtasks_chosen_and_regroups_them() {
+    fn all_tests_runs_every_test_of_the_subtasks_chosen() {
         let p = problem();
         let s = Selection::new(&p, &strings(&["1"]), &[], true).unwrap();
         assert_eq!(s.tests, Some(strings(&["s1", "a1", "a2"])));
         assert!(!s.is_partial(&p));
-        let judged = s.problem_to_judge(&p);
-        let results: Vec<SubtaskResult> = judged
-            .subtasks
-            .iter()
-            .map(|sub| SubtaskResult {
-                problem: "p".into(),
-                subtask: sub.name.clone(),
-                points: 0.0,
-                score_precision: 2,
-                test_results: vec![TestResult {
-                    score: 0.0,
-                    status: Verdict::WrongAnswer,
-                    ..TestResult::skipped(&sub.test_names[0])
-                }],
-            })
-            .collect();
-        let regrouped = s.regroup(&p, results);
-        assert_eq!(regrouped.len(), 1);
-        assert_eq!(regrouped[0].subtask, "01-small");
-        let statuses: Vec<Verdict> = regrouped[0].test_results.iter().map(|t| t.status).collect();
+        let plan = plan::SubmissionPlan::new(&p, &s.plan(&p), 1);
+        let reported = plan.uniform(|t| TestResult {
+            score: 0.0,
+            status: Verdict::WrongAnswer,
+            ..TestResult::skipped(t)
+        });
+        assert_eq!(reported.len(), 1);
+        assert_eq!(reported[0].subtask, "01-small");
+        let statuses: Vec<Verdict> = reported[0].test_results.iter().map(|t| t.status).collect();
         assert_eq!(statuses, [Verdict::WrongAnswer; 3]);
     }
 
@@ -287,8 +228,14 @@ mod tests {
         let p = problem();
         let s = Selection::new(&p, &strings(&["02"]), &[], false).unwrap();
         assert_eq!(s.tests, None);
-        assert_eq!(s.scheduled_subtasks(&p), Some(strings(&["02-full"])));
+        assert_eq!(
+            s.plan(&p),
+            plan::Selection {
+                subtasks: Some(strings(&["02-full"])),
+                tests: None,
+            }
+        );
         let all = Selection::new(&p, &[], &[], false).unwrap();
-        assert_eq!(all.scheduled_subtasks(&p), None);
+        assert_eq!(all.plan(&p), plan::Selection::default());
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::judge::fake::{self, FakeProblems, FakeRun, FakeRunner};
-use crate::judge::plan::{Replay, SubmissionPlan};
+use crate::judge::plan::{Replay, Selection, SubmissionPlan};
 use crate::judge::CompileError;
 use crate::problem::{Communication, Problem, TaskType, UserIo};
 
@@ -79,7 +79,7 @@ fn jobs() -> Vec<SubmissionJob> {
 
 /// What the reference pipeline gives: the plan replayed sequentially over the true scores.
 fn reference(problem: &Problem, code: Option<&str>, batch: usize) -> Vec<SubtaskResult> {
-    let plan = SubmissionPlan::new(problem, None, batch);
+    let plan = SubmissionPlan::new(problem, &Selection::default(), batch);
     let Some(code) = code else {
         return plan.uniform(TestResult::skipped);
     };
@@ -158,7 +158,7 @@ fn options(jobs: usize, batch_size: usize) -> ScheduleOptions {
     ScheduleOptions {
         jobs,
         batch_size,
-        subtasks: None,
+        selection: Default::default(),
         timeout: None,
     }
 }
@@ -359,7 +359,7 @@ fn speculative_results_are_discarded_and_nothing_more_starts() {
     })
     .unwrap();
     let results = result.into_inner().unwrap().unwrap().unwrap();
-    let plan = SubmissionPlan::new(&problems["p"], None, 1);
+    let plan = SubmissionPlan::new(&problems["p"], &Selection::default(), 1);
     assert_eq!(results, plan.uniform(TestResult::skipped).first_wrong());
     let runs = runner.runs();
     assert!((4..=8).contains(&runs), "{runs} tests ran");

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::problem::Problem;
+use crate::judge::plan::SubmissionPlan;
 
 /// A test of one problem, numbered in the order of first appearance in its planned subtasks.
 pub type TestId = u32;
@@ -32,17 +32,14 @@ pub struct IndexedPlan {
 }
 
 impl IndexedPlan {
-    /// The subtasks [`SubmissionPlan::new`](crate::judge::plan::SubmissionPlan::new) plans, with
-    /// the same filter and batch size.
-    pub fn new(problem: &Problem, only: Option<&[String]>, batch_size: usize) -> IndexedPlan {
+    /// The units `plan` walks, with its batch size.
+    pub fn new(plan: &SubmissionPlan) -> IndexedPlan {
         let mut ids: HashMap<&str, TestId> = HashMap::new();
         let mut names = Vec::new();
-        let subtasks = problem
-            .subtasks
-            .iter()
-            .filter(|s| only.is_none_or(|names| names.contains(&s.name)))
-            .map(|s| {
-                s.test_names
+        let (units, batch_size) = plan.units();
+        let subtasks = units
+            .map(|tests| {
+                tests
                     .iter()
                     .map(|t| {
                         *ids.entry(t.as_str()).or_insert_with(|| {
@@ -284,7 +281,7 @@ mod tests {
 
     use super::*;
     use crate::judge::fake;
-    use crate::judge::plan::SubmissionPlan;
+    use crate::judge::plan::Selection;
     use crate::problem::TaskType;
     use crate::score::{TestResult, Verdict};
 
@@ -337,8 +334,8 @@ mod tests {
                 .collect();
             let problem = fake::problem("p", TaskType::Batch, &refs);
             let batch = 1 + rng.next(3) as usize;
-            let plan = SubmissionPlan::new(&problem, None, batch);
-            let indexed = IndexedPlan::new(&problem, None, batch);
+            let plan = SubmissionPlan::new(&problem, &Selection::default(), batch);
+            let indexed = IndexedPlan::new(&plan);
             let truth: HashMap<String, f64> = pool
                 .iter()
                 .map(|t| (t.clone(), [0.0, 1.0, 1.0, 0.5][rng.next(4) as usize]))

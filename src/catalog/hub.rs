@@ -1,4 +1,4 @@
-//! Hugging Face datasets as submission sources: `org/name`, or `org/prefix-*` for every dataset of
+//! Hugging Face datasets as sources of submissions, problems and tests: `org/name`, or `org/prefix-*` for every dataset of
 //! `org` whose name matches. Files are downloaded into the hub cache (`HF_HOME`) with `hf-hub`'s
 //! blocking API; only strings that name no local path get here, so offline use never touches it.
 //! A dataset already in the hub cache is used from there with `HF_HUB_OFFLINE=1`, or when the
@@ -11,14 +11,14 @@ use hf_hub::api::sync::{Api, ApiBuilder};
 use hf_hub::Cache;
 use serde::Deserialize;
 
-use super::submissions::DatasetSource;
+use super::DatasetSource;
 
 const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
 /// Whether a string looks like a hub dataset id: `org/name`, wildcards allowed in the name.
 /// A name that looks like a file (`results/model.jsonl`) is never one: a missing local file must
 /// say "no such file", not fail on the network.
-pub(super) fn is_hub_id(s: &str) -> bool {
+pub(crate) fn is_hub_id(s: &str) -> bool {
     let Some((org, name)) = s.split_once('/') else {
         return false;
     };
@@ -41,7 +41,7 @@ pub(super) fn is_hub_id(s: &str) -> bool {
 }
 
 /// Resolves a hub id into datasets, downloading their files. `endpoint` overrides `HF_ENDPOINT`.
-pub(super) fn resolve(id: &str, endpoint: Option<&str>) -> Result<Vec<DatasetSource>> {
+pub(crate) fn resolve(id: &str, endpoint: Option<&str>) -> Result<Vec<DatasetSource>> {
     let (org, name) = id
         .split_once('/')
         .with_context(|| format!("`{id}` is not a hub id"))?;
