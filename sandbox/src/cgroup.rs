@@ -74,10 +74,10 @@ fn keeper_of(name: &str) -> Option<i32> {
 }
 
 /// What to do when this process cannot create cgroups under `version`'s hierarchy.
-fn cannot_create_hint(version: CgroupVersion, privilege: crate::host::Privilege) -> &'static str {
-    use crate::host::Privilege;
+fn cannot_create_hint(version: CgroupVersion, privilege: crate::privilege::Privilege) -> &'static str {
+    use crate::privilege::Privilege;
     match (privilege, version) {
-        (Privilege::RootWithoutSysAdmin, _) => crate::host::NEEDS_SYS_ADMIN,
+        (Privilege::RootWithoutSysAdmin, _) => crate::privilege::NEEDS_SYS_ADMIN,
         (Privilege::Root, _) => {
             "the cgroup filesystem is read-only to this root process (a container's \
              /sys/fs/cgroup): start the container through the image's entrypoint with \
@@ -166,7 +166,7 @@ impl CgroupRoot {
                 bail!(
                     "cannot create cgroups in {} ({e}): {}",
                     existing.display(),
-                    cannot_create_hint(self.version(), crate::host::Privilege::current())
+                    cannot_create_hint(self.version(), crate::privilege::Privilege::current())
                 );
             }
         }
@@ -177,7 +177,7 @@ impl CgroupRoot {
     pub(crate) fn prepare(&self) -> Result<()> {
         for parent in self.parents() {
             if let Err(e) = fs::create_dir_all(parent) {
-                let hint = cannot_create_hint(self.version(), crate::host::Privilege::current());
+                let hint = cannot_create_hint(self.version(), crate::privilege::Privilege::current());
                 bail!("cannot create cgroup {} ({e}): {hint}", parent.display());
             }
         }
@@ -362,10 +362,10 @@ fn ensure_v2_controllers(dir: &Path, root: bool) -> Result<()> {
             ))
         }
         nix::errno::Errno::EACCES | nix::errno::Errno::EPERM | nix::errno::Errno::EROFS => {
-            let hint = if crate::host::Privilege::current()
-                == crate::host::Privilege::RootWithoutSysAdmin
+            let hint = if crate::privilege::Privilege::current()
+                == crate::privilege::Privilege::RootWithoutSysAdmin
             {
-                crate::host::NEEDS_SYS_ADMIN
+                crate::privilege::NEEDS_SYS_ADMIN
             } else if root {
                 "the cgroup filesystem is read-only or not delegated to this container: run the \
                  container with a writable cgroup namespace (`docker run --privileged` or \
@@ -803,7 +803,7 @@ mod tests {
     /// user is told to run as root or in a delegated subtree.
     #[test]
     fn the_hint_for_cgroups_names_what_this_process_lacks() {
-        use crate::host::{Privilege, NEEDS_SYS_ADMIN};
+        use crate::privilege::{Privilege, NEEDS_SYS_ADMIN};
         for version in [CgroupVersion::V1, CgroupVersion::V2] {
             let hint = cannot_create_hint(version, Privilege::RootWithoutSysAdmin);
             assert_eq!(hint, NEEDS_SYS_ADMIN);

@@ -108,6 +108,7 @@ mod housekeeper;
 mod keeper;
 mod mounts;
 mod namespaces;
+mod privilege;
 mod rlimits;
 mod seccomp;
 mod sysinfo;
