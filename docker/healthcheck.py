@@ -21,23 +21,46 @@ def option(args, name):
     return None
 
 
-def main():
-    with open("/proc/1/cmdline", "rb") as f:
-        args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-    subcommand = next((a for a in args[1:] if not a.startswith("-")), None)
-    if not args or os.path.basename(args[0]) != "ioi-run" or subcommand != "serve":
-        return 0
+# ioi-run's own options that take a value, which may come before the subcommand
+# (`ioi-run --log-format json serve`).
+GLOBAL_OPTIONS_WITH_A_VALUE = ("--color", "--log-format")
+
+
+def subcommand_of(args):
+    """The subcommand in an ioi-run command line (args[0] is the program), or None."""
+    rest = iter(args[1:])
+    for arg in rest:
+        if arg in GLOBAL_OPTIONS_WITH_A_VALUE:
+            next(rest, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def url_to_probe(args):
+    """The URL a server started by this command line answers on, or None when the command
+    is not `ioi-run serve` (healthy while it runs) or its port is the kernel's pick."""
+    if not args or os.path.basename(args[0]) != "ioi-run" or subcommand_of(args) != "serve":
+        return None
     ports = option(args, "--ports")
     port = ports.split(",")[0].split("-")[0].strip() if ports else option(args, "--port")
     port = port or "2000"
     if port == "0":
-        return 0  # a port the kernel picked: nothing to probe by number
+        return None  # a port the kernel picked: nothing to probe by number
     host = option(args, "--host") or "127.0.0.1"
     if host in ("0.0.0.0", "::", "[::]"):
         host = "127.0.0.1"
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    url = f"http://{host}:{port}/api/v2/runtimes"
+    return f"http://{host}:{port}/api/v2/runtimes"
+
+
+def main():
+    with open("/proc/1/cmdline", "rb") as f:
+        args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    url = url_to_probe(args)
+    if url is None:
+        return 0
     try:
         with urllib.request.urlopen(url, timeout=10) as answer:
             return 0 if answer.status == 200 else 1

@@ -89,12 +89,14 @@ pub(crate) enum Step {
     HideStdio,
     /// Receiving the run's part of the box from the keeper (see `handover`).
     Handover,
+    /// Detaching the streams' stage, binds and all, once the init opened them, and removing it.
+    DetachStdio,
     /// The mount operation at this index of the box's mounts: the common ones, then the run's.
     Mount(u32),
 }
 
 /// Wire numbers of the steps (the report pipe carries a `u32`); mounts from `MOUNTS` on.
-const WIRE: [Step; 20] = [
+const WIRE: [Step; 21] = [
     Step::OpenStdin,
     Step::OpenStdout,
     Step::OpenStderr,
@@ -115,6 +117,7 @@ const WIRE: [Step; 20] = [
     Step::Terminal,
     Step::HideStdio,
     Step::Handover,
+    Step::DetachStdio,
 ];
 const MOUNTS: u32 = 100;
 
@@ -170,6 +173,10 @@ impl Step {
             }
             Step::HideStdio => "bind stdin/stdout/stderr into the box".into(),
             Step::Handover => "receive the run from the keeper".into(),
+            Step::DetachStdio => format!(
+                "detach the folder {} on which stdin/stdout/stderr were bound",
+                STDIO_STAGE.to_string_lossy()
+            ),
             Step::Mount(i) => mounts
                 .get(i as usize)
                 .map(|m| m.describe())
@@ -563,7 +570,7 @@ fn open_hidden_stdio(plan: &InitPlan, run: &RunSteps, fds: &mut [libc::c_int; 3]
         if libc::umount2(STDIO_STAGE.as_ptr(), libc::MNT_DETACH) != 0
             || libc::rmdir(STDIO_STAGE.as_ptr()) != 0
         {
-            fail(plan, Step::HideStdio, errno());
+            fail(plan, Step::DetachStdio, errno());
         }
     }
 }

@@ -66,4 +66,25 @@ mod tests {
         assert_eq!(Privilege::of(false, &docker), Privilege::User);
         assert_eq!(Privilege::of(false, &with_admin), Privilege::User);
     }
+
+    /// A `CapEff` that is not 16 hex digits (empty, too long, not hex, not text the kernel
+    /// writes) never panics and counts as holding the capability, as a missing one does.
+    #[test]
+    fn an_odd_cap_eff_is_read_as_unknown_without_a_panic() {
+        for odd in [
+            "CapEff:\n",
+            "CapEff:\t\n",
+            "CapEff:\t00000000a80425fb00000000a80425fb\n",
+            "CapEff:\tzz\n",
+            "CapEff:\t-1\n",
+            "CapEff:\t\u{fffd}\u{0}\n",
+            "CapEff",
+        ] {
+            let status = format!("{STATUS}{odd}");
+            assert_eq!(Privilege::of(true, &status), Privilege::Root, "{odd:?}");
+        }
+        // The first CapEff line is the one read.
+        let twice = format!("{STATUS}CapEff:\t00000000a80425fb\nCapEff:\t00000000a82425fb\n");
+        assert_eq!(Privilege::of(true, &twice), Privilege::RootWithoutSysAdmin);
+    }
 }

@@ -7,10 +7,21 @@
 //! time per task: the second field of `/proc/<pid>/task/<tid>/schedstat` ("run delay", time
 //! spent on a run queue). We sample it for every task of the box at each poll of the keeper.
 //! Over each interval between two samples, the box is credited with the largest increase of
-//! any one task's run delay, at most the interval itself: a box "waits" while one of its
-//! tasks waits, and can never be credited more than the time that passed, so the charged wall
-//! time (elapsed minus credit) only grows, and grows at full speed for a sleeper (whose tasks
-//! are not runnable, so have no run delay).
+//! any one task's run delay: a box "waits" while one of its tasks waits. The boxes of a
+//! [`WaitGroup`] (the manager and user processes of a Communication test) are credited the sum
+//! of their boxes' credits, at most the interval itself: nothing is ever credited more than
+//! the time that passed, so the charged wall time (elapsed minus credit) only grows, and grows
+//! at full speed for a sleeper (whose tasks are not runnable, so have no run delay).
+//!
+//! The sum across the boxes of a group: its processes take turns on their one CPU (a round
+//! trip wakes the peer and blocks), so on a busy host each waits at moments the other does
+//! not, and the time in which one of them waits is the sum of their waits. The largest alone
+//! credits about half of it: with it, a correct solution of 10⁵ round trips
+//! (`tests/problems/hops`) gets a wall-time verdict at 7.7 s elapsed on 0.4 s of CPU beside 18
+//! busy loops on 2 cores, within its elapsed-time bound (12 s). The largest within a box: the
+//! tasks of one box could otherwise turn their CPU time into credit many times over (on one
+//! CPU, each of many threads waits while another runs, on an idle host too); across boxes
+//! that factor is the group's size, a few boxes.
 //!
 //! Why this and not the alternatives: the cgroup's CPU pressure (PSI `cpu.pressure`) says the
 //! same but exists only on cgroup v2 with PSI enabled, and this host family runs v1; the
@@ -103,9 +114,14 @@ impl WaitClock {
         let interval = now.saturating_duration_since(self.last);
         self.last = now;
         let mut current = HashMap::with_capacity(self.delays.len().max(4));
-        let mut largest = 0u64;
-        let mut pending: Vec<(i32, u64)> = inits.iter().map(|i| (i.pid, i.baseline)).collect();
-        while let Some((pid, baseline)) = pending.pop() {
+        // The largest increase of any task of each box (`inits[i]` and its descendants).
+        let mut largest = vec![0u64; inits.len()];
+        let mut pending: Vec<(usize, i32, u64)> = inits
+            .iter()
+            .enumerate()
+            .map(|(member, i)| (member, i.pid, i.baseline))
+            .collect();
+        while let Some((member, pid, baseline)) = pending.pop() {
             if current.len() >= MAX_TASKS {
                 break;
             }
@@ -115,16 +131,24 @@ impl WaitClock {
                     // A task not seen before counts from its baseline: zero for a task the box
                     // created after this clock started, the run's start for an init.
                     let before = self.delays.get(&tid).copied().unwrap_or(baseline);
-                    largest = largest.max(delay.saturating_sub(before));
+                    largest[member] = largest[member].max(delay.saturating_sub(before));
                     current.insert(tid, delay);
                 }
                 // The init only waits for its children: the box's tasks are its descendants.
-                pending.extend(children(pid, tid).into_iter().map(|c| (c, 0)));
+                pending.extend(children(pid, tid).into_iter().map(|c| (member, c, 0)));
             }
         }
         self.delays = current;
-        self.credit += Duration::from_nanos(largest).min(interval);
+        self.credit += interval_credit(&largest, interval);
     }
+}
+
+/// The waiting credited to a group for one interval: the sum of its boxes' credits (each the
+/// largest increase of run delay of its tasks, in nanoseconds), at most the interval (see the
+/// module's documentation for why the sum).
+fn interval_credit(boxes: &[u64], interval: Duration) -> Duration {
+    let waited = boxes.iter().fold(0u64, |sum, &b| sum.saturating_add(b));
+    Duration::from_nanos(waited).min(interval)
 }
 
 /// Puts the autogroup of process `pid` back at nice 0. Every box is a session, and so an
@@ -203,6 +227,20 @@ mod tests {
     fn schedstat_parsing() {
         assert_eq!(parse_run_delay("123 456 7\n"), Some(456));
         assert_eq!(parse_run_delay("123"), None);
+    }
+
+    #[test]
+    fn boxes_that_wait_in_turn_are_credited_every_wait() {
+        // A manager and a solution in round trips: 30 ms and 40 ms of waiting at different
+        // moments of a 100 ms interval are 70 ms in which one of their boxes waited.
+        let ms = |n: u64| Duration::from_millis(n);
+        let ns = |d: Duration| d.as_nanos() as u64;
+        assert_eq!(interval_credit(&[ns(ms(30)), ns(ms(40))], ms(100)), ms(70));
+        // Never more than the time that passed, whatever the tasks' waits add up to.
+        assert_eq!(interval_credit(&[ns(ms(80)), ns(ms(80))], ms(100)), ms(100));
+        assert_eq!(interval_credit(&[u64::MAX, u64::MAX], ms(100)), ms(100));
+        // A sleeper (no task runnable) is credited nothing.
+        assert_eq!(interval_credit(&[0, 0], ms(100)), Duration::ZERO);
     }
 
     #[test]

@@ -518,3 +518,58 @@ fn no_unix_socket_outlives_its_box() {
         assert_eq!(probe_box.read("out"), "alone\n", "round {round}");
     }
 }
+
+/// The boxes of a sandbox that builds none ahead (a lone run: `ioi-run sandbox`) get no pooled
+/// network namespace: each box creates its own at its clone. Two boxes at once are in
+/// namespaces of their own, neither the host's, each with loopback as its only interface.
+#[test]
+fn a_box_built_on_demand_has_a_network_namespace_of_its_own_with_loopback_only() {
+    if sandbox_missing() {
+        return;
+    }
+    let lone = ioi_sandbox::Sandbox::new(ioi_sandbox::SandboxOptions {
+        ready_boxes: 0,
+        ..ioi_sandbox::SandboxOptions::default()
+    })
+    .unwrap();
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // Each box prints its namespace and interfaces, then holds on until the other has too.
+    let script =
+        "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1; read go; exit 0";
+    let (in_read, in_write) = pipe();
+    let in_read = Arc::new(in_read);
+    let run = |name: &str| {
+        let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/sh", "-c", script]);
+        spec.limits = limits(1.0, 64);
+        spec.stdin = Stdio::Fd(in_read.clone());
+        spec.stdout = Stdio::Path(out.path().join(name));
+        lone.run(&spec)
+    };
+    let printed = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap_or_default();
+    let (first, second) = std::thread::scope(|s| {
+        let first = s.spawn(|| run("first"));
+        let second = s.spawn(|| run("second"));
+        wait_until("both boxes printed", Duration::from_secs(60), || {
+            printed("first").lines().count() >= 2 && printed("second").lines().count() >= 2
+        });
+        drop(in_write);
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    assert_eq!(first.status, Termination::Ok, "{first:?}");
+    assert_eq!(second.status, Termination::Ok, "{second:?}");
+    let (first, second) = (printed("first"), printed("second"));
+    let namespace = |text: &str| text.lines().next().unwrap_or_default().to_string();
+    let interfaces = |text: &str| -> Vec<String> {
+        text.lines().skip(1).map(|l| l.trim().to_string()).collect()
+    };
+    assert!(namespace(&first).starts_with("net:["), "{first}");
+    assert_ne!(namespace(&first), host.to_string_lossy(), "the host's");
+    assert_ne!(
+        namespace(&first),
+        namespace(&second),
+        "shared:\n{first}\n{second}"
+    );
+    assert_eq!(interfaces(&first), ["lo"], "{first}");
+    assert_eq!(interfaces(&second), ["lo"], "{second}");
+}

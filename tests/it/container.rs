@@ -687,3 +687,79 @@ fn the_entrypoint_knows_every_subcommand() {
         );
     }
 }
+
+/// The health probe finds `serve` after ioi-run's own options, those with a value included
+/// (`ioi-run --log-format json serve` is a server to probe, not a one-shot command that is
+/// healthy while it runs), and knows every such option `ioi-run --help` shows.
+#[test]
+fn the_health_probe_finds_serve_after_the_global_options() {
+    let python = Command::new("python3").arg("--version").output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        skip("python3 is not installed (the image's health probe is a Python script)");
+        return;
+    }
+    let script = project().join("docker/healthcheck.py");
+    let probe = |args: &[&str]| -> String {
+        let program = "import importlib.util, json, sys\n\
+             spec = importlib.util.spec_from_file_location('healthcheck', sys.argv[1])\n\
+             probe = importlib.util.module_from_spec(spec)\n\
+             spec.loader.exec_module(probe)\n\
+             print(probe.url_to_probe(json.loads(sys.argv[2])))";
+        let out = ok(Command::new("python3")
+            .arg("-c")
+            .arg(program)
+            .arg(&script)
+            .arg(serde_json::to_string(args).unwrap())
+            .output()
+            .unwrap());
+        out.trim().to_string()
+    };
+    let runtimes = |port: u16| format!("http://127.0.0.1:{port}/api/v2/runtimes");
+    assert_eq!(
+        probe(&["ioi-run", "--log-format", "json", "serve", "--port", "2100"]),
+        runtimes(2100)
+    );
+    assert_eq!(
+        probe(&[
+            "/usr/local/bin/ioi-run",
+            "--color",
+            "never",
+            "serve",
+            "--host",
+            "0.0.0.0"
+        ]),
+        runtimes(2000)
+    );
+    assert_eq!(
+        probe(&["ioi-run", "--color=never", "serve", "--ports", "2001-2015"]),
+        runtimes(2001)
+    );
+    assert_eq!(
+        probe(&["ioi-run", "--log-format", "json", "doctor"]),
+        "None"
+    );
+    assert_eq!(probe(&["ioi-run", "evaluate", "serve"]), "None");
+
+    let help = ok(Command::new(env!("CARGO_BIN_EXE_ioi-run"))
+        .arg("--help")
+        .output()
+        .unwrap());
+    let with_a_value: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Options:"))
+        .filter(|l| l.contains(" <"))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .collect();
+    assert!(with_a_value.contains(&"--log-format"), "{help}");
+    let source = std::fs::read_to_string(&script).unwrap();
+    let known = source
+        .lines()
+        .find(|l| l.starts_with("GLOBAL_OPTIONS_WITH_A_VALUE = "))
+        .expect("the probe's list of ioi-run's options with a value");
+    for option in with_a_value {
+        assert!(
+            known.contains(&format!("\"{option}\"")),
+            "docker/healthcheck.py does not skip the value of `{option}`"
+        );
+    }
+}

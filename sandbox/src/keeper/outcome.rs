@@ -268,6 +268,17 @@ mod tests {
                 )
             },
             Row {
+                message: "sandbox setup failed: cannot detach the folder /dev/.stdio",
+                ..row(
+                    "the streams' stage not detached (a busy unmount): never the program's",
+                    Some(SetupFailed {
+                        step: Step::DetachStdio,
+                        errno: libc::EBUSY,
+                    }),
+                    T::InternalError,
+                )
+            },
+            Row {
                 message: "the sandbox init died without reporting",
                 ..row("init died without reporting", None, T::InternalError)
             },
