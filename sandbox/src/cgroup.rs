@@ -74,7 +74,10 @@ fn keeper_of(name: &str) -> Option<i32> {
 }
 
 /// What to do when this process cannot create cgroups under `version`'s hierarchy.
-fn cannot_create_hint(version: CgroupVersion, privilege: crate::privilege::Privilege) -> &'static str {
+fn cannot_create_hint(
+    version: CgroupVersion,
+    privilege: crate::privilege::Privilege,
+) -> &'static str {
     use crate::privilege::Privilege;
     match (privilege, version) {
         (Privilege::RootWithoutSysAdmin, _) => crate::privilege::NEEDS_SYS_ADMIN,
@@ -177,7 +180,8 @@ impl CgroupRoot {
     pub(crate) fn prepare(&self) -> Result<()> {
         for parent in self.parents() {
             if let Err(e) = fs::create_dir_all(parent) {
-                let hint = cannot_create_hint(self.version(), crate::privilege::Privilege::current());
+                let hint =
+                    cannot_create_hint(self.version(), crate::privilege::Privilege::current());
                 bail!("cannot create cgroup {} ({e}): {hint}", parent.display());
             }
         }
