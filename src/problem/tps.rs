@@ -393,25 +393,33 @@ fn read_grader_files(
             }
         }
     }
-    if has_manager {
-        let files = cpp_and_headers(dir, "grader", "graders")?;
-        if !files.iter().any(|f| f.path == "graders/manager.cpp") {
+    // A manager or checker the task declares: its folder's sources, which must hold its main.
+    let declared = |folder: &str, into: &str, main: &str, declared_by: &str| -> Result<_> {
+        let files = cpp_and_headers(dir, folder, into)?;
+        if !files.iter().any(|f| f.path == format!("{into}/{main}")) {
             bail!(
-                "{}: the task has a manager (problem.json `type`/`has_manager`) but there is no manager.cpp",
-                dir.join("grader").display()
+                "{}: the task has a {} (problem.json {declared_by}) but there is no {main}",
+                dir.join(folder).display(),
+                main.trim_end_matches(".cpp"),
             );
         }
-        grader_files.extend(files);
+        Ok(files)
+    };
+    if has_manager {
+        grader_files.extend(declared(
+            "grader",
+            "graders",
+            "manager.cpp",
+            "`type`/`has_manager`",
+        )?);
     }
     if has_checker {
-        let files = cpp_and_headers(dir, "checker", "checker")?;
-        if !files.iter().any(|f| f.path == "checker/checker.cpp") {
-            bail!(
-                "{}: the task has a checker (problem.json `has_checker`) but there is no checker.cpp",
-                dir.join("checker").display()
-            );
-        }
-        grader_files.extend(files);
+        grader_files.extend(declared(
+            "checker",
+            "checker",
+            "checker.cpp",
+            "`has_checker`",
+        )?);
     }
     grader_files.sort_by(|a, b| a.path.cmp(&b.path));
     grader_files.dedup_by(|a, b| a.path == b.path);
@@ -968,6 +976,32 @@ gen-big 5
         );
         assert_eq!(plan.tests.len(), 2);
         assert!(problem.grader_file("graders/grader_config.json").is_some());
+    }
+
+    #[test]
+    fn a_declared_manager_or_checker_without_its_source_is_refused() {
+        for (missing, folder, wanted) in [
+            (
+                "grader/manager.cpp",
+                "grader",
+                "has a manager (problem.json `type`/`has_manager`) but there is no manager.cpp",
+            ),
+            (
+                "checker/checker.cpp",
+                "checker",
+                "has a checker (problem.json `has_checker`) but there is no checker.cpp",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            package(dir.path());
+            std::fs::remove_file(dir.path().join(missing)).unwrap();
+            let err = format!("{:#}", TpsPackage::read(dir.path()).unwrap_err());
+            assert!(err.contains(wanted), "{err}");
+            assert!(
+                err.contains(&dir.path().join(folder).display().to_string()),
+                "{err}"
+            );
+        }
     }
 
     #[test]
