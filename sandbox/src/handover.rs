@@ -168,6 +168,7 @@ impl Inbox {
                 },
                 4 => MountStep::Proc {
                     path: reader.string()?,
+                    data: reader.string()?,
                 },
                 _ => return None,
             };
@@ -345,9 +346,10 @@ impl RunParts {
                     #[allow(clippy::useless_conversion)] // c_ulong is u32 on 32-bit hosts
                     w.u64(u64::from(*flags));
                 }
-                MountOp::Proc { path } => {
+                MountOp::Proc { path, data } => {
                     w.u8(4);
                     w.string(path);
+                    w.string(data);
                 }
             }
         }
@@ -456,7 +458,10 @@ mod tests {
                     dir: true,
                     flags: libc::MS_BIND | libc::MS_RDONLY,
                 },
-                MountOp::Proc { path: c("/r/proc") },
+                MountOp::Proc {
+                    path: c("/r/proc"),
+                    data: c("hidepid=invisible,subset=pid"),
+                },
             ],
             rlimits: vec![Rlimit {
                 resource: libc::RLIMIT_STACK,
@@ -535,11 +540,14 @@ mod tests {
             for (got, sent) in run.mounts.iter().zip(&parts.mounts) {
                 let expected = sent.step();
                 let same = match (*got, expected) {
-                    (MountStep::Mkdir { path: a }, MountStep::Mkdir { path: b })
-                    | (MountStep::Proc { path: a }, MountStep::Proc { path: b }) => {
+                    (MountStep::Mkdir { path: a }, MountStep::Mkdir { path: b }) => {
                         text(a) == text(b)
                     }
                     (
+                        MountStep::Proc { path: a, data: b },
+                        MountStep::Proc { path: x, data: y },
+                    )
+                    | (
                         MountStep::Symlink { target: a, path: b },
                         MountStep::Symlink { target: x, path: y },
                     )

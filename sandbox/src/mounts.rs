@@ -40,8 +40,10 @@ pub(crate) enum MountOp {
         dir: bool,
         flags: libc::c_ulong,
     },
+    /// A fresh `proc` with the mount options `data`.
     Proc {
         path: CString,
+        data: CString,
     },
 }
 
@@ -71,6 +73,7 @@ pub(crate) enum MountStep {
     },
     Proc {
         path: CPtr,
+        data: CPtr,
     },
 }
 
@@ -100,8 +103,9 @@ impl MountOp {
                 dir: *dir,
                 flags: *flags,
             },
-            MountOp::Proc { path } => MountStep::Proc {
+            MountOp::Proc { path, data } => MountStep::Proc {
                 path: path.as_ptr(),
+                data: data.as_ptr(),
             },
         }
     }
@@ -114,7 +118,7 @@ impl MountOp {
             MountOp::Symlink { path, .. } => format!("symlink {}", s(path)),
             MountOp::Tmpfs { path, .. } => format!("mount tmpfs on {}", s(path)),
             MountOp::Bind { source, path, .. } => format!("bind {} on {}", s(source), s(path)),
-            MountOp::Proc { path } => format!(
+            MountOp::Proc { path, .. } => format!(
                 "mount proc on {} (is /proc fully visible on the host?)",
                 s(path)
             ),
@@ -129,6 +133,8 @@ pub(crate) struct SystemLayout {
     entries: Vec<SystemEntry>,
     /// The devices of the box's `/dev`, with the flags of their remount.
     devices: Vec<(PathBuf, libc::c_ulong)>,
+    /// The kernel mounts a `/proc` that shows processes only (`subset=pid`, Linux 5.8).
+    proc_subset: bool,
 }
 
 /// The harmless devices every box gets.
@@ -199,8 +205,24 @@ impl SystemLayout {
                 Ok((host, flags))
             })
             .collect::<Result<_>>()?;
-        Ok(SystemLayout { entries, devices })
+        Ok(SystemLayout {
+            entries,
+            devices,
+            proc_subset: proc_subset_supported(
+                &nix::sys::utsname::uname()?.release().to_string_lossy(),
+            ),
+        })
     }
+}
+
+/// Whether a kernel of this release (`uname -r`) mounts `proc` with `subset=pid`: 5.8 and later.
+fn proc_subset_supported(release: &str) -> bool {
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let major = numbers.next().unwrap_or(0);
+    let minor = numbers.next().unwrap_or(0);
+    (major, minor) >= (5, 8)
 }
 
 /// Flags for the read-only (or read-write) remount of a bind of `source`: the source mount's
@@ -259,15 +281,19 @@ pub(crate) fn base_plan(root: &Path, system: &SystemLayout) -> Result<Vec<MountO
     plan.root_tmpfs()?;
     plan.system_files(system)?;
     plan.dev(system)?;
-    plan.proc()?;
-    plan.mask_proc()?;
+    plan.proc(system.proc_subset)?;
+    if !system.proc_subset {
+        plan.mask_proc()?;
+    }
     Ok(plan.ops)
 }
 
 /// Entries of `/proc` that are the host's, not the box's: counters every box reads and
 /// changes (free memory, load, forks, open files, kernel aio contexts, pressure, file-system
-/// statistics, locks, keys). Through them two boxes could talk; each box sees them masked:
-/// directories by an empty tmpfs no one may enter, files by an unopenable node.
+/// statistics, locks, keys). Through them two boxes could talk. A kernel that mounts `proc`
+/// with `subset=pid` shows a box none of them (nor any other entry that is not a process's);
+/// on an older one each box sees these masked: directories by an empty tmpfs no one may
+/// enter, files by an unopenable node, two dozen mounts more in every box.
 const PROC_MASKED_DIRS: &[&str] = &["sys", "pressure", "fs", "irq", "driver", "sysvipc"];
 const PROC_MASKED_FILES: &[&str] = &[
     "meminfo",
@@ -488,11 +514,22 @@ impl Plan<'_> {
         Ok(())
     }
 
-    /// A `/proc` of the box's own pid namespace.
-    fn proc(&mut self) -> Result<()> {
+    /// A `/proc` of the box's own pid namespace. `hidepid=invisible`: the program sees only
+    /// processes it could trace (its own), never the init, a clone of the caller whose command
+    /// line and environment are the host's. `subset=pid` where the kernel has it: nothing but
+    /// processes (no host-wide entry to mask, see [`PROC_MASKED_DIRS`]).
+    fn proc(&mut self, subset: bool) -> Result<()> {
         self.mkdir("/proc")?;
         let path = self.inside("/proc")?;
-        self.ops.push(MountOp::Proc { path });
+        let data = if subset {
+            c"hidepid=invisible,subset=pid"
+        } else {
+            c"hidepid=invisible"
+        };
+        self.ops.push(MountOp::Proc {
+            path,
+            data: data.into(),
+        });
         Ok(())
     }
 }
@@ -562,15 +599,12 @@ pub(crate) fn apply(op: MountStep) -> Result<(), i32> {
                 ))?;
                 check(libc::mount(null(), path, null(), flags, null()))
             }
-            // hidepid=invisible: the program sees only processes it could trace (its own),
-            // never the init, a clone of the caller whose command line and environment are
-            // the host's.
-            MountStep::Proc { path } => check(libc::mount(
+            MountStep::Proc { path, data } => check(libc::mount(
                 c"proc".as_ptr(),
                 path,
                 c"proc".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                c"hidepid=invisible".as_ptr().cast(),
+                data.cast(),
             )),
         }
     }
@@ -579,6 +613,21 @@ pub(crate) fn apply(op: MountStep) -> Result<(), i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_shows_processes_only_from_linux_5_8() {
+        for (release, subset) in [
+            ("6.18.44-fc-v669", true),
+            ("5.8.0", true),
+            ("5.10.0-28-amd64", true),
+            ("5.7.19", false),
+            ("4.19.0-26-amd64", false),
+            ("3.10.0-1160.el7.x86_64", false),
+            ("", false),
+        ] {
+            assert_eq!(proc_subset_supported(release), subset, "{release}");
+        }
+    }
 
     /// `/dev` and `/proc` are the box's own: a bind there is refused with its paths named; a
     /// bind elsewhere is planned.

@@ -53,6 +53,47 @@ fn the_aio_relay_carries_nothing_between_boxes() {
     );
 }
 
+/// On a kernel with `subset=pid` (5.8 and later: every host this suite runs on), a box's
+/// `/proc` holds its processes and nothing else: no host-wide entry, masked or not.
+#[test]
+fn proc_holds_only_the_boxs_processes() {
+    if sandbox_missing() {
+        return;
+    }
+    let release = nix::sys::utsname::uname().unwrap();
+    let release = release.release().to_string_lossy().into_owned();
+    let mut numbers = release.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = numbers.next().unwrap().parse().unwrap();
+    let minor: u32 = numbers.next().unwrap().parse().unwrap();
+    assert!(
+        (major, minor) >= (5, 8),
+        "kernel {release}: this suite expects subset=pid (Linux 5.8)"
+    );
+    let (o, out) = run_program(
+        r#"#include <cctype>
+        #include <cstdio>
+        #include <dirent.h>
+        #include <set>
+        #include <string>
+        int main(){
+            std::set<std::string> names;
+            int processes = 0;
+            DIR *d = opendir("/proc");
+            if (!d) { puts("no /proc"); return 1; }
+            while (dirent *e = readdir(d)) {
+                std::string name = e->d_name;
+                if (isdigit((unsigned char)name[0])) processes++;
+                else if (name != "." && name != "..") names.insert(name);
+            }
+            for (const auto &name : names) printf("%s\n", name.c_str());
+            printf("processes %d\n", processes);
+        }"#,
+        limits(1.0, 64),
+    );
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    assert_eq!(out, "self\nthread-self\nprocesses 1\n");
+}
+
 #[test]
 fn host_wide_counters_of_proc_are_masked_and_the_box_keeps_its_own() {
     if sandbox_missing() {
@@ -75,13 +116,12 @@ fn host_wide_counters_of_proc_are_masked_and_the_box_keeps_its_own() {
         "/proc/schedstat",
         "/proc/key-users",
     ];
-    // The box's own processes stay readable (its threads, its memory, its limits), and so do
-    // the static descriptions of the machine.
+    // The box's own processes stay readable (its threads, its memory, its limits).
     let readable = [
         "/proc/self/status",
         "/proc/self/stat",
         "/proc/self/maps",
-        "/proc/cpuinfo",
+        "/proc/self/cmdline",
     ];
     let mut source = String::from("#include <cstdio>\nint main(){ const char *paths[] = {");
     for p in masked.iter().chain(&readable) {

@@ -536,7 +536,7 @@ fn a_box_built_on_demand_has_a_network_namespace_of_its_own_with_loopback_only()
     let out = tempfile::tempdir().unwrap();
     // Each box prints its namespace and interfaces, then holds on until the other has too.
     let script =
-        "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1; read go; exit 0";
+        "readlink /proc/self/ns/net; tail -n +3 /proc/self/net/dev | cut -d: -f1; read go; exit 0";
     let (in_read, in_write) = pipe();
     let in_read = Arc::new(in_read);
     let run = |name: &str| {
