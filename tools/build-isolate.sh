@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds isolate, the IOI's sandbox, from its public source: the side-by-side baseline of
-# `ioi-run bench sandbox --isolate PATH`. Nothing in ioi-run or its tests needs it.
+# `ioi-run bench sandbox --isolate PATH` and the floor with a sandbox per process of
+# `ioi-run bench judge --task DIR --isolate PATH`. Nothing in ioi-run or its tests needs it.
 #
 #   tools/build-isolate.sh [--source DIR] [OUT_DIR]
 #
@@ -18,7 +19,7 @@ source_dir=
 while [ $# -gt 0 ]; do
     case "$1" in
         --source) source_dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         -*) echo "build-isolate: unknown option $1" >&2; exit 2 ;;
         *) break ;;
     esac

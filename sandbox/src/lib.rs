@@ -79,9 +79,10 @@
 //! - files: a private tmpfs box, `/tmp` and `/dev/shm`; the shared system files are read-only
 //!   binds (no access times), locks, leases, inotify and fanotify refused;
 //! - host-wide counters a box can move and read: kernel aio (`io_setup` refused, io_uring
-//!   killed), the host's entries of `/proc` masked in the box's own (`/proc/sys` with file-nr,
-//!   inode-nr, aio-nr; meminfo, stat, loadavg, uptime, vmstat, pressure, locks, fs, keys, ...:
-//!   see `mounts`), page-cache probes by `preadv2(RWF_NOWAIT)` refused (`mincore` and
+//!   killed), no host entry in the box's own `/proc`: it shows the box's processes only
+//!   (`subset=pid`, Linux 5.8; on older kernels the host's entries are masked: `/proc/sys`
+//!   with file-nr, inode-nr, aio-nr; meminfo, stat, loadavg, uptime, vmstat, pressure, locks,
+//!   fs, keys, ...: see `mounts`), page-cache probes by `preadv2(RWF_NOWAIT)` refused (`mincore` and
 //!   `cachestat` report a file's pages only to who may write it, on kernels since 5.2 and 6.10);
 //! - `sysinfo` (host-wide free memory, task count, loads): refusing it would make programs
 //!   behave at random (glibc uses its answer unchecked, `qsort` among others), so the keeper

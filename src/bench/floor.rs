@@ -32,8 +32,18 @@ impl Floor {
     }
 }
 
-/// Compiles `code` plainly and runs `tests` plainly on `jobs` workers; each test's score must
-/// be the one in `expected` (by test name).
+/// How a floor starts each test's processes.
+#[derive(Clone, Copy)]
+pub enum Processes<'a> {
+    /// Plainly (`std::process`): no sandbox.
+    Plain,
+    /// Each in an isolate box of its own, as CMS runs them.
+    Isolate(&'a super::isolate_floor::Isolate),
+}
+
+/// Compiles `code` plainly and runs `tests` on `jobs` workers, their processes started as
+/// `processes` says; each test's score must be the one in `expected` (by test name).
+#[allow(clippy::too_many_arguments)]
 pub fn measure(
     judge: &Judge,
     problem: &Problem,
@@ -42,6 +52,7 @@ pub fn measure(
     tests: &[&TestCase],
     expected: &[(String, f64, f64)],
     jobs: usize,
+    processes: Processes,
 ) -> Result<Floor> {
     let dir = tempfile::tempdir().context("cannot create the floor's folder")?;
     let compile = judge
@@ -81,9 +92,19 @@ pub fn measure(
                 let Some(test) = tests.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return;
                 };
-                let outcome = std::fs::create_dir_all(&root)
-                    .context("cannot create a worker's folder")
-                    .and_then(|_| run_test(problem, tools, program, test, &root));
+                let outcome = match processes {
+                    Processes::Plain => std::fs::create_dir_all(&root)
+                        .context("cannot create a worker's folder")
+                        .and_then(|_| run_test(problem, tools, program, test, &root)),
+                    Processes::Isolate(isolate) => super::isolate_floor::run_test(
+                        isolate,
+                        worker,
+                        &problem.task,
+                        tools,
+                        program,
+                        test,
+                    ),
+                };
                 let wanted = expected.iter().find(|t| t.0 == test.name).map(|t| t.1);
                 let message = match outcome {
                     Ok(score) if wanted.is_none_or(|w| w == score) => continue,

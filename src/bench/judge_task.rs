@@ -17,7 +17,7 @@ use crate::judge::scripts::{self, ScriptBuild, Scripts};
 use crate::judge::{Judge, JudgeOptions, Language};
 use crate::output::outln;
 
-use super::floor::Floor;
+use super::floor::{Floor, Processes};
 
 /// What `bench judge --task` is asked for.
 pub struct TaskBench<'a> {
@@ -30,6 +30,9 @@ pub struct TaskBench<'a> {
     /// Tests the reference per-test workflow is measured on (its time per test is then
     /// multiplied by the task's tests).
     pub reference_tests: usize,
+    /// isolate (built by tools/build-isolate.sh): a second floor, each test's processes in a
+    /// box of isolate's own.
+    pub isolate: Option<&'a Path>,
 }
 
 /// The submission a task folder's own solutions offer: the first C++ file of
@@ -132,6 +135,11 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
     };
     let code =
         std::fs::read(&solution).with_context(|| format!("cannot read {}", solution.display()))?;
+    let isolate = bench
+        .isolate
+        .map(super::isolate_floor::Isolate::new)
+        .transpose()
+        .map_err(crate::error::usage)?;
     let root = tempfile::tempdir()?;
     let judge = Judge::new(JudgeOptions {
         cache_dir: root.path().join("cache"),
@@ -156,6 +164,13 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
         .iter()
         .filter_map(|t| loaded.tests.get(&t.0))
         .collect();
+    if let Some(isolate) = &isolate {
+        let processes = match &loaded.problem.task {
+            crate::problem::TaskType::Communication(c) => c.num_processes.max(1),
+            crate::problem::TaskType::Batch => 1,
+        };
+        isolate.check_capacity(bench.jobs, processes)?;
+    }
     wait_for_header(&judge, &loaded.problem, &code);
     let built_before = judge.sandbox().boxes_built_on_demand();
     // The floor runs no test through the judge: the phases are ioi-run's alone.
@@ -166,22 +181,32 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
             if scores.verdicts() != first.verdicts() {
                 bail!("judging {n} gave other verdicts than the first");
             }
-            let floor = super::floor::measure(
-                &judge,
-                &loaded.problem,
-                &loaded.tools,
-                &submission(n),
-                &floor_tests,
-                &first.0,
-                bench.jobs,
-            )?;
-            Ok((wall, floor))
+            let measure = |processes| {
+                super::floor::measure(
+                    &judge,
+                    &loaded.problem,
+                    &loaded.tools,
+                    &submission(n),
+                    &floor_tests,
+                    &first.0,
+                    bench.jobs,
+                    processes,
+                )
+            };
+            let floor = measure(Processes::Plain)?;
+            let boxed = isolate
+                .as_ref()
+                .map(|isolate| measure(Processes::Isolate(isolate)))
+                .transpose()?;
+            Ok((wall, (floor, boxed)))
         })
-        .collect::<Result<Vec<(f64, Floor)>>>();
+        .collect::<Result<Vec<(f64, (Floor, Option<Floor>))>>>();
     phases::disable();
     // Paired and alternated: a judgement, then the floor of the same submission, so that the
     // machine's load weighs on both alike.
-    let (walls, floors): (Vec<f64>, Vec<Floor>) = paired?.into_iter().unzip();
+    let (walls, floors): (Vec<f64>, Vec<(Floor, Option<Floor>)>) = paired?.into_iter().unzip();
+    let (floors, boxed): (Vec<Floor>, Vec<Option<Floor>>) = floors.into_iter().unzip();
+    let boxed: Option<Vec<Floor>> = boxed.into_iter().collect();
     let built = judge.sandbox().boxes_built_on_demand() - built_before;
     let ours = median(walls.clone());
     let score: f64 = first.0.iter().map(|t| t.1).sum();
@@ -206,6 +231,9 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
     );
     print_phases(bench, tests, &walls, built)?;
     print_floor(bench, &walls, &floors)?;
+    if let Some(boxed) = &boxed {
+        print_isolate_floor(bench, &walls, boxed)?;
+    }
 
     // The reference: a fresh box per test, the compile script then the run script in it.
     let reference = reference_per_test(&judge, bench.task, &code, bench.reference_tests, &first)?;
@@ -286,6 +314,35 @@ fn print_floor(bench: &TaskBench, walls: &[f64], floors: &[Floor]) -> Result<()>
     );
     outln!(
         "against the floor: {:.2}x (median of {} paired runs: {})",
+        median(ratios.clone()),
+        ratios.len(),
+        ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(())
+}
+
+/// The floor with a sandbox per process (isolate, as CMS runs it) and each judgement's ratio
+/// to it.
+fn print_isolate_floor(bench: &TaskBench, walls: &[f64], floors: &[Floor]) -> Result<()> {
+    let ratios: Vec<f64> = walls
+        .iter()
+        .zip(floors)
+        .map(|(ours, floor)| ours / floor.total())
+        .collect();
+    outln!(
+        "floor with a sandbox per process (the same plain g++; each test's processes in \
+         isolate boxes of their own, --init, --run, --cleanup each, as CMS runs them, {} \
+         workers): median {:.3} s (tests {:.3} s)",
+        bench.jobs,
+        median(floors.iter().map(Floor::total).collect()),
+        median(floors.iter().map(|f| f.tests).collect()),
+    );
+    outln!(
+        "against the sandboxed floor: {:.2}x (median of {} paired runs: {})",
         median(ratios.clone()),
         ratios.len(),
         ratios

@@ -66,6 +66,11 @@ enum What {
         /// With --task: tests the reference per-test workflow is timed on.
         #[arg(long, default_value_t = 3, requires = "task")]
         reference_tests: usize,
+        /// With --task: a second floor, each test's processes in a box of isolate's own
+        /// (`--init`, `--run`, `--cleanup`, as CMS runs them); isolate built by
+        /// tools/build-isolate.sh.
+        #[arg(long, value_name = "PATH", requires = "task")]
+        isolate: Option<std::path::PathBuf>,
     },
     /// Dataset throughput on the demo scaled up, and peak memory while streaming a large tests
     /// file.
@@ -233,6 +238,7 @@ pub fn run(args: Args) -> Result<i32> {
             solution,
             repeats,
             reference_tests,
+            isolate,
             ..
         } => crate::bench::judge_task::run(&crate::bench::judge_task::TaskBench {
             task: &task,
@@ -240,6 +246,7 @@ pub fn run(args: Args) -> Result<i32> {
             jobs: super::jobs_or_default(jobs),
             repeats,
             reference_tests,
+            isolate: isolate.as_deref(),
         }),
         What::Evaluate {
             submissions,

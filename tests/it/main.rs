@@ -6,6 +6,7 @@
 mod common;
 
 mod architecture;
+mod bench_floor;
 mod cgroup_v2;
 mod compile_pch;
 mod container;

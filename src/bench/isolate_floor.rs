@@ -1,0 +1,296 @@
+//! The floor of a judgement with a sandbox per process, for `bench judge --task --isolate`:
+//! each test's processes run in isolate (the IOI's sandbox), as CMS runs them, every process
+//! in a box of its own, initialised before its run and cleaned up after. The same files and
+//! pipes as the plain floor (`super::floor`), the same scores, over the same workers. It is what
+//! any judge that gives each process a fresh sandbox pays at least, set beside what a judge
+//! with no sandbox at all pays.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::judge::{check, ProblemTools};
+use crate::problem::{Communication, TaskType, TestCase, UserIo};
+
+/// isolate, built by `tools/build-isolate.sh` (its box root must exist).
+pub struct Isolate {
+    path: PathBuf,
+}
+
+/// The first box id the floor uses; each worker takes [`BOXES_PER_WORKER`] after it.
+const FIRST_BOX: u32 = 100;
+/// Boxes of one worker: a solution and its checker, or a manager and its user processes.
+const BOXES_PER_WORKER: u32 = 10;
+/// isolate's boxes (`num_boxes` of its configuration).
+const BOXES: u32 = 1000;
+
+impl Isolate {
+    pub fn new(path: &Path) -> Result<Isolate> {
+        ensure!(
+            path.is_file(),
+            "--isolate {}: no such file (build it with tools/build-isolate.sh)",
+            path.display()
+        );
+        Ok(Isolate {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Checks that `workers` workers' boxes fit in isolate's, for a task of `processes` user
+    /// processes.
+    pub fn check_capacity(&self, workers: usize, processes: usize) -> Result<()> {
+        ensure!(
+            processes as u32 + 1 <= BOXES_PER_WORKER,
+            "--isolate: {processes} user processes need more than {BOXES_PER_WORKER} boxes a test"
+        );
+        ensure!(
+            FIRST_BOX + workers as u32 * BOXES_PER_WORKER <= BOXES,
+            "--isolate: {workers} workers need more than isolate's {BOXES} boxes"
+        );
+        Ok(())
+    }
+
+    /// A fresh box: `--init` (its folder is then `box/` in the path isolate prints).
+    fn init(&self, worker: usize, role: u32) -> Result<IsolateBox<'_>> {
+        let id = FIRST_BOX + worker as u32 * BOXES_PER_WORKER + role;
+        let out = Command::new(&self.path)
+            .arg(format!("--box-id={id}"))
+            .arg("--init")
+            .stderr(Stdio::piped())
+            .output()
+            .with_context(|| format!("cannot run {}", self.path.display()))?;
+        if !out.status.success() {
+            bail!(
+                "{} --box-id={id} --init: {} ({})",
+                self.path.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        Ok(IsolateBox {
+            isolate: self,
+            id,
+            dir: root.join("box"),
+        })
+    }
+}
+
+/// One initialised box, cleaned up when dropped.
+struct IsolateBox<'a> {
+    isolate: &'a Isolate,
+    id: u32,
+    /// The box's folder on the host (`/box` inside).
+    dir: PathBuf,
+}
+
+impl IsolateBox<'_> {
+    /// Copies `from` into the box as `name`.
+    fn put(&self, from: &Path, name: &str) -> Result<()> {
+        std::fs::copy(from, self.dir.join(name))
+            .with_context(|| format!("cannot copy {} into an isolate box", from.display()))?;
+        Ok(())
+    }
+
+    /// The command of a run in this box: `options`, then `argv` (paths inside the box).
+    fn command(&self, options: &[String], argv: &[String]) -> Command {
+        let mut command = Command::new(&self.isolate.path);
+        command
+            .arg(format!("--box-id={}", self.id))
+            .args(options)
+            .arg("--run")
+            .arg("--")
+            .args(argv);
+        command
+    }
+
+    fn run(&self, options: &[String], argv: &[String]) -> Result<Output> {
+        self.command(options, argv)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .with_context(|| format!("cannot run {}", self.isolate.path.display()))
+    }
+}
+
+impl Drop for IsolateBox<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.isolate.path)
+            .arg(format!("--box-id={}", self.id))
+            .arg("--cleanup")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Limits of every run: generous (the floor measures, it does not judge limits), with room for
+/// a manager's threads.
+fn limits() -> Vec<String> {
+    [
+        "--time=20",
+        "--wall-time=60",
+        "--processes=16",
+        "--fsize=1048576",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// One test in isolate boxes: its score.
+pub fn run_test(
+    isolate: &Isolate,
+    worker: usize,
+    task: &TaskType,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+) -> Result<f64> {
+    match task {
+        TaskType::Batch => batch(isolate, worker, tools, program, test),
+        TaskType::Communication(params) => {
+            communication(isolate, worker, params, tools, program, test)
+        }
+    }
+}
+
+fn batch(
+    isolate: &Isolate,
+    worker: usize,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+) -> Result<f64> {
+    let solution = isolate.init(worker, 0)?;
+    solution.put(program, "program")?;
+    solution.put(&test.input, "input.txt")?;
+    let mut options = limits();
+    options.extend(["--stdin=input.txt".into(), "--stdout=output.txt".into()]);
+    let run = solution.run(&options, &["./program".into()])?;
+    if !run.status.success() {
+        return Ok(0.0);
+    }
+    let output = solution.dir.join("output.txt");
+    match &tools.checker {
+        Some(checker) => {
+            let check = isolate.init(worker, 1)?;
+            check.put(checker, "checker")?;
+            check.put(&test.input, "input.txt")?;
+            check.put(&test.output, "correct_output.txt")?;
+            check.put(&output, "contestant_output.txt")?;
+            drop(solution);
+            let mut options = limits();
+            options.extend(["--stdout=checker.out".into(), "--stderr=checker.err".into()]);
+            let argv = [
+                "./checker",
+                "input.txt",
+                "correct_output.txt",
+                "contestant_output.txt",
+            ]
+            .map(String::from);
+            check.run(&options, &argv)?;
+            let read = |name: &str| std::fs::read_to_string(check.dir.join(name));
+            let (score, _) = check::parse_verdict(
+                &read("checker.out").unwrap_or_default(),
+                &read("checker.err").unwrap_or_default(),
+                "checker",
+            )?;
+            Ok(score)
+        }
+        None => Ok(if check::white_diff(&test.output, &output)? {
+            1.0
+        } else {
+            0.0
+        }),
+    }
+}
+
+/// The manager and each user process in boxes of their own, the FIFOs in a folder bound into
+/// every one of them at `/fifo`, as CMS binds them.
+fn communication(
+    isolate: &Isolate,
+    worker: usize,
+    params: &Communication,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+) -> Result<f64> {
+    use std::os::unix::fs::PermissionsExt;
+    let manager_path = tools.manager.as_ref().context("no manager")?;
+    let n = params.num_processes.max(1);
+    let fifos = tempfile::tempdir().context("cannot create the FIFOs' folder")?;
+    std::fs::set_permissions(fifos.path(), std::fs::Permissions::from_mode(0o777))?;
+    for i in 0..n {
+        for name in [format!("u{i}_to_m"), format!("m_to_u{i}")] {
+            let path = fifos.path().join(name);
+            nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o666))
+                .with_context(|| format!("cannot make the FIFO {}", path.display()))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))?;
+        }
+    }
+    let bind = format!("--dir=/fifo={}:rw", fifos.path().display());
+    let manager = isolate.init(worker, 0)?;
+    manager.put(manager_path, "manager")?;
+    manager.put(&test.input, "input.txt")?;
+    let mut options = limits();
+    options.extend([bind.clone(), "--stdin=input.txt".into()]);
+    let mut argv = vec!["./manager".to_string()];
+    for i in 0..n {
+        argv.push(format!("/fifo/u{i}_to_m"));
+        argv.push(format!("/fifo/m_to_u{i}"));
+    }
+    argv.extend(params.manager_args.iter().cloned());
+    let manager_run = manager
+        .command(&options, &argv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start the manager in isolate")?;
+    let mut users = Vec::new();
+    let mut boxes = Vec::new();
+    for i in 0..n {
+        let user = isolate.init(worker, 1 + i as u32)?;
+        user.put(program, "program")?;
+        let mut options = limits();
+        options.push(bind.clone());
+        let mut argv = vec!["./program".to_string()];
+        match params.user_io {
+            UserIo::StdIo => {
+                options.push(format!("--stdin=/fifo/m_to_u{i}"));
+                options.push(format!("--stdout=/fifo/u{i}_to_m"));
+            }
+            UserIo::FifoIo => {
+                argv.push(format!("/fifo/m_to_u{i}"));
+                argv.push(format!("/fifo/u{i}_to_m"));
+            }
+        }
+        if n > 1 {
+            argv.push(i.to_string());
+        }
+        users.push(
+            user.command(&options, &argv)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("cannot start a user process in isolate")?,
+        );
+        boxes.push(user);
+    }
+    let mut failed = false;
+    for mut user in users {
+        failed |= !user.wait()?.success();
+    }
+    let out = manager_run.wait_with_output()?;
+    drop(boxes);
+    drop(manager);
+    if failed {
+        return Ok(0.0);
+    }
+    let (score, _) = check::parse_verdict(
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+        "manager",
+    )?;
+    Ok(score)
+}

@@ -1,0 +1,143 @@
+//! `bench judge --task DIR --isolate PATH`: the floor with a sandbox per process runs every
+//! test's processes through isolate's command line (here a stand-in that runs them plainly in
+//! box folders and logs its calls), each process in a box of its own that is cleaned up, and
+//! scores every test as ioi-run did (the benchmark stops otherwise).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common;
+
+/// Runs the benchmark on `task` with the stand-in isolate; returns its stdout and the calls.
+fn bench_with_fake_isolate(task: &str) -> (String, Vec<(String, u32)>, tempfile::TempDir) {
+    let work = tempfile::tempdir().unwrap();
+    let boxes = work.path().join("boxes");
+    std::fs::create_dir_all(&boxes).unwrap();
+    let fake = common::project().join("tests/bench/fake-isolate.sh");
+    let out = common::bin(work.path())
+        .env("FAKE_ISOLATE_ROOT", &boxes)
+        .args(["bench", "judge", "-j", "2", "--repeats", "1"])
+        .args(["--reference-tests", "1", "--task"])
+        .arg(common::problem_dir(task))
+        .arg("--isolate")
+        .arg(&fake)
+        .output()
+        .unwrap();
+    let stdout = common::ok(out);
+    let calls = std::fs::read_to_string(boxes.join("calls.log"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (action, id) = line.split_once(' ').unwrap();
+            (action.to_string(), id.parse().unwrap())
+        })
+        .collect();
+    let left: Vec<_> = std::fs::read_dir(&boxes)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "calls.log")
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "boxes left behind");
+    (stdout, calls, work)
+}
+
+/// Every box initialised is run in and cleaned up, once per use; box ids are the workers' own.
+fn assert_each_box_used_once_and_cleaned(calls: &[(String, u32)], runs_per_box: usize) {
+    let mut open: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut inits = 0;
+    for (action, id) in calls {
+        assert!(
+            (100..120).contains(id),
+            "box {id} is outside the 2 workers' ids"
+        );
+        match action.as_str() {
+            "init" => {
+                assert!(
+                    !open.contains_key(id),
+                    "box {id} initialised twice: {calls:?}"
+                );
+                open.insert(*id, 0);
+                inits += 1;
+            }
+            "run" => {
+                let runs = open.get_mut(id).expect("a run in a box not initialised");
+                *runs += 1;
+                assert!(*runs <= runs_per_box, "box {id} reused: {calls:?}");
+            }
+            "cleanup" => {
+                assert!(open.remove(id).is_some(), "box {id} cleaned up twice");
+            }
+            other => panic!("unexpected call {other}"),
+        }
+    }
+    assert!(open.is_empty(), "boxes never cleaned up: {open:?}");
+    assert!(inits > 0, "isolate was never used");
+}
+
+fn ratio(stdout: &str) -> f64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("against the sandboxed floor: "))
+        .unwrap_or_else(|| panic!("no sandboxed floor: {stdout}"));
+    line["against the sandboxed floor: ".len()..]
+        .split('x')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_batch_task_with_a_checker_runs_solution_and_checker_in_boxes_of_their_own() {
+    if !common::is_root_or_skip("bench judge") {
+        return;
+    }
+    let (stdout, calls, _work) = bench_with_fake_isolate("sumpairs");
+    assert!(ratio(&stdout) > 0.0);
+    assert_each_box_used_once_and_cleaned(&calls, 1);
+    // A solution box (role 0) and a checker box (role 1) per test.
+    let inits = |role: u32| {
+        calls
+            .iter()
+            .filter(|(a, id)| a == "init" && (id - 100) % 10 == role)
+            .count()
+    };
+    assert!(inits(0) > 0 && inits(0) == inits(1), "{calls:?}");
+}
+
+#[test]
+fn a_communication_task_runs_manager_and_user_in_boxes_of_their_own() {
+    if !common::is_root_or_skip("bench judge") {
+        return;
+    }
+    let (stdout, calls, _work) = bench_with_fake_isolate("hops");
+    assert!(ratio(&stdout) > 0.0);
+    assert_each_box_used_once_and_cleaned(&calls, 1);
+    let runs = calls.iter().filter(|(a, _)| a == "run").count();
+    let inits = calls.iter().filter(|(a, _)| a == "init").count();
+    assert_eq!(runs, inits, "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .any(|(a, id)| a == "run" && (id - 100) % 10 == 1),
+        "no user process box: {calls:?}"
+    );
+}
+
+#[test]
+fn a_missing_isolate_is_named() {
+    let work = tempfile::tempdir().unwrap();
+    let missing = Path::new("/nonexistent/isolate");
+    let out = common::bin(work.path())
+        .args(["bench", "judge", "--repeats", "1", "--task"])
+        .arg(common::problem_dir("sumpairs"))
+        .arg("--isolate")
+        .arg(missing)
+        .output()
+        .unwrap();
+    let stderr = common::failed(out);
+    assert!(
+        stderr.contains("--isolate /nonexistent/isolate: no such file"),
+        "{stderr}"
+    );
+}
