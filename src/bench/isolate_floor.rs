@@ -41,7 +41,7 @@ impl Isolate {
     /// processes.
     pub fn check_capacity(&self, workers: usize, processes: usize) -> Result<()> {
         ensure!(
-            processes as u32 + 1 <= BOXES_PER_WORKER,
+            (processes as u32) < BOXES_PER_WORKER,
             "--isolate: {processes} user processes need more than {BOXES_PER_WORKER} boxes a test"
         );
         ensure!(
