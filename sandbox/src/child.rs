@@ -481,7 +481,7 @@ fn bind_hidden_stdio(plan: &InitPlan, run: &RunSteps) {
     if !has_hidden_stdio(run) {
         return;
     }
-    // SAFETY: mkdir/mount of a prepared path on the box's /dev tmpfs, static arguments.
+    // SAFETY: mkdir/mount of a prepared path in the box's /dev, static arguments.
     unsafe {
         if libc::mkdir(plan.stdio_stage.as_ptr(), 0o700) != 0
             || libc::mount(

@@ -459,9 +459,10 @@ impl Plan<'_> {
         self.tmpfs("/tmp", &format!("mode=1777,size={size}"))
     }
 
-    /// A small `/dev`: the harmless devices and the `/dev/fd`-style links.
+    /// A small `/dev`: the harmless devices and the `/dev/fd`-style links, in a folder of the
+    /// root (read-only with it): no file system of its own to make and tear down per box.
     fn dev(&mut self, system: &SystemLayout) -> Result<()> {
-        self.tmpfs("/dev", "mode=0755,size=64k")?;
+        self.mkdir("/dev")?;
         for (host, flags) in &system.devices {
             self.ops.push(MountOp::Bind {
                 source: cstr(host)?,

@@ -95,9 +95,7 @@ impl<'a> Watch<'a> {
             group,
             waited: WaitClock::new(start, &inits),
             hard_wall: spec.limits.wall_time.map(|wall| wall * WALL_STRETCH),
-            cores: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1) as u32,
+            cores: cores(),
             limit_hit: None,
             report: [0u8; Report::SIZE],
             got: 0,
@@ -330,4 +328,15 @@ fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> nix::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The cores this process may use, read once: the standard library reads the cgroup's CPU
+/// quota from three files at each call, and a run need not pay for that.
+fn cores() -> u32 {
+    static CORES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1) as u32
+    })
 }
