@@ -170,19 +170,46 @@ fn batch(tools: &ProblemTools, program: &Path, test: &TestCase, root: &Path) -> 
                 .arg(&test.output)
                 .arg(&output)
                 .output()?;
-            let (score, _) = check::parse_verdict(
-                &String::from_utf8_lossy(&out.stdout),
-                &String::from_utf8_lossy(&out.stderr),
-                "checker",
-            )?;
-            Ok(score)
+            score_of(&out.stdout, &out.stderr, "checker")
         }
-        None => Ok(if check::white_diff(&test.output, &output)? {
-            1.0
-        } else {
-            0.0
-        }),
+        None => white_diff_score(test, &output),
     }
+}
+
+/// The score a checker or manager printed (`who` names it in errors).
+pub(super) fn score_of(stdout: &[u8], stderr: &[u8], who: &str) -> Result<f64> {
+    let (score, _) = check::parse_verdict(
+        &String::from_utf8_lossy(stdout),
+        &String::from_utf8_lossy(stderr),
+        who,
+    )?;
+    Ok(score)
+}
+
+/// A test without a checker: 1 when `output` is the expected output but for white space.
+pub(super) fn white_diff_score(test: &TestCase, output: &Path) -> Result<f64> {
+    Ok(if check::white_diff(&test.output, output)? {
+        1.0
+    } else {
+        0.0
+    })
+}
+
+/// A Communication test's end: every user process waited for, then the manager; its score,
+/// 0 when a user process failed.
+pub(super) fn manager_score(
+    users: Vec<std::process::Child>,
+    manager: std::process::Child,
+) -> Result<f64> {
+    let mut failed = false;
+    for mut user in users {
+        failed |= !user.wait()?.success();
+    }
+    let out = manager.wait_with_output()?;
+    if failed {
+        return Ok(0.0);
+    }
+    score_of(&out.stdout, &out.stderr, "manager")
 }
 
 fn communication(
@@ -250,18 +277,5 @@ fn communication(
         }
         users.push(user.spawn().context("cannot start a user process")?);
     }
-    let mut failed = false;
-    for mut user in users {
-        failed |= !user.wait()?.success();
-    }
-    let out = manager.wait_with_output()?;
-    if failed {
-        return Ok(0.0);
-    }
-    let (score, _) = check::parse_verdict(
-        &String::from_utf8_lossy(&out.stdout),
-        &String::from_utf8_lossy(&out.stderr),
-        "manager",
-    )?;
-    Ok(score)
+    manager_score(users, manager)
 }

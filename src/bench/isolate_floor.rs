@@ -10,7 +10,8 @@ use std::process::{Command, Output, Stdio};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::judge::{check, ProblemTools};
+use super::floor::{manager_score, score_of, white_diff_score};
+use crate::judge::ProblemTools;
 use crate::problem::{Communication, TaskType, TestCase, UserIo};
 
 /// isolate, built by `tools/build-isolate.sh` (its box root must exist).
@@ -190,19 +191,10 @@ fn batch(
             ]
             .map(String::from);
             check.run(&options, &argv)?;
-            let read = |name: &str| std::fs::read_to_string(check.dir.join(name));
-            let (score, _) = check::parse_verdict(
-                &read("checker.out").unwrap_or_default(),
-                &read("checker.err").unwrap_or_default(),
-                "checker",
-            )?;
-            Ok(score)
+            let read = |name: &str| std::fs::read(check.dir.join(name)).unwrap_or_default();
+            score_of(&read("checker.out"), &read("checker.err"), "checker")
         }
-        None => Ok(if check::white_diff(&test.output, &output)? {
-            1.0
-        } else {
-            0.0
-        }),
+        None => white_diff_score(test, &output),
     }
 }
 
@@ -277,20 +269,8 @@ fn communication(
         );
         boxes.push(user);
     }
-    let mut failed = false;
-    for mut user in users {
-        failed |= !user.wait()?.success();
-    }
-    let out = manager_run.wait_with_output()?;
+    let score = manager_score(users, manager_run);
     drop(boxes);
     drop(manager);
-    if failed {
-        return Ok(0.0);
-    }
-    let (score, _) = check::parse_verdict(
-        &String::from_utf8_lossy(&out.stdout),
-        &String::from_utf8_lossy(&out.stderr),
-        "manager",
-    )?;
-    Ok(score)
+    score
 }

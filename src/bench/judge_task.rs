@@ -230,9 +230,28 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
             .join(" ")
     );
     print_phases(bench, tests, &walls, built)?;
-    print_floor(bench, &walls, &floors)?;
+    print_floor(
+        &format!(
+            "floor (plain g++ with the same flags, header and grader objects; each test's \
+             processes started plainly, same pipes, {} workers)",
+            bench.jobs
+        ),
+        "the floor",
+        &walls,
+        &floors,
+    )?;
     if let Some(boxed) = &boxed {
-        print_isolate_floor(bench, &walls, boxed)?;
+        print_floor(
+            &format!(
+                "floor with a sandbox per process (the same plain g++; each test's processes \
+                 in isolate boxes of their own, --init, --run, --cleanup each, as CMS runs \
+                 them, {} workers)",
+                bench.jobs
+            ),
+            "the sandboxed floor",
+            &walls,
+            boxed,
+        )?;
     }
 
     // The reference: a fresh box per test, the compile script then the run script in it.
@@ -296,53 +315,22 @@ fn print_phases(bench: &TaskBench, tests: usize, walls: &[f64], built: u64) -> R
     Ok(())
 }
 
-/// The floor's figures and each judgement's ratio to the floor it was paired with.
-fn print_floor(bench: &TaskBench, walls: &[f64], floors: &[Floor]) -> Result<()> {
+/// A floor's figures (`described`: what it ran) and each judgement's ratio to the floor it was
+/// paired with, printed as `against` it.
+fn print_floor(described: &str, against: &str, walls: &[f64], floors: &[Floor]) -> Result<()> {
     let ratios: Vec<f64> = walls
         .iter()
         .zip(floors)
         .map(|(ours, floor)| ours / floor.total())
         .collect();
     outln!(
-        "floor (plain g++ with the same flags, header and grader objects; each test's \
-         processes started plainly, same pipes, {} workers): median {:.3} s (compile {:.3} s, \
-         tests {:.3} s)",
-        bench.jobs,
+        "{described}: median {:.3} s (compile {:.3} s, tests {:.3} s)",
         median(floors.iter().map(Floor::total).collect()),
         median(floors.iter().map(|f| f.compile).collect()),
         median(floors.iter().map(|f| f.tests).collect()),
     );
     outln!(
-        "against the floor: {:.2}x (median of {} paired runs: {})",
-        median(ratios.clone()),
-        ratios.len(),
-        ratios
-            .iter()
-            .map(|r| format!("{r:.2}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    Ok(())
-}
-
-/// The floor with a sandbox per process (isolate, as CMS runs it) and each judgement's ratio
-/// to it.
-fn print_isolate_floor(bench: &TaskBench, walls: &[f64], floors: &[Floor]) -> Result<()> {
-    let ratios: Vec<f64> = walls
-        .iter()
-        .zip(floors)
-        .map(|(ours, floor)| ours / floor.total())
-        .collect();
-    outln!(
-        "floor with a sandbox per process (the same plain g++; each test's processes in \
-         isolate boxes of their own, --init, --run, --cleanup each, as CMS runs them, {} \
-         workers): median {:.3} s (tests {:.3} s)",
-        bench.jobs,
-        median(floors.iter().map(Floor::total).collect()),
-        median(floors.iter().map(|f| f.tests).collect()),
-    );
-    outln!(
-        "against the sandboxed floor: {:.2}x (median of {} paired runs: {})",
+        "against {against}: {:.2}x (median of {} paired runs: {})",
         median(ratios.clone()),
         ratios.len(),
         ratios
