@@ -195,17 +195,37 @@ pub(super) fn white_diff_score(test: &TestCase, output: &Path) -> Result<f64> {
     })
 }
 
+/// A process of a test, killed and reaped if the test ends before it is waited for (a user
+/// process that cannot start leaves the manager blocked on its FIFOs otherwise).
+pub(super) struct Started(Option<std::process::Child>);
+
+impl Started {
+    pub(super) fn new(child: std::process::Child) -> Started {
+        Started(Some(child))
+    }
+
+    fn take(mut self) -> std::process::Child {
+        self.0.take().expect("a started process is taken once")
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// A Communication test's end: every user process waited for, then the manager; its score,
 /// 0 when a user process failed.
-pub(super) fn manager_score(
-    users: Vec<std::process::Child>,
-    manager: std::process::Child,
-) -> Result<f64> {
+pub(super) fn manager_score(users: Vec<Started>, manager: Started) -> Result<f64> {
     let mut failed = false;
-    for mut user in users {
-        failed |= !user.wait()?.success();
+    for user in users {
+        failed |= !user.take().wait()?.success();
     }
-    let out = manager.wait_with_output()?;
+    let out = manager.take().wait_with_output()?;
     if failed {
         return Ok(0.0);
     }
@@ -244,7 +264,7 @@ fn communication(
         .stdin(std::fs::File::open(&test.input)?)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let manager = command.spawn().context("cannot start the manager")?;
+    let manager = Started::new(command.spawn().context("cannot start the manager")?);
     let mut users = Vec::new();
     for i in 0..n {
         let mut user = Command::new(program);
@@ -275,7 +295,9 @@ fn communication(
         if n > 1 {
             user.arg(i.to_string());
         }
-        users.push(user.spawn().context("cannot start a user process")?);
+        users.push(Started::new(
+            user.spawn().context("cannot start a user process")?,
+        ));
     }
     manager_score(users, manager)
 }

@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use super::floor::{manager_score, score_of, white_diff_score};
+use super::floor::{manager_score, score_of, white_diff_score, Started};
 use crate::judge::ProblemTools;
 use crate::problem::{Communication, TaskType, TestCase, UserIo};
 
@@ -233,14 +233,17 @@ fn communication(
         argv.push(format!("/fifo/m_to_u{i}"));
     }
     argv.extend(params.manager_args.iter().cloned());
-    let manager_run = manager
-        .command(&options, &argv)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot start the manager in isolate")?;
-    let mut users = Vec::new();
+    let manager_run = Started::new(
+        manager
+            .command(&options, &argv)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot start the manager in isolate")?,
+    );
+    // Dropped in reverse: on an early end the processes are killed before their boxes go.
     let mut boxes = Vec::new();
+    let mut users = Vec::new();
     for i in 0..n {
         let user = isolate.init(worker, 1 + i as u32)?;
         user.put(program, "program")?;
@@ -260,13 +263,13 @@ fn communication(
         if n > 1 {
             argv.push(i.to_string());
         }
-        users.push(
+        users.push(Started::new(
             user.command(&options, &argv)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
                 .context("cannot start a user process in isolate")?,
-        );
+        ));
         boxes.push(user);
     }
     let score = manager_score(users, manager_run);

@@ -2,7 +2,8 @@
 # A stand-in for isolate in the tests of `bench judge --task --isolate`: a box is a folder under
 # $FAKE_ISOLATE_ROOT and a run is the plain command in it, with isolate's options that the
 # floor gives (--stdin, --stdout, --stderr relative to the box, --dir=/fifo=HOST:rw mapping
-# /fifo/ in paths and arguments to HOST); limits are ignored. Every call is logged.
+# /fifo/ in paths and arguments to HOST); limits are ignored. Every call is logged. The boxes
+# named in $FAKE_ISOLATE_FAIL_INIT fail to initialise.
 set -eu
 root=${FAKE_ISOLATE_ROOT:?}
 id= stdin= stdout= stderr= fifo_host= action=
@@ -30,7 +31,17 @@ map() {
     esac
 }
 case $action in
-    init) mkdir -p "$box/box"; echo "$box" ;;
+    init)
+        # Boxes named in $FAKE_ISOLATE_FAIL_INIT cannot be made, as a full box root would.
+        for failing in ${FAKE_ISOLATE_FAIL_INIT:-}; do
+            if [ "$failing" = "$id" ]; then
+                echo "box $id cannot be initialised" >&2
+                exit 2
+            fi
+        done
+        mkdir -p "$box/box"
+        echo "$box"
+        ;;
     cleanup) rm -rf "$box" ;;
     run)
         cd "$box/box"

@@ -8,21 +8,26 @@ use std::path::Path;
 
 use crate::common;
 
+/// The benchmark on `task` with the stand-in isolate, whose boxes go in `boxes`.
+fn bench_command(work: &Path, boxes: &Path, task: &str) -> std::process::Command {
+    let fake = common::project().join("tests/bench/fake-isolate.sh");
+    let mut command = common::bin(work);
+    command
+        .env("FAKE_ISOLATE_ROOT", boxes)
+        .args(["bench", "judge", "-j", "2", "--repeats", "1"])
+        .args(["--reference-tests", "1", "--task"])
+        .arg(common::problem_dir(task))
+        .arg("--isolate")
+        .arg(&fake);
+    command
+}
+
 /// Runs the benchmark on `task` with the stand-in isolate; returns its stdout and the calls.
 fn bench_with_fake_isolate(task: &str) -> (String, Vec<(String, u32)>, tempfile::TempDir) {
     let work = tempfile::tempdir().unwrap();
     let boxes = work.path().join("boxes");
     std::fs::create_dir_all(&boxes).unwrap();
-    let fake = common::project().join("tests/bench/fake-isolate.sh");
-    let out = common::bin(work.path())
-        .env("FAKE_ISOLATE_ROOT", &boxes)
-        .args(["bench", "judge", "-j", "2", "--repeats", "1"])
-        .args(["--reference-tests", "1", "--task"])
-        .arg(common::problem_dir(task))
-        .arg("--isolate")
-        .arg(&fake)
-        .output()
-        .unwrap();
+    let out = bench_command(work.path(), &boxes, task).output().unwrap();
     let stdout = common::ok(out);
     let calls = std::fs::read_to_string(boxes.join("calls.log"))
         .unwrap()
@@ -122,6 +127,40 @@ fn a_communication_task_runs_manager_and_user_in_boxes_of_their_own() {
             .any(|(a, id)| a == "run" && (id - 100) % 10 == 1),
         "no user process box: {calls:?}"
     );
+}
+
+/// A user process's box that cannot be made ends the benchmark with isolate's error; the
+/// manager already started in its box (blocked on its FIFOs) is killed, and every box made is
+/// cleaned up.
+#[test]
+fn a_box_that_cannot_be_made_stops_the_floor_and_leaves_no_process_or_box() {
+    if !common::is_root_or_skip("bench judge") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let boxes = work.path().join("boxes");
+    std::fs::create_dir_all(&boxes).unwrap();
+    let out = bench_command(work.path(), &boxes, "hops")
+        .env("FAKE_ISOLATE_FAIL_INIT", "101 111")
+        .output()
+        .unwrap();
+    let stderr = common::failed(out);
+    assert!(stderr.contains("cannot be initialised"), "{stderr}");
+    let calls = std::fs::read_to_string(boxes.join("calls.log")).unwrap();
+    assert!(calls.contains("run 100") || calls.contains("run 110"), "{calls}");
+    let left: Vec<_> = std::fs::read_dir(&boxes)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "calls.log")
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "boxes left behind: {calls}");
+    // No process is left working in a box (a manager waiting for its user for ever).
+    let in_boxes: Vec<_> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path().join("cwd")).ok())
+        .filter(|cwd| cwd.starts_with(&boxes))
+        .collect();
+    assert_eq!(in_boxes, Vec::<std::path::PathBuf>::new());
 }
 
 #[test]
