@@ -147,7 +147,10 @@ fn a_box_that_cannot_be_made_stops_the_floor_and_leaves_no_process_or_box() {
     let stderr = common::failed(out);
     assert!(stderr.contains("cannot be initialised"), "{stderr}");
     let calls = std::fs::read_to_string(boxes.join("calls.log")).unwrap();
-    assert!(calls.contains("run 100") || calls.contains("run 110"), "{calls}");
+    assert!(
+        calls.contains("run 100") || calls.contains("run 110"),
+        "{calls}"
+    );
     let left: Vec<_> = std::fs::read_dir(&boxes)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
