@@ -330,6 +330,37 @@ fn writing_outside_the_box_fails() {
     assert!(b.path().join("inside").exists());
 }
 
+/// A box's `/dev` is a folder of its read-only root, whoever asks: nothing can be created there
+/// (the file system refuses, before any permission is weighed), while `/dev/shm` below it stays
+/// the box's own writable tmpfs.
+#[test]
+fn dev_is_read_only_and_dev_shm_writable() {
+    if sandbox_missing() {
+        return;
+    }
+    let (o, out) = run_program(
+        r#"#include <cerrno>
+        #include <cstdio>
+        #include <cstring>
+        #include <fcntl.h>
+        #include <sys/stat.h>
+        #include <unistd.h>
+        int main(){
+            int fd = open("/dev/planted", O_CREAT | O_WRONLY, 0644);
+            printf("file: %s\n", fd < 0 ? strerror(errno) : "created");
+            printf("folder: %s\n", mkdir("/dev/planted.d", 0755) != 0 ? strerror(errno) : "created");
+            fd = open("/dev/shm/ok", O_CREAT | O_WRONLY, 0644);
+            printf("shm: %s\n", fd < 0 ? strerror(errno) : "created");
+        }"#,
+        limits(1.0, 64),
+    );
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    assert_eq!(
+        out,
+        "file: Read-only file system\nfolder: Read-only file system\nshm: created\n"
+    );
+}
+
 #[test]
 fn kill_minus_one_reaches_nothing_outside() {
     if sandbox_missing() {

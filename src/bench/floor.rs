@@ -38,7 +38,7 @@ pub enum Processes<'a> {
     /// Plainly (`std::process`): no sandbox.
     Plain,
     /// Each in an isolate box of its own, as CMS runs them.
-    Isolate(&'a super::isolate_floor::Isolate),
+    Isolate(&'a super::isolate::Isolate),
 }
 
 /// Compiles `code` plainly and runs `tests` on `jobs` workers, their processes started as

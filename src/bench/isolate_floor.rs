@@ -5,19 +5,15 @@
 //! any judge that gives each process a fresh sandbox pays at least, set beside what a judge
 //! with no sandbox at all pays.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 
 use super::floor::{manager_score, score_of, white_diff_score, Started};
+use super::isolate::{Isolate, IsolateBox};
 use crate::judge::ProblemTools;
 use crate::problem::{Communication, TaskType, TestCase, UserIo};
-
-/// isolate, built by `tools/build-isolate.sh` (its box root must exist).
-pub struct Isolate {
-    path: PathBuf,
-}
 
 /// The first box id the floor uses; each worker takes [`BOXES_PER_WORKER`] after it.
 const FIRST_BOX: u32 = 100;
@@ -26,104 +22,23 @@ const BOXES_PER_WORKER: u32 = 10;
 /// isolate's boxes (`num_boxes` of its configuration).
 const BOXES: u32 = 1000;
 
-impl Isolate {
-    pub fn new(path: &Path) -> Result<Isolate> {
-        ensure!(
-            path.is_file(),
-            "--isolate {}: no such file (build it with tools/build-isolate.sh)",
-            path.display()
-        );
-        Ok(Isolate {
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// Checks that `workers` workers' boxes fit in isolate's, for a task of `processes` user
-    /// processes.
-    pub fn check_capacity(&self, workers: usize, processes: usize) -> Result<()> {
-        ensure!(
-            (processes as u32) < BOXES_PER_WORKER,
-            "--isolate: {processes} user processes need more than {BOXES_PER_WORKER} boxes a test"
-        );
-        ensure!(
-            FIRST_BOX + workers as u32 * BOXES_PER_WORKER <= BOXES,
-            "--isolate: {workers} workers need more than isolate's {BOXES} boxes"
-        );
-        Ok(())
-    }
-
-    /// A fresh box: `--init` (its folder is then `box/` in the path isolate prints).
-    fn init(&self, worker: usize, role: u32) -> Result<IsolateBox<'_>> {
-        let id = FIRST_BOX + worker as u32 * BOXES_PER_WORKER + role;
-        let out = Command::new(&self.path)
-            .arg(format!("--box-id={id}"))
-            .arg("--init")
-            .stderr(Stdio::piped())
-            .output()
-            .with_context(|| format!("cannot run {}", self.path.display()))?;
-        if !out.status.success() {
-            bail!(
-                "{} --box-id={id} --init: {} ({})",
-                self.path.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        Ok(IsolateBox {
-            isolate: self,
-            id,
-            dir: root.join("box"),
-        })
-    }
+/// Checks that `workers` workers' boxes fit in isolate's, for a task of `processes` user
+/// processes.
+pub fn check_capacity(workers: usize, processes: usize) -> Result<()> {
+    ensure!(
+        (processes as u32) < BOXES_PER_WORKER,
+        "--isolate: {processes} user processes need more than {BOXES_PER_WORKER} boxes a test"
+    );
+    ensure!(
+        FIRST_BOX + workers as u32 * BOXES_PER_WORKER <= BOXES,
+        "--isolate: {workers} workers need more than isolate's {BOXES} boxes"
+    );
+    Ok(())
 }
 
-/// One initialised box, cleaned up when dropped.
-struct IsolateBox<'a> {
-    isolate: &'a Isolate,
-    id: u32,
-    /// The box's folder on the host (`/box` inside).
-    dir: PathBuf,
-}
-
-impl IsolateBox<'_> {
-    /// Copies `from` into the box as `name`.
-    fn put(&self, from: &Path, name: &str) -> Result<()> {
-        std::fs::copy(from, self.dir.join(name))
-            .with_context(|| format!("cannot copy {} into an isolate box", from.display()))?;
-        Ok(())
-    }
-
-    /// The command of a run in this box: `options`, then `argv` (paths inside the box).
-    fn command(&self, options: &[String], argv: &[String]) -> Command {
-        let mut command = Command::new(&self.isolate.path);
-        command
-            .arg(format!("--box-id={}", self.id))
-            .args(options)
-            .arg("--run")
-            .arg("--")
-            .args(argv);
-        command
-    }
-
-    fn run(&self, options: &[String], argv: &[String]) -> Result<Output> {
-        self.command(options, argv)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .with_context(|| format!("cannot run {}", self.isolate.path.display()))
-    }
-}
-
-impl Drop for IsolateBox<'_> {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.isolate.path)
-            .arg(format!("--box-id={}", self.id))
-            .arg("--cleanup")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
+/// A fresh box for process `role` of `worker`'s test.
+fn fresh_box(isolate: &Isolate, worker: usize, role: u32) -> Result<IsolateBox<'_>> {
+    isolate.init(FIRST_BOX + worker as u32 * BOXES_PER_WORKER + role)
 }
 
 /// Limits of every run: generous (the floor measures, it does not judge limits), with room for
@@ -163,7 +78,7 @@ fn batch(
     program: &Path,
     test: &TestCase,
 ) -> Result<f64> {
-    let solution = isolate.init(worker, 0)?;
+    let solution = fresh_box(isolate, worker, 0)?;
     solution.put(program, "program")?;
     solution.put(&test.input, "input.txt")?;
     let mut options = limits();
@@ -175,7 +90,7 @@ fn batch(
     let output = solution.dir.join("output.txt");
     match &tools.checker {
         Some(checker) => {
-            let check = isolate.init(worker, 1)?;
+            let check = fresh_box(isolate, worker, 1)?;
             check.put(checker, "checker")?;
             check.put(&test.input, "input.txt")?;
             check.put(&test.output, "correct_output.txt")?;
@@ -222,7 +137,7 @@ fn communication(
         }
     }
     let bind = format!("--dir=/fifo={}:rw", fifos.path().display());
-    let manager = isolate.init(worker, 0)?;
+    let manager = fresh_box(isolate, worker, 0)?;
     manager.put(manager_path, "manager")?;
     manager.put(&test.input, "input.txt")?;
     let mut options = limits();
@@ -245,7 +160,7 @@ fn communication(
     let mut boxes = Vec::new();
     let mut users = Vec::new();
     for i in 0..n {
-        let user = isolate.init(worker, 1 + i as u32)?;
+        let user = fresh_box(isolate, worker, 1 + i as u32)?;
         user.put(program, "program")?;
         let mut options = limits();
         options.push(bind.clone());

@@ -137,7 +137,7 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
         std::fs::read(&solution).with_context(|| format!("cannot read {}", solution.display()))?;
     let isolate = bench
         .isolate
-        .map(super::isolate_floor::Isolate::new)
+        .map(super::isolate::Isolate::new)
         .transpose()
         .map_err(crate::error::usage)?;
     let root = tempfile::tempdir()?;
@@ -164,12 +164,12 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
         .iter()
         .filter_map(|t| loaded.tests.get(&t.0))
         .collect();
-    if let Some(isolate) = &isolate {
+    if isolate.is_some() {
         let processes = match &loaded.problem.task {
             crate::problem::TaskType::Communication(c) => c.num_processes.max(1),
             crate::problem::TaskType::Batch => 1,
         };
-        isolate.check_capacity(bench.jobs, processes)?;
+        super::isolate_floor::check_capacity(bench.jobs, processes)?;
     }
     wait_for_header(&judge, &loaded.problem, &code);
     let built_before = judge.sandbox().boxes_built_on_demand();

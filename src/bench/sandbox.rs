@@ -11,6 +11,8 @@ use ioi_sandbox::{Limits, RunSpec, Sandbox, SandboxOptions, Termination};
 
 use crate::output::outln;
 
+use super::isolate::Isolate;
+
 /// Median and 90th percentile of a sample, in milliseconds.
 fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
     samples.sort();
@@ -170,49 +172,6 @@ pub fn run(
     Ok(0)
 }
 
-/// isolate's box, initialised once for the side-by-side baseline and cleaned up when dropped.
-struct IsolateBox {
-    isolate: PathBuf,
-    id: String,
-}
-
-impl IsolateBox {
-    fn init(isolate: &Path) -> Result<IsolateBox> {
-        // A box id of its own per benchmark process, so that two benchmarks do not meet.
-        let id = format!("--box-id={}", 100 + std::process::id() % 900);
-        let made = IsolateBox {
-            isolate: isolate.to_path_buf(),
-            id,
-        };
-        made.isolate(&["--init"])?;
-        Ok(made)
-    }
-
-    fn isolate(&self, args: &[&str]) -> Result<()> {
-        let status = std::process::Command::new(&self.isolate)
-            .arg(&self.id)
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .with_context(|| format!("cannot run {}", self.isolate.display()))?;
-        anyhow::ensure!(
-            status.success(),
-            "{} {} {}: {status} (built by tools/build-isolate.sh? its box root must exist)",
-            self.isolate.display(),
-            self.id,
-            args.join(" ")
-        );
-        Ok(())
-    }
-}
-
-impl Drop for IsolateBox {
-    fn drop(&mut self) {
-        let _ = self.isolate(&["--cleanup"]);
-    }
-}
-
 /// Names the keeper's socket for `ioi-run sandbox` (empty: none).
 const KEEPER_ENV: &str = "IOI_RUN_KEEPER";
 
@@ -299,7 +258,17 @@ fn command(
     isolate: Option<&Path>,
 ) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the ioi-run executable")?;
-    let prepared = isolate.map(IsolateBox::init).transpose()?;
+    let isolate = isolate.map(Isolate::new).transpose()?;
+    // Box ids of their own per benchmark process, so that two benchmarks do not meet: one
+    // initialised once, the other initialised, run and cleaned up in turn.
+    let (prepared_id, once_id) = (
+        100 + std::process::id() % 900,
+        100 + (std::process::id() + 450) % 900,
+    );
+    let prepared = isolate
+        .as_ref()
+        .map(|isolate| isolate.init(prepared_id))
+        .transpose()?;
     let keeper = Keeper::start(&exe)?;
     let contender = Contender::new;
     let mut contenders = vec![
@@ -330,27 +299,23 @@ fn command(
             }),
         ),
     ];
-    if let Some(prepared) = &prepared {
+    if let (Some(isolate), Some(prepared)) = (&isolate, &prepared) {
         contenders.push(contender(
             "isolate --run -- /bin/true",
             Box::new(|| {
                 let t = Instant::now();
-                prepared.isolate(&["--run", "--", "/bin/true"])?;
+                prepared.call(&["--run", "--", "/bin/true"])?;
                 Ok(t.elapsed())
             }),
         ));
         // A second box, so that the prepared one stays as it is.
-        let once = IsolateBox {
-            isolate: prepared.isolate.clone(),
-            id: format!("--box-id={}", 100 + (std::process::id() + 450) % 900),
-        };
         contenders.push(contender(
             "isolate --init, --run, --cleanup",
             Box::new(move || {
                 let t = Instant::now();
-                once.isolate(&["--init"])?;
-                once.isolate(&["--run", "--", "/bin/true"])?;
-                once.isolate(&["--cleanup"])?;
+                isolate.call(once_id, &["--init"])?;
+                isolate.call(once_id, &["--run", "--", "/bin/true"])?;
+                isolate.call(once_id, &["--cleanup"])?;
                 Ok(t.elapsed())
             }),
         ));

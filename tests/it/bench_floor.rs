@@ -22,32 +22,46 @@ fn bench_command(work: &Path, boxes: &Path, task: &str) -> std::process::Command
     command
 }
 
-/// Runs the benchmark on `task` with the stand-in isolate; returns its stdout and the calls.
-fn bench_with_fake_isolate(task: &str) -> (String, Vec<(String, u32)>, tempfile::TempDir) {
-    let work = tempfile::tempdir().unwrap();
-    let boxes = work.path().join("boxes");
-    std::fs::create_dir_all(&boxes).unwrap();
-    let out = bench_command(work.path(), &boxes, task).output().unwrap();
-    let stdout = common::ok(out);
-    let calls = std::fs::read_to_string(boxes.join("calls.log"))
+/// The box folders the stand-in left in `boxes` (its log aside).
+fn boxes_left(boxes: &Path) -> Vec<String> {
+    std::fs::read_dir(boxes)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "calls.log")
+        .collect()
+}
+
+/// The stand-in's calls, in order: (action, box id).
+fn calls(boxes: &Path) -> Vec<(String, u32)> {
+    std::fs::read_to_string(boxes.join("calls.log"))
         .unwrap()
         .lines()
         .map(|line| {
             let (action, id) = line.split_once(' ').unwrap();
             (action.to_string(), id.parse().unwrap())
         })
-        .collect();
-    let left: Vec<_> = std::fs::read_dir(&boxes)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name != "calls.log")
-        .collect();
-    assert_eq!(left, Vec::<String>::new(), "boxes left behind");
-    (stdout, calls, work)
+        .collect()
 }
 
-/// Every box initialised is run in and cleaned up, once per use; box ids are the workers' own.
-fn assert_each_box_used_once_and_cleaned(calls: &[(String, u32)], runs_per_box: usize) {
+/// Runs the benchmark on `task` with the stand-in isolate; returns its stdout and the calls,
+/// after checking that no box is left.
+fn bench_with_fake_isolate(task: &str) -> (String, Vec<(String, u32)>, tempfile::TempDir) {
+    let work = tempfile::tempdir().unwrap();
+    let boxes = work.path().join("boxes");
+    std::fs::create_dir_all(&boxes).unwrap();
+    let out = bench_command(work.path(), &boxes, task).output().unwrap();
+    let stdout = common::ok(out);
+    assert_eq!(
+        boxes_left(&boxes),
+        Vec::<String>::new(),
+        "boxes left behind"
+    );
+    (stdout, calls(&boxes), work)
+}
+
+/// Every box initialised is run in exactly once (a process of its own, never run plainly
+/// beside it) and cleaned up after; box ids are the 2 workers' own.
+fn assert_each_box_run_once_and_cleaned(calls: &[(String, u32)]) {
     let mut open: BTreeMap<u32, usize> = BTreeMap::new();
     let mut inits = 0;
     for (action, id) in calls {
@@ -67,10 +81,11 @@ fn assert_each_box_used_once_and_cleaned(calls: &[(String, u32)], runs_per_box: 
             "run" => {
                 let runs = open.get_mut(id).expect("a run in a box not initialised");
                 *runs += 1;
-                assert!(*runs <= runs_per_box, "box {id} reused: {calls:?}");
+                assert_eq!(*runs, 1, "box {id} reused: {calls:?}");
             }
             "cleanup" => {
-                assert!(open.remove(id).is_some(), "box {id} cleaned up twice");
+                let runs = open.remove(id).expect("a box cleaned up twice");
+                assert_eq!(runs, 1, "box {id} cleaned up without its run: {calls:?}");
             }
             other => panic!("unexpected call {other}"),
         }
@@ -99,7 +114,7 @@ fn a_batch_task_with_a_checker_runs_solution_and_checker_in_boxes_of_their_own()
     }
     let (stdout, calls, _work) = bench_with_fake_isolate("sumpairs");
     assert!(ratio(&stdout) > 0.0);
-    assert_each_box_used_once_and_cleaned(&calls, 1);
+    assert_each_box_run_once_and_cleaned(&calls);
     // A solution box (role 0) and a checker box (role 1) per test.
     let inits = |role: u32| {
         calls
@@ -117,7 +132,7 @@ fn a_communication_task_runs_manager_and_user_in_boxes_of_their_own() {
     }
     let (stdout, calls, _work) = bench_with_fake_isolate("hops");
     assert!(ratio(&stdout) > 0.0);
-    assert_each_box_used_once_and_cleaned(&calls, 1);
+    assert_each_box_run_once_and_cleaned(&calls);
     let runs = calls.iter().filter(|(a, _)| a == "run").count();
     let inits = calls.iter().filter(|(a, _)| a == "init").count();
     assert_eq!(runs, inits, "{calls:?}");
@@ -146,17 +161,19 @@ fn a_box_that_cannot_be_made_stops_the_floor_and_leaves_no_process_or_box() {
         .unwrap();
     let stderr = common::failed(out);
     assert!(stderr.contains("cannot be initialised"), "{stderr}");
-    let calls = std::fs::read_to_string(boxes.join("calls.log")).unwrap();
+    let calls = calls(&boxes);
+    // A manager was running in its box when its user's box failed.
     assert!(
-        calls.contains("run 100") || calls.contains("run 110"),
-        "{calls}"
+        calls
+            .iter()
+            .any(|(a, id)| a == "run" && (*id == 100 || *id == 110)),
+        "{calls:?}"
     );
-    let left: Vec<_> = std::fs::read_dir(&boxes)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name != "calls.log")
-        .collect();
-    assert_eq!(left, Vec::<String>::new(), "boxes left behind: {calls}");
+    assert_eq!(
+        boxes_left(&boxes),
+        Vec::<String>::new(),
+        "boxes left behind: {calls:?}"
+    );
     // No process is left working in a box (a manager waiting for its user for ever).
     let in_boxes: Vec<_> = std::fs::read_dir("/proc")
         .unwrap()
