@@ -15,21 +15,17 @@ const BIN: &str = env!("CARGO_BIN_EXE_ioi-run");
 /// Only so that a broken cluster fails the test instead of hanging it: never a speed check.
 const PATIENCE: Duration = Duration::from_secs(15 * 60);
 
-/// Whether the cluster is up (and we are root); otherwise SKIPPED, or a failure under CI.
+/// Node states in which the node takes jobs. `completing` is a node that is still reaping the
+/// job of another test (a cancelled shard): it is up, and Slurm schedules on it.
+const UP_STATES: [&str; 4] = ["idle", "mixed", "allocated", "completing"];
+
+/// Whether the cluster is up (and we are root); otherwise SKIPPED, or a failure under CI. A
+/// node in a passing state (booting, not yet registered) is waited for, within a minute.
 fn cluster_ready(test: &str) -> bool {
     let reason = if !nix::unistd::geteuid().is_root() {
         Some("needs root (the sandbox)".to_string())
     } else {
-        match Command::new("sinfo").args(["-h", "-o", "%T"]).output() {
-            Ok(out) if out.status.success() => {
-                let states = String::from_utf8_lossy(&out.stdout).to_string();
-                let up = states
-                    .lines()
-                    .any(|s| ["idle", "mixed", "allocated"].contains(&s.trim()));
-                (!up).then(|| format!("the Slurm node is not up (sinfo: {})", states.trim()))
-            }
-            _ => Some("no Slurm cluster (run .ci/slurm-cluster.sh start)".to_string()),
-        }
+        node_down_reason(Duration::from_secs(60))
     };
     match reason {
         None => true,
@@ -37,6 +33,34 @@ fn cluster_ready(test: &str) -> bool {
             common::skip(&format!("{test}: {reason}"));
             false
         }
+    }
+}
+
+/// None once some node is in an up state; otherwise why not, after `wait`.
+fn node_down_reason(wait: Duration) -> Option<String> {
+    let start = Instant::now();
+    loop {
+        let states = match Command::new("sinfo").args(["-h", "-o", "%T"]).output() {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).to_string(),
+            _ => return Some("no Slurm cluster (run .ci/slurm-cluster.sh start)".to_string()),
+        };
+        let up = states.lines().any(|s| {
+            // `%T` may end a state with flags (`idle+`, `mixed*`): the base state decides.
+            let base = s
+                .trim()
+                .trim_end_matches(|c: char| !c.is_ascii_alphabetic());
+            UP_STATES.contains(&base)
+        });
+        if up {
+            return None;
+        }
+        if start.elapsed() >= wait {
+            return Some(format!(
+                "the Slurm node is not up (sinfo: {})",
+                states.trim()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(500));
     }
 }
 
