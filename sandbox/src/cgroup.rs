@@ -2,11 +2,13 @@
 //! OOM-kill detection, on cgroup v1 (separate `memory`, `cpuacct`, `pids` hierarchies) or v2
 //! (one unified directory).
 //!
-//! Limits and statistics go through the cgroups-rs controllers, built on explicit directories
-//! (so a fake cgroupfs in a temporary folder exercises the same code). Statistics are read by
-//! hand, one file each, because the crate only offers full snapshots (a dozen files) and they
-//! are read on the hot path: the CPU counter many times per run (one `pread` of an open file),
-//! the peak memory and the OOM-kill count once per run.
+//! cgroups-rs finds the hierarchies. A run's limits and counters are written and read by hand,
+//! through descriptors opened when the cgroup is made (ahead of the run, off its path): the
+//! crate opens, writes or reads, and closes a file at every call (three to six system calls,
+//! the open a path walk through the cgroup file system), and offers statistics only as full
+//! snapshots of a dozen files, while these are on every run's path: each limit is one `write`,
+//! each counter one `pread` (the CPU counter many times per run). The directories are explicit,
+//! so a fake cgroupfs in a temporary folder exercises the same code.
 //!
 //! Run cgroups are named `<pid namespace>-<keeper pid>-<n>` under an `ioi-run` directory, so
 //! stale ones left by a killed keeper are recognised and removed by the next one. A keeper
@@ -22,9 +24,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use cgroups_rs::fs::memory::MemController;
-use cgroups_rs::fs::pid::PidController;
-use cgroups_rs::fs::{Controller, MaxValue};
 
 /// Which cgroup hierarchy the host offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -261,18 +260,22 @@ impl CgroupRoot {
         // The memory controller's directory is the first; v1 keeps CPU time and processes in
         // hierarchies of their own.
         let version = self.version();
-        let v2 = version == CgroupVersion::V2;
         let (cpu_file, pids_dir) = match version {
             CgroupVersion::V1 => (dirs[1].join("cpuacct.usage"), &dirs[2]),
             CgroupVersion::V2 => (dirs[0].join("cpu.stat"), &dirs[0]),
         };
+        let memory_dir = &dirs[0];
         let cgroup = (|| {
             Ok(RunCgroup {
                 version,
-                memory: MemController::new(dirs[0].clone(), dirs[0].clone(), v2),
-                pids: PidController::new(pids_dir.clone(), pids_dir.clone(), v2),
+                limits: LimitFiles::open(version, memory_dir, pids_dir)?,
                 cpu_usage: open_counter(&cpu_file)?,
-                peak: PeakSource::detect(version, &dirs[0], sample_forced())?,
+                processes: open_counter(&pids_dir.join("pids.current"))?,
+                peak: PeakSource::detect(version, memory_dir, sample_forced())?,
+                oom: open_counter(&memory_dir.join(match version {
+                    CgroupVersion::V1 => "memory.oom_control",
+                    CgroupVersion::V2 => "memory.events",
+                }))?,
                 memory_limit: AtomicU64::new(NO_LIMIT),
                 dirs: dirs.clone(),
             })
@@ -472,6 +475,48 @@ fn open_counter(path: &Path) -> Result<File> {
     File::open(path).with_context(|| format!("cannot open {}", path.display()))
 }
 
+/// The files a run's limits are written to, opened with its cgroup.
+struct LimitFiles {
+    /// `memory.limit_in_bytes` (v1), `memory.max` (v2).
+    memory: File,
+    /// `memory.memsw.limit_in_bytes` (v1, only with swap accounting), `memory.swap.max` (v2,
+    /// only with swap).
+    swap: Option<File>,
+    pids: File,
+}
+
+impl LimitFiles {
+    fn open(version: CgroupVersion, memory_dir: &Path, pids_dir: &Path) -> Result<LimitFiles> {
+        let writable = |path: PathBuf| {
+            OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))
+        };
+        let (memory, swap) = match version {
+            CgroupVersion::V1 => ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"),
+            CgroupVersion::V2 => ("memory.max", "memory.swap.max"),
+        };
+        let swap = memory_dir.join(swap);
+        Ok(LimitFiles {
+            memory: writable(memory_dir.join(memory))?,
+            swap: swap.exists().then(|| writable(swap)).transpose()?,
+            pids: writable(pids_dir.join("pids.max"))?,
+        })
+    }
+}
+
+/// One `write` of a number to a limit file opened by [`LimitFiles::open`] (the value is
+/// written whole at the start: a cgroup file takes each write as one value).
+fn write_value(file: &File, value: u64) -> Result<()> {
+    let text = value.to_string();
+    let n = file.write_at(text.as_bytes(), 0)?;
+    if n != text.len() {
+        bail!("short write of {text}");
+    }
+    Ok(())
+}
+
 /// Kills every process listed in a cgroup directory.
 fn kill_members(dir: &Path) {
     let kill = dir.join("cgroup.kill");
@@ -496,10 +541,13 @@ pub(crate) struct RunCgroup {
     version: CgroupVersion,
     /// The run's directory in each hierarchy (one for v2).
     dirs: Vec<PathBuf>,
-    memory: MemController,
-    pids: PidController,
+    limits: LimitFiles,
     cpu_usage: File,
+    /// `pids.current`: how many tasks are left.
+    processes: File,
     peak: PeakSource,
+    /// Where the kernel counts OOM kills: `memory.oom_control` (v1), `memory.events` (v2).
+    oom: File,
     /// The memory limit, [`NO_LIMIT`] for none (set once, by [`RunCgroup::limit`]).
     memory_limit: AtomicU64,
 }
@@ -523,7 +571,7 @@ pub(crate) const MEMORY_SAMPLE_PERIOD: Duration = Duration::from_millis(10);
 enum PeakSource {
     /// The kernel's high-water mark: `memory.peak` (v2, Linux 5.19+) or
     /// `memory.max_usage_in_bytes` (v1).
-    Watermark(PathBuf),
+    Watermark(File),
     /// No high-water mark (cgroup v2 before Linux 5.19, e.g. Ubuntu 22.04's 5.15, RHEL 9's
     /// 5.14): the keeper samples the usage (`memory.current`) every [`MEMORY_SAMPLE_PERIOD`]
     /// while the program runs and keeps the highest value. A spike shorter than the period can
@@ -555,7 +603,7 @@ impl PeakSource {
         };
         let watermark = dir.join(watermark);
         if !forced && watermark.exists() {
-            return Ok(PeakSource::Watermark(watermark));
+            return Ok(PeakSource::Watermark(open_counter(&watermark)?));
         }
         Ok(PeakSource::Sampled {
             usage: open_counter(&dir.join(usage))?,
@@ -575,32 +623,22 @@ impl RunCgroup {
     }
 
     fn set_limits(&self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
+        let limits = &self.limits;
         if let Some(bytes) = memory {
-            let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-            self.memory
-                .set_limit(bytes)
-                .context("cannot set the cgroup memory limit")?;
+            // The largest value the kernel takes (beyond it: no limit in practice).
+            let bytes = bytes.min(i64::MAX as u64);
+            write_value(&limits.memory, bytes).context("cannot set the cgroup memory limit")?;
             // No swap: the memory+swap limit equals the memory limit (v1), swap is 0 (v2).
-            let swap = if self.version == CgroupVersion::V1 {
-                bytes
-            } else {
-                0
-            };
-            let swap_file = if self.version == CgroupVersion::V1 {
-                "memory.memsw.limit_in_bytes"
-            } else {
-                "memory.swap.max"
-            };
-            if self.memory.path().join(swap_file).exists() {
-                self.memory
-                    .set_memswap_limit(swap)
-                    .context("cannot set the cgroup swap limit")?;
+            if let Some(swap) = &limits.swap {
+                let swap_bytes = match self.version {
+                    CgroupVersion::V1 => bytes,
+                    CgroupVersion::V2 => 0,
+                };
+                write_value(swap, swap_bytes).context("cannot set the cgroup swap limit")?;
             }
         }
         if let Some(n) = processes {
-            self.pids
-                .set_pid_max(MaxValue::Value(n as i64))
-                .context("cannot set the cgroup pids limit")?;
+            write_value(&limits.pids, n).context("cannot set the cgroup pids limit")?;
         }
         Ok(())
     }
@@ -635,7 +673,7 @@ impl RunCgroup {
     /// Whether no task of the cgroup is left: every member has exited and been reaped, so the
     /// counters are final. False when the count cannot be read.
     pub(crate) fn is_empty(&self) -> bool {
-        matches!(self.pids.get_pid_current(), Ok(0))
+        read_counter(&self.processes).is_ok_and(|text| text.trim() == "0")
     }
 
     /// CPU time used so far by the members, all threads included. An unreadable counter is an
@@ -676,12 +714,12 @@ impl RunCgroup {
     /// sample (see [`PeakSource::Sampled`]). An unreadable counter is an error, never zero.
     pub(crate) fn memory_peak(&self) -> Result<u64> {
         match &self.peak {
-            PeakSource::Watermark(path) => {
-                let text = fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                text.trim().parse().with_context(|| {
-                    format!("{}: {:?} is not a byte count", path.display(), text.trim())
-                })
+            PeakSource::Watermark(file) => {
+                let text = read_counter(file).with_context(|| self.counter_error("peak memory"))?;
+                text.trim()
+                    .parse()
+                    .with_context(|| format!("{:?} is not a byte count", text.trim()))
+                    .with_context(|| self.counter_error("peak memory"))
             }
             PeakSource::Sampled {
                 limit_hits,
@@ -711,19 +749,10 @@ impl RunCgroup {
 
     /// How many processes the OOM killer killed in this cgroup.
     pub(crate) fn oom_kills(&self) -> Result<u64> {
-        let file = match self.version {
-            CgroupVersion::V1 => "memory.oom_control",
-            CgroupVersion::V2 => "memory.events",
-        };
-        let path = self.memory.path().join(file);
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        parse_key(&text, "oom_kill").with_context(|| {
-            format!(
-                "{}: no oom_kill count (cgroup v1 needs Linux 4.13 or later)",
-                path.display()
-            )
-        })
+        let text = read_counter(&self.oom).with_context(|| self.counter_error("OOM kill"))?;
+        parse_key(&text, "oom_kill")
+            .context("no oom_kill count (cgroup v1 needs Linux 4.13 or later)")
+            .with_context(|| self.counter_error("OOM kill"))
     }
 
     fn counter_error(&self, what: &str) -> String {
@@ -843,7 +872,10 @@ mod tests {
             ),
             ("memory.peak", "123456789\n"),
             ("memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"),
-            ("memory.swap.max", "max\n"),
+            ("memory.swap.max", ""),
+            ("memory.max", ""),
+            ("pids.max", ""),
+            ("pids.current", "0\n"),
             ("cgroup.procs", ""),
         ] {
             fs::write(dir.join(file), content).unwrap();
@@ -922,6 +954,18 @@ mod tests {
         let base = root.path().join(GROUP_DIR);
         let dir = base.join(run_name(NEXT_ID.load(Ordering::Relaxed)));
         fs::create_dir_all(&dir).unwrap();
+        // What every cgroup has, unless the test says otherwise.
+        let defaults = [
+            ("memory.max", ""),
+            ("pids.max", ""),
+            ("pids.current", "0\n"),
+            ("memory.events", "oom_kill 0\n"),
+        ];
+        for (file, content) in defaults {
+            if !files.iter().any(|(f, _)| *f == file) {
+                fs::write(dir.join(file), content).unwrap();
+            }
+        }
         for (file, content) in files {
             fs::write(dir.join(file), content).unwrap();
         }
@@ -968,6 +1012,42 @@ mod tests {
         assert!(matches!(watermark, PeakSource::Watermark(_)));
         let sampled = PeakSource::detect(CgroupVersion::V2, dir.path(), true).unwrap();
         assert!(matches!(sampled, PeakSource::Sampled { .. }));
+    }
+
+    /// A run's limits and counters are on its path: they go through descriptors opened when
+    /// its cgroup was made, never through a path (each open walks the cgroup file system).
+    /// Here every file's name is gone once the cgroup is made; the run still sets its limits
+    /// and reads its counters, from the files as they were opened.
+    #[test]
+    fn a_run_opens_no_file_of_its_cgroup() {
+        let (_root, cg_root, dir) = fake_v2_run(&[
+            ("cpu.stat", "usage_usec 2500\n"),
+            ("memory.peak", "4096\n"),
+            ("memory.swap.max", ""),
+            ("memory.events", "max 0\noom_kill 2\n"),
+            ("pids.current", "0\n"),
+        ]);
+        let run = cg_root.create_spare().unwrap();
+        let seen = tempfile::tempdir().unwrap();
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            fs::hard_link(&path, seen.path().join(path.file_name().unwrap())).unwrap();
+            fs::remove_file(&path).unwrap();
+        }
+        run.limit(Some(64 << 20), Some(7)).unwrap();
+        assert_eq!(run.cpu_time().unwrap(), Duration::from_micros(2500));
+        assert_eq!(run.memory_peak().unwrap(), 4096);
+        assert_eq!(run.oom_kills().unwrap(), 2);
+        assert!(run.is_empty());
+        let written = |file: &str| fs::read_to_string(seen.path().join(file)).unwrap();
+        assert_eq!(written("memory.max"), (64u64 << 20).to_string());
+        assert_eq!(written("memory.swap.max"), "0");
+        assert_eq!(written("pids.max"), "7");
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            0,
+            "a file was opened by name"
+        );
     }
 
     /// Unreadable CPU, peak or OOM counters are errors: a zero would turn the CPU limit off,

@@ -41,12 +41,17 @@ impl Builder {
         // Dropped after the init is reaped, on every path: no process of the box is left to
         // call `sysinfo` without its listener.
         let mut sysinfo = Emulator::new(sysinfo_socket, spec.limits.memory);
-        let mut run = Watch::start(pid, cgroup, spec);
+        // The run starts when its init gets it; the clocks are set while the init builds the
+        // run's part of the box (on another CPU when there is one). What the init waits for a
+        // CPU before they are set is not credited: the credit can only be smaller for it.
+        let start = Instant::now();
+        let handed = write_all(&run_write, &message).is_ok();
+        drop(run_write);
+        let mut run = Watch::start(start, pid, cgroup, spec);
         // An init that cannot take its run has failed or died: its report, if any, says why.
-        if write_all(&run_write, &message).is_err() {
+        if !handed {
             run.kill_init();
         }
-        drop(run_write);
         // An unreadable cgroup counter ends the run as a sandbox failure: a guess would turn
         // the CPU limit off or report a false peak.
         if let Err(e) = run.until_report(&report_read, &mut sysinfo) {
@@ -78,8 +83,7 @@ struct Watch<'a> {
 }
 
 impl<'a> Watch<'a> {
-    fn start(pid: i32, cgroup: &'a RunCgroup, spec: &'a RunSpec) -> Watch<'a> {
-        let start = Instant::now();
+    fn start(start: Instant, pid: i32, cgroup: &'a RunCgroup, spec: &'a RunSpec) -> Watch<'a> {
         let this = Init::starting(pid);
         let group = spec
             .wait_group
