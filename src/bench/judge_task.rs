@@ -229,7 +229,8 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    print_phases(bench, tests, &walls, built)?;
+    let floor_compile = median(floors.iter().map(|f| f.compile).collect());
+    print_phases(bench, tests, &walls, built, floor_compile)?;
     print_floor(
         &format!(
             "floor (plain g++ with the same flags, header and grader objects; each test's \
@@ -274,42 +275,56 @@ pub fn run(bench: &TaskBench) -> Result<i32> {
     Ok(0)
 }
 
-/// Where a test's wall time goes, phase by phase, over the `walls` judgings of `tests` tests
-/// (when the judge recorded them), and how many boxes were built on a run's path.
-fn print_phases(bench: &TaskBench, tests: usize, walls: &[f64], built: u64) -> Result<()> {
+/// Where a judgement's wall time goes: the submission's compile against the floor's
+/// (`floor_compile`, seconds), then a test's phases, over the `walls` judgings of `tests`
+/// tests (when the judge recorded them), and how many boxes were built on a run's path.
+fn print_phases(
+    bench: &TaskBench,
+    tests: usize,
+    walls: &[f64],
+    built: u64,
+    floor_compile: f64,
+) -> Result<()> {
     let totals = phases::totals();
-    if !totals
-        .iter()
-        .any(|(phase, count, _)| *phase == Phase::Test && *count > 0)
-    {
+    let recorded = |phase: Phase| totals.iter().find(|t| t.0 == phase).map(|t| (t.1, t.2));
+    let Some((_, tests_wall)) = recorded(Phase::Test).filter(|(count, _)| *count > 0) else {
         return Ok(());
-    }
+    };
     let judgings = walls.len() as f64;
     let ours = median(walls.to_vec());
-    let mut tests_wall = Duration::ZERO;
+    let compile = recorded(Phase::Compile).map_or(Duration::ZERO, |(_, total)| total);
     outln!(
-        "where a test's wall time goes (ms per test, mean over {} judgings):",
+        "where a judgement's wall time goes (mean over {} judgings):",
         walls.len()
     );
+    outln!(
+        "  {:<58} {:>7.1} ms  (the floor's plain g++: {:.1} ms)",
+        Phase::Compile.describe(),
+        compile.as_secs_f64() * 1e3 / judgings,
+        floor_compile * 1e3
+    );
+    outln!("  per test (ms per test):");
     let per_test = |d: Duration| d.as_secs_f64() * 1e3 / (tests as f64 * judgings);
-    for (phase, count, total) in &totals {
-        if *phase == Phase::Test {
-            tests_wall = *total;
+    for (phase, count, total) in totals.iter().filter(|t| t.0 != Phase::Compile) {
+        // A Batch test has no FIFOs and no second process.
+        if *count == 0 {
+            continue;
         }
         outln!(
-            "  {:<58} {:>7.2} ms  ({:.2} per test)",
+            "    {:<56} {:>7.2} ms  ({:.2} per test)",
             phase.describe(),
             per_test(*total),
             *count as f64 / (tests as f64 * judgings)
         );
     }
     outln!(
-        "  {:<58} {:>7.2} ms",
-        "slots not in a test (compile, waits), per test and worker",
-        (ours * bench.jobs as f64 - tests_wall.as_secs_f64() / judgings) * 1e3 / tests as f64
+        "    {:<56} {:>7.2} ms",
+        "slots in neither a test nor the compile (waits), per test and worker",
+        (ours * bench.jobs as f64 - (tests_wall + compile).as_secs_f64() / judgings) * 1e3
+            / tests as f64
     );
     outln!(
-        "  boxes built on a run's path: {:.2} per test",
+        "    boxes built on a run's path: {:.2} per test",
         built as f64 / (tests as f64 * judgings)
     );
     Ok(())

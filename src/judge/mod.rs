@@ -344,6 +344,18 @@ impl Judge {
         language: Language,
     ) -> Result<Build> {
         stop::check()?;
+        let start = phases::now();
+        let build = self.compile_unrecorded(loaded, code, language);
+        phases::since(phases::Phase::Compile, start);
+        build
+    }
+
+    fn compile_unrecorded(
+        &self,
+        loaded: &LoadedProblem,
+        code: &[u8],
+        language: Language,
+    ) -> Result<Build> {
         match &self.runner {
             Runner::Native => Ok(
                 match self.cache.submission(
@@ -392,14 +404,19 @@ impl Judge {
             (Program::ScriptBox(dir), _) => {
                 scripts::run_test(&self.sandbox, problem, dir, test, cpu)
             }
-            (Program::Binary(bin), TaskType::Batch) => native::run_batch(
-                &self.sandbox,
-                problem,
-                &loaded.tools,
-                bin,
-                test,
-                &self.debugging,
-            ),
+            (Program::Binary(bin), TaskType::Batch) => {
+                let start = phases::now();
+                let verdict = native::run_batch(
+                    &self.sandbox,
+                    problem,
+                    &loaded.tools,
+                    bin,
+                    test,
+                    &self.debugging,
+                );
+                phases::since(phases::Phase::Test, start);
+                verdict
+            }
             (Program::Binary(bin), TaskType::Communication(_)) => {
                 let start = phases::now();
                 let verdict = native::run_communication(

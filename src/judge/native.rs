@@ -232,15 +232,17 @@ fn batch_verdict(
         .with_context(|| format!("cannot read {}", test.output.display()))?
         .len();
     spec.limits.output_size = Some(output_limit(expected_bytes));
-    let run = sandbox.run(&spec);
+    let run = timed_run(sandbox, &spec);
     if let Some((status, feedback)) = failure(&run, &spec.limits)? {
         return Ok(verdict(0.0, feedback, status, std::slice::from_ref(&run)));
     }
+    let decide = phases::now();
     let (score, feedback) = match &tools.checker {
         Some(checker) => run_checker(sandbox, problem, checker, test, private.path())?,
         None if check::white_diff(&test.output, &output)? => (1.0, CORRECT.to_string()),
         None => (0.0, WRONG.to_string()),
     };
+    phases::since(Phase::Verdict, decide);
     Ok(scored(score, feedback, std::slice::from_ref(&run)))
 }
 

@@ -1,14 +1,17 @@
-//! Where the wall time of a Communication test goes, for `ioi-run bench judge`: cheap
-//! timestamps at the boundaries of a test's phases, added up per phase. Off unless a benchmark
+//! Where the wall time of a judgement goes, for `ioi-run bench judge`: cheap timestamps at the
+//! boundaries of the submission's compile and of each test's phases, added up per phase. Off unless a benchmark
 //! turns it on: then [`now`] is one relaxed atomic load and returns `None`, and nothing is
 //! recorded, so judging pays nothing for it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// A phase of a Communication test, in the order a test goes through them.
+/// A phase of a judgement: the submission's compile, then those of a test in the order a test
+/// goes through them (a Batch test has no FIFOs and one process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// The submission's compile, in its box (a cache hit costs nothing).
+    Compile,
     /// The FIFOs, the root-only folder and the run specs.
     Setup,
     /// Per process: its `Sandbox::run` call less the run itself (a box taken or built, the
@@ -27,7 +30,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 7] = [
+    pub const ALL: [Phase; 8] = [
+        Phase::Compile,
         Phase::Setup,
         Phase::BoxAndReap,
         Phase::Run,
@@ -39,11 +43,12 @@ impl Phase {
 
     pub fn describe(self) -> &'static str {
         match self {
+            Phase::Compile => "the submission's compile, in its box",
             Phase::Setup => "FIFOs, private folder, run specs",
             Phase::BoxAndReap => "per process: box taken/built, hand-over, reap, counters",
             Phase::Run => "per process: the run (hand-over to report)",
             Phase::LastProcess => "first process's end to the last's",
-            Phase::Verdict => "verdict (manager output parsed / checker)",
+            Phase::Verdict => "verdict (manager output parsed / checker / diff)",
             Phase::Teardown => "teardown (FIFOs, folder handed to removal)",
             Phase::Test => "whole test (worker's view)",
         }
@@ -52,8 +57,8 @@ impl Phase {
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Per phase: how many times it was recorded, and its total in nanoseconds.
-static COUNTS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
-static NANOS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+static COUNTS: [AtomicU64; Phase::ALL.len()] = [const { AtomicU64::new(0) }; Phase::ALL.len()];
+static NANOS: [AtomicU64; Phase::ALL.len()] = [const { AtomicU64::new(0) }; Phase::ALL.len()];
 
 /// Starts recording (from zero).
 pub fn enable() {

@@ -123,6 +123,29 @@ fn a_batch_task_with_a_checker_runs_solution_and_checker_in_boxes_of_their_own()
             .count()
     };
     assert!(inits(0) > 0 && inits(0) == inits(1), "{calls:?}");
+    // Where the judgement's time went: its compile beside the floor's, and each test's one
+    // process and its checker.
+    let phase = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name:?} line: {stdout}"))
+            .to_string()
+    };
+    let compile = phase("the submission's compile, in its box");
+    assert!(compile.contains("the floor's plain g++"), "{compile}");
+    assert!(compile
+        .split_whitespace()
+        .any(|w| w.parse::<f64>().is_ok_and(|ms| ms > 0.0)));
+    for name in [
+        "per process: the run",
+        "per process: box taken/built",
+        "verdict (manager output parsed / checker / diff)",
+        "whole test (worker's view)",
+    ] {
+        assert!(phase(name).ends_with("(1.00 per test)"), "{}", phase(name));
+    }
+    assert!(!stdout.contains("FIFOs, private folder"), "{stdout}");
 }
 
 #[test]
