@@ -44,8 +44,13 @@ pub const DEBUG_SUBMISSION_FLAGS: &[&str] = &[
     "-D_GLIBCXX_ASSERTIONS",
     "-pipe",
 ];
-/// Flags of checker and manager compiles.
-pub const TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
+/// Flags of checker and manager compiles: linked statically, since a tool runs once per test
+/// and a dynamically linked C++ program spends about a millisecond of every start loading and
+/// relocating the C++ library (a testlib checker: 1.7 ms of CPU dynamic, 0.5 ms static).
+pub const TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2", "-static"];
+/// The same, dynamically linked: for hosts without the static C and C++ libraries
+/// (`glibc-static` and `libstdc++-static` are separate packages on Fedora and RHEL).
+pub const DYNAMIC_TOOL_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 /// Flags of a plain C++ program (the server's `c++` language).
 pub const PROGRAM_FLAGS: &[&str] = &["-std=gnu++17", "-O2"];
 
@@ -454,7 +459,9 @@ impl CompileCache {
         })
     }
 
-    /// Compiles a trusted tool of the problem (`checker/checker.cpp`, `graders/manager.cpp`).
+    /// Compiles a trusted tool of the problem (`checker/checker.cpp`, `graders/manager.cpp`):
+    /// linked statically ([`TOOL_FLAGS`]), else dynamically where the host cannot link
+    /// statically (the dynamic compile's message is the one reported when both fail).
     pub fn tool(
         &self,
         sandbox: &Sandbox,
@@ -462,15 +469,18 @@ impl CompileCache {
         source: &GraderFile,
     ) -> Result<Compiled> {
         let output = source.path.trim_end_matches(".cpp").to_string();
-        let job = CompileJob {
+        let job = |flags| CompileJob {
             files: grader_files(problem),
             sources: vec![source.path.as_str()],
-            flags: TOOL_FLAGS,
+            flags,
             language: Language::Cpp,
             output: &output,
             submission: false,
         };
-        self.compile(sandbox, job)
+        match self.compile(sandbox, job(TOOL_FLAGS))? {
+            Compiled::Binary(path) => Ok(Compiled::Binary(path)),
+            Compiled::Error(_) => self.compile(sandbox, job(DYNAMIC_TOOL_FLAGS)),
+        }
     }
 
     /// Compiles a plain program: `source` (one of `files`, all placed side by side) into
@@ -721,7 +731,7 @@ fn build(
     argv.extend(job.sources.iter().map(|s| s.to_string()));
     argv.extend(job.language.libs().iter().map(|s| s.to_string()));
     // Checkers and managers find testlib.h beside them or in graders/.
-    if job.flags == TOOL_FLAGS {
+    if job.flags == TOOL_FLAGS || job.flags == DYNAMIC_TOOL_FLAGS {
         argv.push("-Igraders".into());
     }
     let mut spec = RunSpec::new(workdir.path(), argv);

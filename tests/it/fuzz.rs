@@ -108,24 +108,11 @@ fn fuzz_tps_gen_data() {
     });
 }
 
-/// A copy of a fixture folder, made once per target.
-fn copy_fixture(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
-    }
-}
-
 #[test]
 fn fuzz_tps_package() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("sum");
-    copy_fixture(&common::problem_dir("tps/sum"), &dir);
+    common::copy_dir(&common::problem_dir("tps/sum"), &dir);
     let before = fuzz::files_under(work.path());
     let gen_data = "@subtask samples\nmanual sample-1.in\n@subtask small\ngen 1 2\n\
                     @subtask full\n@include small\ngen 3 4\n";
@@ -150,7 +137,7 @@ fn fuzz_tps_package() {
 fn fuzz_cms_folder() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("sumpairs");
-    copy_fixture(&common::problem_dir("sumpairs"), &dir);
+    common::copy_dir(&common::problem_dir("sumpairs"), &dir);
     let before = fuzz::files_under(work.path());
     fuzz::run("cms_folder", |input| {
         let (problem_json, subtask) = parts(input);

@@ -62,19 +62,6 @@ fn write_solution(work: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     path
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// wdiff's canonical solution (Pascal's triangle modulo 1000).
 const WDIFF_BODY: &str = r#"
 int main() {
@@ -523,7 +510,7 @@ fn native_statuses_do_not_depend_on_the_checker_wording() {
     }
     let work = tempfile::tempdir().unwrap();
     let problem = work.path().join("sumpairs");
-    copy_dir(&problem_dir("sumpairs"), &problem);
+    common::copy_dir(&problem_dir("sumpairs"), &problem);
     let checker = problem.join("checker/checker.cpp");
     let text = std::fs::read_to_string(&checker).unwrap();
     std::fs::write(

@@ -476,3 +476,71 @@ fn round_trip_heavy_communication_is_ac_at_full_parallelism_beside_busy_loops() 
         assert_eq!(report["total"].as_f64(), Some(100.0), "{problem}: {report}");
     }
 }
+
+/// Prepended to a checker, makes it link only dynamically: a reference to the versioned
+/// symbol `memcpy@GLIBC_2.2.5`, which no static C library defines (a host without the static
+/// libraries fails the same way on every tool).
+const LINKS_ONLY_DYNAMICALLY: &str = r#"#include <cstring>
+__asm__(".symver memcpy,memcpy@GLIBC_2.2.5");
+static void *(*volatile keep_memcpy)(void *, const void *, std::size_t) = std::memcpy;
+"#;
+
+/// Whether the ELF executable at `path` names a program interpreter (is dynamically linked).
+fn has_interpreter(path: &std::path::Path) -> bool {
+    let elf = std::fs::read(path).unwrap();
+    assert_eq!(&elf[..4], b"\x7fELF", "{} is not ELF", path.display());
+    let word = |at: usize, n: usize| {
+        let mut bytes = [0u8; 8];
+        bytes[..n].copy_from_slice(&elf[at..at + n]);
+        u64::from_le_bytes(bytes) as usize
+    };
+    let (table, size, count) = (word(0x20, 8), word(0x36, 2), word(0x38, 2));
+    (0..count).any(|i| word(table + i * size, 4) == 3) // PT_INTERP
+}
+
+/// The programs a judge left in its compile cache (each entry keeps its binary as `program`).
+fn cached_programs(cache: &std::path::Path) -> Vec<std::path::PathBuf> {
+    walkdir::WalkDir::new(cache)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file() && e.file_name() == "program")
+        .map(|e| e.into_path())
+        .collect()
+}
+
+/// A checker runs once per test: it is linked statically, as a manager is, so that it starts
+/// without loading the C++ library; where the host cannot link it statically it is linked
+/// dynamically, and the verdicts are the same.
+#[test]
+fn tools_are_linked_statically_where_the_host_can() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dynamic_only = work.path().join("problems/sumpairs");
+    common::copy_dir(&problem_dir("sumpairs"), &dynamic_only);
+    let checker = dynamic_only.join("checker/checker.cpp");
+    let source = std::fs::read_to_string(&checker).unwrap();
+    std::fs::write(&checker, format!("{LINKS_ONLY_DYNAMICALLY}{source}")).unwrap();
+    for (name, dir, statically) in [
+        ("as it is", problem_dir("sumpairs"), true),
+        ("linking only dynamically", dynamic_only, false),
+    ] {
+        let judge_work = work.path().join(name);
+        std::fs::create_dir_all(&judge_work).unwrap();
+        let report = common::judge_json(
+            common::bin(&judge_work),
+            [dir.clone(), dir.join("solutions/ac.cpp")],
+        );
+        assert_eq!(report["total"].as_f64(), Some(100.0), "{name}: {report}");
+        // The submission (dynamically linked: the reference profile) and the checker.
+        let programs = cached_programs(&judge_work.join("cache"));
+        assert_eq!(programs.len(), 2, "{name}: {programs:?}");
+        let linked_statically = programs.iter().filter(|p| !has_interpreter(p)).count();
+        assert_eq!(
+            linked_statically,
+            usize::from(statically),
+            "{name}: {programs:?}"
+        );
+    }
+}

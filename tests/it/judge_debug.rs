@@ -303,7 +303,7 @@ fn what_cannot_be_judged_is_refused_up_front() {
     );
     // A task folder of 2024 asked for as 1999.
     let tasks = work.path().join("tasks");
-    copy_dir(&dir, &tasks.join("sumpairs"));
+    common::copy_dir(&dir, &tasks.join("sumpairs"));
     let config = tasks.join("sumpairs/problem.json");
     let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     json["year"] = 2024.into();
@@ -323,20 +323,6 @@ fn what_cannot_be_judged_is_refused_up_front() {
         stderr.contains("of year 1999") && stderr.contains("it exists for 2024"),
         "{stderr}"
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        match entry.file_type().unwrap().is_dir() {
-            true => copy_dir(&entry.path(), &target),
-            false => {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
 }
 
 #[test]

@@ -47,6 +47,19 @@ pub fn bin_shared_cache() -> Command {
     cmd
 }
 
+/// A copy of the folder `from` (a fixture problem, say) at `to`, made with its parents.
+pub fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
 /// Bytes a program wrote, as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
