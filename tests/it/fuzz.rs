@@ -4,8 +4,6 @@
 //! loader writes stays in its folder. The keeper's request is fuzzed beside its decoder
 //! (`src/keeper/protocol.rs`), which is private to the library.
 
-use std::path::Path;
-
 use ioi_run::dataset::RowPolicy;
 use ioi_run::name::{RelativePath, SafeName};
 use ioi_run::problem::{self, Problem, Subtask, TaskType};
