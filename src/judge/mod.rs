@@ -400,38 +400,31 @@ impl Judge {
             _ => None,
         };
         let cpu = lease.as_ref().map(placement::CpuLease::cpu);
-        match (program, &problem.task) {
+        let start = phases::now();
+        let verdict = match (program, &problem.task) {
             (Program::ScriptBox(dir), _) => {
                 scripts::run_test(&self.sandbox, problem, dir, test, cpu)
             }
-            (Program::Binary(bin), TaskType::Batch) => {
-                let start = phases::now();
-                let verdict = native::run_batch(
-                    &self.sandbox,
-                    problem,
-                    &loaded.tools,
-                    bin,
-                    test,
-                    &self.debugging,
-                );
-                phases::since(phases::Phase::Test, start);
-                verdict
-            }
-            (Program::Binary(bin), TaskType::Communication(_)) => {
-                let start = phases::now();
-                let verdict = native::run_communication(
-                    &self.sandbox,
-                    problem,
-                    &loaded.tools,
-                    bin,
-                    test,
-                    cpu,
-                    &self.debugging,
-                );
-                phases::since(phases::Phase::Test, start);
-                verdict
-            }
-        }
+            (Program::Binary(bin), TaskType::Batch) => native::run_batch(
+                &self.sandbox,
+                problem,
+                &loaded.tools,
+                bin,
+                test,
+                &self.debugging,
+            ),
+            (Program::Binary(bin), TaskType::Communication(_)) => native::run_communication(
+                &self.sandbox,
+                problem,
+                &loaded.tools,
+                bin,
+                test,
+                cpu,
+                &self.debugging,
+            ),
+        };
+        phases::since(phases::Phase::Test, start);
+        verdict
     }
 }
 
