@@ -90,15 +90,21 @@ pub(crate) struct WaitClock {
 }
 
 impl WaitClock {
-    /// A clock that starts at `start` with the tasks of `inits` as they are now.
+    /// A clock that starts at `start` with the tasks of `inits` as they are now. A lone box is
+    /// not sampled now: its tasks count from the run's start anyway (the init from its
+    /// baseline, every other task from its creation, within the run), and a run need not pay
+    /// a sample for nothing (a dozen files of `/proc` opened and read). The boxes of a group
+    /// are: a peer's tasks may have waited before this clock started, which is not this run's.
     pub(crate) fn new(start: Instant, inits: &[Init]) -> WaitClock {
         let mut clock = WaitClock {
             delays: HashMap::new(),
             credit: Duration::ZERO,
             last: start,
         };
-        clock.sample(start, inits);
-        clock.credit = Duration::ZERO;
+        if inits.len() > 1 {
+            clock.sample(start, inits);
+            clock.credit = Duration::ZERO;
+        }
         clock
     }
 
