@@ -46,6 +46,25 @@ pub(crate) fn plan(limits: &Limits) -> Vec<Rlimit> {
     out
 }
 
+/// The most open files [`raise_open_files`] asks for.
+const OPEN_FILES_WANTED: u64 = 1 << 20;
+
+/// Raises this process's soft limit on open files to its hard limit (at most
+/// [`OPEN_FILES_WANTED`]): every box holds a dozen descriptors while it waits or runs (its
+/// pipes and socket, its namespaces, its cgroup's files), and a judge with many workers would
+/// otherwise meet the usual soft limit of 1024. The programs in boxes get a limit of their own
+/// ([`plan`]). Best effort: a limit that cannot be raised stays as it is.
+pub(crate) fn raise_open_files() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    let wanted = hard.min(OPEN_FILES_WANTED);
+    if soft < wanted {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, wanted, hard);
+    }
+}
+
 /// Applies the plan: async-signal-safe. Returns the errno of the first failure.
 pub(crate) fn apply(plan: &[Rlimit]) -> Result<(), i32> {
     for r in plan {
@@ -59,4 +78,21 @@ pub(crate) fn apply(plan: &[Rlimit]) -> Result<(), i32> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_open_files_limit_is_raised_to_the_hard_limit() {
+        use nix::sys::resource::{getrlimit, setrlimit, Resource};
+        let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+        // Down to the usual default first (this test's process is its own).
+        setrlimit(Resource::RLIMIT_NOFILE, 256.min(hard), hard).unwrap();
+        raise_open_files();
+        let (soft, still_hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+        assert_eq!(still_hard, hard);
+        assert_eq!(soft, hard.min(OPEN_FILES_WANTED));
+    }
 }

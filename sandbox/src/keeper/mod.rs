@@ -110,6 +110,7 @@ impl Sandbox {
     /// Detects the host (cgroups, system directories) and compiles the seccomp filter. Fails
     /// with a message saying what to enable when a mechanism is missing.
     pub fn new(options: SandboxOptions) -> Result<Sandbox> {
+        crate::rlimits::raise_open_files();
         let cgroups = CgroupRoot::detect()?;
         cgroups.prepare()?;
         cgroups.release_at_exit();
