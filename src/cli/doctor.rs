@@ -129,19 +129,22 @@ fn host_checks(costs: Option<&HostCosts>) -> Vec<Check> {
             "g++ not found: install it (apt-get install g++)",
         ),
     });
-    // Only `--compile-profile ioi` needs them: a warning, not a failure.
+    // Only `--compile-profile ioi` needs them, and checkers and managers start faster with
+    // them: a warning, not a failure.
     let missing = crate::judge::compile::missing_static_archives();
     let mut statics = Check::new(
         "static linking",
         true,
-        "libstdc++.a, libc.a, libm.a found (--compile-profile ioi)",
+        "libstdc++.a, libc.a, libm.a found (--compile-profile ioi; checkers and managers linked \
+         statically)",
     );
     if !missing.is_empty() {
         statics.status = Status::Warn;
         statics.detail = format!(
-            "g++ finds no {}: --compile-profile ioi (static linking) will give CE; install the \
+            "g++ finds no {}: --compile-profile ioi (static linking) will give CE, and checkers \
+             and managers are linked dynamically (about 1 ms more of every test); install the \
              static libraries of your g++ and libc (e.g. apt-get install libstdc++-12-dev \
-             libc6-dev)",
+             libc6-dev, or dnf install glibc-static libstdc++-static)",
             missing.join(", ")
         );
     }
