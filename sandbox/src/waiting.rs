@@ -90,8 +90,8 @@ pub(crate) struct WaitClock {
 }
 
 impl WaitClock {
-    /// A clock that starts at `start` with the tasks of `inits` as they are now. A lone box is
-    /// not sampled now: its tasks count from the run's start anyway (the init from its
+    /// A clock that starts at `start` with the tasks of `inits` as they are then. A lone box is
+    /// not sampled at the start: its tasks count from the run's start anyway (the init from its
     /// baseline, every other task from its creation, within the run), and a run need not pay
     /// a sample for nothing (a dozen files of `/proc` opened and read). The boxes of a group
     /// are: a peer's tasks may have waited before this clock started, which is not this run's.
