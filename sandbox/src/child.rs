@@ -303,11 +303,11 @@ pub(crate) fn init_main(plan: &mut InitPlan) -> ! {
     receive_the_run(plan);
     let plan: &InitPlan = plan;
     let run = &plan.inbox.run;
-    let mut fds = open_stdio_outside(plan, run);
+    let (mut fds, created) = open_stdio_outside(plan, run);
     build(plan, &run.mounts, plan.mounts.len());
     bind_hidden_stdio(plan, run);
     pivot_into_the_root(plan);
-    open_hidden_stdio(plan, run, &mut fds);
+    open_hidden_stdio(plan, run, &mut fds, created);
     make_the_root_read_only(plan);
     let (program, exec_errors) = start_program(plan, run, fds);
     await_exec(plan, exec_errors);
@@ -382,9 +382,11 @@ fn new_session(plan: &InitPlan) {
 
 /// Opens the streams that are not host files (`/dev/null`, the caller's descriptors) while the
 /// host's root is still visible; host files are only created here, and opened from inside the
-/// new root by [`open_hidden_stdio`]. None may be a terminal.
-fn open_stdio_outside(plan: &InitPlan, run: &RunSteps) -> [libc::c_int; 3] {
+/// new root by [`open_hidden_stdio`]. None may be a terminal. Also says which host files were
+/// created here, empty.
+fn open_stdio_outside(plan: &InitPlan, run: &RunSteps) -> ([libc::c_int; 3], [bool; 3]) {
     let mut fds = [-1; 3];
+    let mut created = [false; 3];
     for (i, stdio) in run.stdio.iter().enumerate() {
         fds[i] = match *stdio {
             StdioStep::Fd(fd) => fd,
@@ -394,19 +396,7 @@ fn open_stdio_outside(plan: &InitPlan, run: &RunSteps) -> [libc::c_int; 3] {
             },
             StdioStep::Hidden { host, create, .. } => {
                 if create {
-                    // SAFETY: open of a prepared path.
-                    let fd = unsafe {
-                        libc::open(
-                            host,
-                            libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOCTTY,
-                            0o644,
-                        )
-                    };
-                    if fd < 0 {
-                        fail(plan, Step::open_stdio(i), errno());
-                    }
-                    // SAFETY: closing our own descriptor.
-                    unsafe { libc::close(fd) };
+                    created[i] = create_host_file(plan, i, host);
                 }
                 continue; // opened from inside the new root
             }
@@ -419,7 +409,30 @@ fn open_stdio_outside(plan: &InitPlan, run: &RunSteps) -> [libc::c_int; 3] {
             fail(plan, Step::Terminal, libc::EPERM);
         }
     }
-    fds
+    (fds, created)
+}
+
+/// Creates the host file of stream `i`, the output of a run, where it is missing; true when
+/// this made it (empty), false when it was there. A file made here is not truncated again
+/// when it is opened: on ext4 a truncation to zero marks the file to be written to the disk at
+/// its last close (`auto_da_alloc`), one write for every output of every test, which a file
+/// removed soon after (a test's private folder) would otherwise never cost.
+fn create_host_file(plan: &InitPlan, i: usize, host: *const libc::c_char) -> bool {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOCTTY;
+    // SAFETY: open of a prepared path.
+    let mut fd = unsafe { libc::open(host, flags | libc::O_EXCL, 0o644) };
+    let made = fd >= 0;
+    if !made && errno() == libc::EEXIST {
+        // There already (or a link to follow): opened as it is, truncated at the real open.
+        // SAFETY: open of a prepared path.
+        fd = unsafe { libc::open(host, flags, 0o644) };
+    }
+    if fd < 0 {
+        fail(plan, Step::open_stdio(i), errno());
+    }
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(fd) };
+    made
 }
 
 /// The box's own host name, and mounts that no longer propagate to or from the host.
@@ -546,12 +559,23 @@ fn pivot_into_the_root(plan: &InitPlan) {
 
 /// Opens the host stdio files from inside, in order (stdin, stdout, stderr, for FIFO pairs
 /// between boxes, see `crate::Stdio`), then detaches the stage with their binds and removes it.
-fn open_hidden_stdio(plan: &InitPlan, run: &RunSteps, fds: &mut [libc::c_int; 3]) {
+fn open_hidden_stdio(
+    plan: &InitPlan,
+    run: &RunSteps,
+    fds: &mut [libc::c_int; 3],
+    created: [bool; 3],
+) {
     if !has_hidden_stdio(run) {
         return;
     }
     for (i, stdio) in run.stdio.iter().enumerate() {
         if let StdioStep::Hidden { inside, flags, .. } = *stdio {
+            // A file created empty for this run has nothing to truncate (see
+            // [`create_host_file`]).
+            let flags = match created[i] {
+                true => flags & !libc::O_TRUNC,
+                false => flags,
+            };
             // SAFETY: open of a prepared path inside the new root.
             unsafe {
                 fds[i] = libc::open(inside, flags | libc::O_CLOEXEC | libc::O_NOCTTY, 0o644);

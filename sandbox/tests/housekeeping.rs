@@ -477,3 +477,24 @@ fn a_box_is_in_use_while_its_run_lasts_and_every_run_had_one_built() {
     let built = sandbox.boxes_built() - built;
     assert!(built >= 3, "{built} boxes built for 3 runs");
 }
+
+/// A run's output files hold what the program wrote and nothing else: a missing one is created
+/// (and not truncated again, which on ext4 would write it to the disk at its close), one that
+/// exists with a longer content is truncated first.
+#[test]
+fn output_files_hold_only_what_the_program_wrote() {
+    if sandbox_missing() {
+        return;
+    }
+    let b = TestBox::new();
+    let old = "an older and much longer content\n".repeat(100);
+    std::fs::write(b.path().join("stderr"), &old).unwrap();
+    assert!(!b.path().join("stdout").exists());
+    let outcome = b.run(
+        &["/bin/sh", "-c", "echo fresh; echo again >&2"],
+        limits(5.0, 256),
+    );
+    assert_eq!(outcome.status, Termination::Ok, "{}", outcome.message);
+    assert_eq!(b.read("stdout"), "fresh\n");
+    assert_eq!(b.read("stderr"), "again\n");
+}
