@@ -134,19 +134,6 @@ fn result_ids(work: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Copies a fixture task folder (to change its tests).
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn a_resume_with_other_settings_or_other_tests_is_refused() {
     if !is_root_or_skip("judging") {
@@ -154,7 +141,7 @@ fn a_resume_with_other_settings_or_other_tests_is_refused() {
     }
     let work = tempfile::tempdir().unwrap();
     let problems = work.path().join("wdiff");
-    copy_dir(&problem_dir("wdiff"), &problems);
+    common::copy_dir(&problem_dir("wdiff"), &problems);
     let dataset = wdiff_dataset(work.path(), &["a"]);
     let first = evaluate(work.path(), &problems, &dataset, &[]);
     assert!(first.status.success(), "{}", text(&first.stderr));
