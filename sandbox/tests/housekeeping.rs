@@ -478,9 +478,8 @@ fn a_box_is_in_use_while_its_run_lasts_and_every_run_had_one_built() {
     assert!(built >= 3, "{built} boxes built for 3 runs");
 }
 
-/// A run's output files hold what the program wrote and nothing else: a missing one is created
-/// (and not truncated again, which on ext4 would write it to the disk at its close), one that
-/// exists with a longer content is truncated first.
+/// A run's output files hold what the program wrote and nothing else: a missing one is created,
+/// one that exists with a longer content is truncated first.
 #[test]
 fn output_files_hold_only_what_the_program_wrote() {
     if sandbox_missing() {
@@ -497,4 +496,67 @@ fn output_files_hold_only_what_the_program_wrote() {
     assert_eq!(outcome.status, Termination::Ok, "{}", outcome.message);
     assert_eq!(b.read("stdout"), "fresh\n");
     assert_eq!(b.read("stderr"), "again\n");
+}
+
+/// The names of the files in `dir` that were modified (`IN_MODIFY`: a write or a truncation)
+/// while `f` ran, and of those created, as inotify saw them.
+fn modified_and_created(dir: &std::path::Path, f: impl FnOnce()) -> (Vec<String>, Vec<String>) {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: inotify calls on a descriptor of our own, a buffer of ours, a NUL-terminated path.
+    unsafe {
+        let fd = libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC);
+        assert!(fd >= 0, "inotify_init1 failed");
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        let mask = libc::IN_MODIFY | libc::IN_CREATE;
+        assert!(libc::inotify_add_watch(fd, path.as_ptr(), mask) >= 0);
+        f();
+        let (mut modified, mut created) = (Vec::new(), Vec::new());
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            while at < n as usize {
+                let event = &*(buf.as_ptr().add(at) as *const libc::inotify_event);
+                let name_at = at + std::mem::size_of::<libc::inotify_event>();
+                let name = std::ffi::CStr::from_bytes_until_nul(
+                    &buf[name_at..name_at + event.len as usize],
+                )
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+                if event.mask & libc::IN_MODIFY != 0 {
+                    modified.push(name.clone());
+                }
+                if event.mask & libc::IN_CREATE != 0 {
+                    created.push(name);
+                }
+                at = name_at + event.len as usize;
+            }
+        }
+        libc::close(fd);
+        (modified, created)
+    }
+}
+
+/// An output file made for a run is opened without truncating it again (on ext4 a truncation
+/// to zero writes the file to the disk at its last close, an output of every test written for
+/// nothing); one that was there is truncated. Seen by inotify, around a program that writes
+/// nothing: a truncation is a modification.
+#[test]
+fn an_output_file_made_for_the_run_is_not_truncated_again() {
+    if sandbox_missing() {
+        return;
+    }
+    let b = TestBox::new();
+    std::fs::write(b.path().join("stderr"), "older content\n").unwrap();
+    let (modified, created) = modified_and_created(b.path(), || {
+        let outcome = b.run(&["/bin/true"], limits(5.0, 256));
+        assert_eq!(outcome.status, Termination::Ok, "{}", outcome.message);
+    });
+    assert!(created.contains(&"stdout".to_string()), "{created:?}");
+    assert!(modified.contains(&"stderr".to_string()), "{modified:?}");
+    assert!(!modified.contains(&"stdout".to_string()), "{modified:?}");
+    assert_eq!(b.read("stderr"), "");
 }
