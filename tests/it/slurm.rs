@@ -36,6 +36,42 @@ fn cluster_ready(test: &str) -> bool {
     }
 }
 
+/// Whether a line of `sinfo -h -o %T` names a state in which the node takes jobs. `%T` may end
+/// a state with flags (`idle+`, `mixed*`): the base state decides.
+fn some_node_up(states: &str) -> bool {
+    states.lines().any(|s| {
+        let base = s
+            .trim()
+            .trim_end_matches(|c: char| !c.is_ascii_alphabetic());
+        UP_STATES.contains(&base)
+    })
+}
+
+/// A node reaping another test's cancelled jobs is up; a drained or down one is not. Needs no
+/// cluster.
+#[test]
+fn a_completing_node_is_up_and_a_drained_one_is_not() {
+    for up in [
+        "idle",
+        "mixed\n",
+        "allocated+",
+        "completing",
+        "down\ncompleting*",
+    ] {
+        assert!(some_node_up(up), "{up:?}");
+    }
+    for down in [
+        "",
+        "down",
+        "drained",
+        "draining",
+        "down*\nfail",
+        "not_responding",
+    ] {
+        assert!(!some_node_up(down), "{down:?}");
+    }
+}
+
 /// None once some node is in an up state; otherwise why not, after `wait`.
 fn node_down_reason(wait: Duration) -> Option<String> {
     let start = Instant::now();
@@ -44,14 +80,7 @@ fn node_down_reason(wait: Duration) -> Option<String> {
             Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).to_string(),
             _ => return Some("no Slurm cluster (run .ci/slurm-cluster.sh start)".to_string()),
         };
-        let up = states.lines().any(|s| {
-            // `%T` may end a state with flags (`idle+`, `mixed*`): the base state decides.
-            let base = s
-                .trim()
-                .trim_end_matches(|c: char| !c.is_ascii_alphabetic());
-            UP_STATES.contains(&base)
-        });
-        if up {
+        if some_node_up(&states) {
             return None;
         }
         if start.elapsed() >= wait {
