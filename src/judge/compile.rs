@@ -231,6 +231,17 @@ pub fn missing_static_archives() -> Vec<&'static str> {
         .collect()
 }
 
+/// Whether a compile got as far as the linker and failed there, as a static link does without
+/// the static libraries: the linker's own lines (`/usr/bin/ld: cannot find -lstdc++`) or the
+/// driver's report of its exit (`collect2: error: ld returned 1 exit status`), whichever the
+/// capped diagnostics kept.
+fn link_failed(error: &CompileError) -> bool {
+    error.stderr.lines().any(|line| {
+        let program = line.split(':').next().unwrap_or("");
+        program == "ld" || program.ends_with("/ld") || line.contains("ld returned")
+    })
+}
+
 /// `g++ --version`, part of every cache key so that a compiler upgrade recompiles.
 pub fn compiler_identity() -> &'static str {
     identity_of("g++")
@@ -460,8 +471,8 @@ impl CompileCache {
     }
 
     /// Compiles a trusted tool of the problem (`checker/checker.cpp`, `graders/manager.cpp`):
-    /// linked statically ([`TOOL_FLAGS`]), else dynamically where the host cannot link
-    /// statically (the dynamic compile's message is the one reported when both fail).
+    /// linked statically ([`TOOL_FLAGS`]), else dynamically where the static link fails (the
+    /// host lacks the static libraries); a source that does not compile is compiled once.
     pub fn tool(
         &self,
         sandbox: &Sandbox,
@@ -478,8 +489,10 @@ impl CompileCache {
             submission: false,
         };
         match self.compile(sandbox, job(TOOL_FLAGS))? {
-            Compiled::Binary(path) => Ok(Compiled::Binary(path)),
-            Compiled::Error(_) => self.compile(sandbox, job(DYNAMIC_TOOL_FLAGS)),
+            Compiled::Error(error) if link_failed(&error) => {
+                self.compile(sandbox, job(DYNAMIC_TOOL_FLAGS))
+            }
+            compiled => Ok(compiled),
         }
     }
 
@@ -826,6 +839,27 @@ pub(super) fn read_diagnostics(path: &Path, cap: usize) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool is compiled again dynamically only when its static link failed, never when its
+    /// source does not compile (that would compile a broken tool twice).
+    #[test]
+    fn only_a_failed_link_is_a_link_failure() {
+        let failed = |stderr: &str| link_failed(&CompileError::exited(1, stderr));
+        assert!(failed(
+            "/usr/bin/ld: cannot find -lstdc++: No such file or directory\n\
+             collect2: error: ld returned 1 exit status\n"
+        ));
+        assert!(failed(
+            "/usr/bin/ld: /tmp/cc1.o:(.data.rel+0x0): undefined reference to `memcpy@GLIBC_2.2.5'\n"
+        ));
+        assert!(failed("collect2: error: ld returned 1 exit status\n"));
+        assert!(!failed(
+            "checker/checker.cpp:3:9: error: 'field' was not declared in this scope\n"
+        ));
+        assert!(!failed(
+            "checker/checker.cpp:1:1: error: expected unqualified-id\n"
+        ));
+    }
 
     #[test]
     fn diagnostics_are_capped_and_decoded_lossily() {
