@@ -11,11 +11,24 @@ const KINDS: &[&str] = &["box", "out", "fifos", "tests", "request", "kept"];
 
 /// A new temporary folder of `kind` (one of [`KINDS`]), removed when dropped.
 pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
-    debug_assert!(KINDS.contains(&kind), "unknown scratch kind {kind}");
     let base = match kind {
-        "fifos" => fifo_home(),
+        "fifos" => memory_home(),
         _ => std::env::temp_dir(),
     };
+    tempdir_in(kind, base)
+}
+
+/// A new temporary folder of `kind` on a tmpfs when this host has one the process can write
+/// (see [`memory_home`]), removed when dropped: for a host folder that an untrusted program
+/// writes in. What a program writes on a tmpfs is charged to its own memory cgroup, so its
+/// memory limit bounds the files it leaves, as in a box of its own tmpfs; on a disk they would
+/// be bounded by nothing but the disk.
+pub fn tempdir_in_memory(kind: &str) -> Result<tempfile::TempDir> {
+    tempdir_in(kind, memory_home())
+}
+
+fn tempdir_in(kind: &str, base: std::path::PathBuf) -> Result<tempfile::TempDir> {
+    debug_assert!(KINDS.contains(&kind), "unknown scratch kind {kind}");
     tempfile::Builder::new()
         .prefix(&format!("ioi-{kind}-{}-", std::process::id()))
         .tempdir_in(&base)
@@ -27,13 +40,15 @@ pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
         })
 }
 
-/// Where FIFO folders go: `/dev/shm` when it is a tmpfs this process can write and the system's
-/// temporary folder is not one. A FIFO holds no data in its folder, so where it is changes
-/// nothing for a run; on a disk, the folder's and each FIFO's creation and removal go through
-/// the journal, once per Communication test and once per keeper run. Every other kind stays
-/// in the temporary folder (on a tmpfs, what a program writes in its box would count against
-/// its memory limit).
-fn fifo_home() -> std::path::PathBuf {
+/// A tmpfs for temporary folders: the system's temporary folder when it is one, else
+/// `/dev/shm` when it is a tmpfs this process can write, else the temporary folder anyway.
+/// FIFO folders go there: a FIFO holds no data in its folder, so where it is changes nothing
+/// for a run, and on a disk the folder's and each FIFO's creation and removal go through the
+/// journal, once per Communication test and once per keeper run. So do the host folders an
+/// untrusted program writes in (see [`tempdir_in_memory`]). Every other kind stays in the
+/// temporary folder: a compiler's box, whose outputs (a precompiled header of a hundred
+/// megabytes) would otherwise count against the compile's memory limit.
+fn memory_home() -> std::path::PathBuf {
     static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     HOME.get_or_init(|| {
         use nix::sys::statfs::{statfs, TMPFS_MAGIC};
@@ -78,6 +93,7 @@ pub fn remove_later(dir: tempfile::TempDir) {
         Err(_) => Some(dir),
     };
     if let Some(dir) = refused {
+        let _ = remove_tree(dir.path());
         drop(dir);
         removals.removed();
     }
@@ -119,6 +135,7 @@ fn removals() -> &'static Removals {
             .name("ioi-run-removals".into())
             .spawn(move || {
                 for dir in inbox {
+                    let _ = remove_tree(dir.path());
                     drop(dir);
                     removals().removed();
                 }
@@ -188,6 +205,152 @@ impl Drop for TempFile {
     }
 }
 
+/// Removes the folder `root` and everything in it, however deep it goes. What a program left in
+/// its box is as hostile as the program: `std::fs::remove_dir_all` descends with one call and
+/// one open folder per level, so a box nested twenty thousand folders deep overflows a thread's
+/// stack (a crash of the whole process) or runs out of open files (a folder left forever).
+/// Here a folder's sub-folders are moved up into `root` itself before the folder is removed, so
+/// the work never goes more than two levels down: two open folders and no recursion, however
+/// deep the tree. Links are removed, never followed. Gone already is not an error.
+pub fn remove_tree(root: &Path) -> std::io::Result<()> {
+    use nix::errno::Errno;
+    use nix::fcntl::OFlag;
+    use nix::unistd::{unlinkat, UnlinkatFlags};
+    let mut top = match open_folder(None, root) {
+        Ok(top) => top,
+        Err(Errno::ENOENT) => return Ok(()),
+        Err(error) => return Err(error.into()),
+    };
+    let mut lifted = 0u64;
+    loop {
+        let entries = folder_entries(&mut top)?;
+        if entries.is_empty() {
+            break;
+        }
+        for (name, is_folder) in entries {
+            if !is_folder {
+                unlink(&top, &name, UnlinkatFlags::NoRemoveDir)?;
+                continue;
+            }
+            let mut folder = open_folder(Some(&top), name.as_c_str())?;
+            for (inner, inner_is_folder) in folder_entries(&mut folder)? {
+                if inner_is_folder {
+                    lift(&folder, &inner, &top, &mut lifted)?;
+                } else {
+                    unlink(&folder, &inner, UnlinkatFlags::NoRemoveDir)?;
+                }
+            }
+            drop(folder);
+            unlink(&top, &name, UnlinkatFlags::RemoveDir)?;
+        }
+    }
+    drop(top);
+    return match std::fs::remove_dir(root) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    };
+
+    fn open_folder(
+        at: Option<&nix::dir::Dir>,
+        name: &(impl nix::NixPath + ?Sized),
+    ) -> nix::Result<nix::dir::Dir> {
+        use std::os::fd::AsFd;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mode = nix::sys::stat::Mode::empty();
+        let open = || match at {
+            Some(dir) => nix::dir::Dir::openat(dir.as_fd(), name, flags, mode),
+            None => nix::dir::Dir::open(name, flags, mode),
+        };
+        match open() {
+            // A folder its program made unreadable: its owner may open it again (root need not).
+            Err(Errno::EACCES) => {
+                let rwx = nix::sys::stat::Mode::S_IRWXU;
+                match at {
+                    Some(dir) => nix::sys::stat::fchmodat(
+                        dir.as_fd(),
+                        name,
+                        rwx,
+                        nix::sys::stat::FchmodatFlags::FollowSymlink,
+                    )?,
+                    None => nix::sys::stat::fchmodat(
+                        nix::fcntl::AT_FDCWD,
+                        name,
+                        rwx,
+                        nix::sys::stat::FchmodatFlags::FollowSymlink,
+                    )?,
+                }
+                open()
+            }
+            other => other,
+        }
+    }
+
+    /// The names in a folder but `.` and `..`, each with whether it is a folder (never a link
+    /// to one).
+    fn folder_entries(dir: &mut nix::dir::Dir) -> nix::Result<Vec<(std::ffi::CString, bool)>> {
+        use nix::dir::Type;
+        use std::os::fd::AsFd;
+        let fd = dir
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|_| Errno::EMFILE)?;
+        let mut entries = Vec::new();
+        for entry in dir.iter() {
+            let entry = entry?;
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            let is_folder = match entry.file_type() {
+                Some(kind) => kind == Type::Directory,
+                None => {
+                    let stat = nix::sys::stat::fstatat(
+                        &fd,
+                        name,
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )?;
+                    stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+                }
+            };
+            entries.push((name.to_owned(), is_folder));
+        }
+        Ok(entries)
+    }
+
+    /// Moves the folder `name` of `from` up into `top`, under a name not taken there.
+    fn lift(
+        from: &nix::dir::Dir,
+        name: &std::ffi::CStr,
+        top: &nix::dir::Dir,
+        lifted: &mut u64,
+    ) -> nix::Result<()> {
+        use nix::fcntl::{renameat2, RenameFlags};
+        use std::os::fd::AsFd;
+        loop {
+            *lifted += 1;
+            let to = format!(".ioi-removing-{lifted}");
+            match renameat2(
+                from.as_fd(),
+                name,
+                top.as_fd(),
+                to.as_str(),
+                RenameFlags::RENAME_NOREPLACE,
+            ) {
+                Err(Errno::EEXIST) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn unlink(dir: &nix::dir::Dir, name: &std::ffi::CStr, flags: UnlinkatFlags) -> nix::Result<()> {
+        use std::os::fd::AsFd;
+        match unlinkat(dir.as_fd(), name, flags) {
+            Err(Errno::ENOENT) => Ok(()),
+            other => other,
+        }
+    }
+}
+
 /// Removes the folders in `dir` whose creating process passes `select`.
 fn remove_where(dir: &Path, select: impl Fn(i32) -> bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -195,7 +358,7 @@ fn remove_where(dir: &Path, select: impl Fn(i32) -> bool) {
     };
     for entry in entries.flatten() {
         if owner(&entry.file_name().to_string_lossy()).is_some_and(&select) {
-            let _ = std::fs::remove_dir_all(entry.path());
+            let _ = remove_tree(&entry.path());
         }
     }
 }
@@ -219,6 +382,49 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tree_of_any_depth_is_removed_without_recursion_and_links_are_not_followed() {
+        use nix::fcntl::{openat, OFlag};
+        use nix::sys::stat::{mkdirat, Mode};
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("kept"), b"host").unwrap();
+        let root = tempfile::tempdir_in(memory_home()).unwrap();
+        let tree = root.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        std::os::unix::fs::symlink(outside.path(), tree.join("link")).unwrap();
+        nix::unistd::mkfifo(&tree.join("fifo"), Mode::S_IRWXU).unwrap();
+        // 3000 folders, one in the other, a file in each: past the depth a removal that
+        // descends one call a level takes on a thread of 64 KiB.
+        let mut at = nix::fcntl::open(&tree, OFlag::O_DIRECTORY, Mode::empty()).unwrap();
+        for depth in 0..3000 {
+            mkdirat(&at, "d", Mode::S_IRWXU).unwrap();
+            let file = openat(&at, "f", OFlag::O_CREAT | OFlag::O_WRONLY, Mode::S_IRUSR);
+            drop(file.unwrap());
+            if depth == 1500 {
+                std::os::unix::fs::symlink(
+                    outside.path(),
+                    format!("/proc/self/fd/{}/up", {
+                        use std::os::fd::AsRawFd;
+                        at.as_raw_fd()
+                    }),
+                )
+                .unwrap();
+            }
+            at = openat(&at, "d", OFlag::O_DIRECTORY, Mode::empty()).unwrap();
+        }
+        // A folder its program closed to everyone.
+        mkdirat(&at, "shut", Mode::empty()).unwrap();
+        drop(at);
+        let remover = std::thread::Builder::new().stack_size(64 << 10);
+        let gone = tree.clone();
+        let removed = remover.spawn(move || remove_tree(&gone)).unwrap().join();
+        removed.expect("no stack overflow").unwrap();
+        assert!(!tree.exists());
+        assert_eq!(std::fs::read(outside.path().join("kept")).unwrap(), b"host");
+        // Gone already is not an error.
+        remove_tree(&tree).unwrap();
+    }
+
+    #[test]
     fn folders_of_dead_processes_are_swept_and_others_kept() {
         let dir = tempfile::tempdir().unwrap();
         // A pid above the kernel's maximum (4194304) cannot be alive.
@@ -237,7 +443,7 @@ mod tests {
 
     #[test]
     fn fifo_folders_of_dead_processes_are_swept_where_they_are_made() {
-        let home = fifo_home();
+        let home = memory_home();
         let made = tempdir("fifos").unwrap();
         assert_eq!(made.path().parent(), Some(home.as_path()));
         // A pid above the kernel's maximum (4194304) cannot be alive.

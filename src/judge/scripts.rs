@@ -137,7 +137,9 @@ pub fn run_test(
     test: &TestCase,
     cpu: Option<usize>,
 ) -> Result<TestVerdict> {
-    let work = BoxDir::new(sandbox)?;
+    // The submission writes in this box: on a tmpfs, where its files count against the run's
+    // memory limit, never on the host's disk.
+    let work = BoxDir::in_memory(sandbox)?;
     copy_tree(compiled, &work)?;
     fs::copy(&test.input, work.join("input.txt"))
         .with_context(|| format!("cannot copy {}", test.input.display()))?;

@@ -19,8 +19,20 @@ pub struct BoxDir {
 }
 
 impl BoxDir {
+    /// A box folder in the temporary folder, for programs whose outputs are bounded (a
+    /// compiler's, under its limits).
     pub fn new(sandbox: &Sandbox) -> Result<BoxDir> {
-        let dir = crate::scratch::tempdir("box")?;
+        BoxDir::made(sandbox, crate::scratch::tempdir("box")?)
+    }
+
+    /// A box folder on a tmpfs, where an untrusted program writes: everything it leaves there
+    /// is charged to its memory cgroup, so its memory limit bounds the files it can write in a
+    /// host folder (see `scratch::tempdir_in_memory`).
+    pub fn in_memory(sandbox: &Sandbox) -> Result<BoxDir> {
+        BoxDir::made(sandbox, crate::scratch::tempdir_in_memory("box")?)
+    }
+
+    fn made(sandbox: &Sandbox, dir: tempfile::TempDir) -> Result<BoxDir> {
         let owner = sandbox.box_owner();
         chown(dir.path(), owner)?;
         let streams = crate::scratch::tempdir("out")?;
@@ -104,6 +116,15 @@ pub(crate) fn read_prefix(path: &Path, cap: u64) -> Result<String> {
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
     Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+impl Drop for BoxDir {
+    /// The program that wrote in the box may have left a tree of any depth: removed without
+    /// recursion (`scratch::remove_tree`) before the temporary folder's own removal finds it
+    /// gone.
+    fn drop(&mut self) {
+        let _ = crate::scratch::remove_tree(self.dir.path());
+    }
 }
 
 /// Gives a box folder to the sandbox: each run writes as its own uid in the box group, so

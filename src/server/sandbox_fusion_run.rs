@@ -134,11 +134,12 @@ impl JudgeExecutor {
                 Bind::read_only(path, format!("{PROGRAM_DIR}/main.py")),
             ),
         };
-        // With fetch_files, a host folder that outlives the run; else a private tmpfs.
+        // With fetch_files, a host folder that outlives the run (on a tmpfs, so that what the
+        // program writes there counts against its memory limit); else a private tmpfs.
         let host_box = if job.fetch_files.is_empty() {
             None
         } else {
-            Some(BoxDir::new(sandbox)?)
+            Some(BoxDir::in_memory(sandbox)?)
         };
         let mut spec = match &host_box {
             Some(dir) => {

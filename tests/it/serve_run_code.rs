@@ -279,3 +279,52 @@ fn sent_files_are_in_the_working_directory_and_fetched_files_stay_in_the_box() {
     );
     server.stop().unwrap();
 }
+
+#[test]
+fn what_a_program_leaves_for_fetch_files_is_bounded_by_its_memory_and_removed_however_deep() {
+    let Some((server, _executor, _cache)) = real_server() else {
+        return;
+    };
+    let fetching = |code: &str, memory_mb: u64| {
+        json!({"code": code, "language": "cpp", "run_timeout": 20, "stdin": "",
+               "memory_limit_MB": memory_mb, "fetch_files": ["out.txt"]})
+    };
+    // 20 000 folders, one in the other: a removal that descends one call a level overflowed
+    // the 2 MiB stack of the server's thread at 16 000, which took the whole server down.
+    let deep = "#include <cstdio>\n#include <sys/stat.h>\n#include <unistd.h>\n\
+                int main(){int i=0;for(;i<20000;i++){if(mkdir(\"d\",0755)||chdir(\"d\"))break;}\
+                printf(\"%d\\n\",i);}";
+    let answer = run(&server, fetching(deep, 256));
+    assert_eq!(answer["status"], "Success", "{answer:.300}");
+    assert_eq!(answer["run_result"]["stdout"], "20000\n", "{answer:.300}");
+    let answer = run(&server, verl_body("cpp", "int main(){}", ""));
+    assert_eq!(
+        answer["status"], "Success",
+        "the server answers after: {answer:.300}"
+    );
+    let own = format!("ioi-box-{}-", std::process::id());
+    for home in [std::env::temp_dir(), "/dev/shm".into()] {
+        let left: Vec<_> = std::fs::read_dir(&home)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&own))
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "box folders left: {left:?}");
+    }
+    // 8 files of 16 MB in the box, with a memory limit of 64 MB: they count as its memory, so
+    // the program is stopped at its limit instead of filling the host's disk.
+    let fill = "#include <cstdio>\n#include <vector>\n\
+                int main(){std::vector<char> b(1<<20,'x');for(int f=0;f<8;f++){char n[16];\
+                snprintf(n,16,\"f%d\",f);FILE*o=fopen(n,\"w\");if(!o)return 1;\
+                for(int i=0;i<16;i++)fwrite(b.data(),1,b.size(),o);fclose(o);}puts(\"wrote\");}";
+    let answer = run(&server, fetching(fill, 64));
+    assert_eq!(answer["status"], "Failed", "{answer:.300}");
+    assert!(
+        answer["message"].as_str().unwrap_or("").contains("64 MB"),
+        "{answer:.300}"
+    );
+    assert_ne!(answer["run_result"]["stdout"], "wrote\n", "{answer:.300}");
+    server.stop().unwrap();
+}
