@@ -230,6 +230,10 @@ impl Housekeeper {
         let mut shelf_empty = true;
         let prepared = self.shelf.ready.lock().ok().and_then(|mut ready| {
             if changed {
+                tracing::debug!(
+                    discarded = ready.boxes.len(),
+                    "the host's mount table changed: the boxes built ahead are built again"
+                );
                 self.shelf.mounts_generation.fetch_add(1, Ordering::SeqCst);
                 ready.expire(Duration::ZERO); // boxes only: a cgroup does not see mounts
             }
@@ -363,7 +367,10 @@ fn prepare(builder: &Arc<Builder>, shelf: &Shelf) {
                         prepared.discard()
                     }
                     Ok(prepared) => ready.boxes.push(prepared),
-                    Err(_) => {}
+                    Err(error) => tracing::debug!(
+                        error = format!("{error:#}"),
+                        "a box built ahead failed: the next run builds its own"
+                    ),
                 }
                 ready.building = false;
             }

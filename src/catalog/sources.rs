@@ -116,7 +116,15 @@ fn local_test_candidates(near: &[PathBuf]) -> Vec<PathBuf> {
         for entry in entries.flatten() {
             let candidate = entry.path();
             let name = entry.file_name().to_string_lossy().to_lowercase();
-            let kind_fits = candidate.is_dir() || crate::dataset::Format::of(&candidate).is_some();
+            // A folder only with test-case files in it: a source tree's `tests/` is no answer.
+            let is_dataset = |path: &Path| crate::dataset::Format::of(path).is_some();
+            let kind_fits = is_dataset(&candidate)
+                || (candidate.is_dir()
+                    && std::fs::read_dir(&candidate)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .any(|inner| is_dataset(&inner.path())));
             let taken = near.iter().any(|n| n == &candidate) || found.contains(&candidate);
             if name.contains("test") && kind_fits && !taken && !is_cms_source(&candidate) {
                 found.push(candidate);
@@ -174,9 +182,16 @@ mod tests {
         std::fs::write(root.path().join("ioi-test-cases.parquet"), "").unwrap();
         std::fs::write(root.path().join("notes.txt"), "").unwrap();
         task(&root.path().join("test-task"));
+        // A folder of code named `tests` is no source of test cases; one of parquet files is.
+        let code = root.path().join("tests");
+        std::fs::create_dir(&code).unwrap();
+        std::fs::write(code.join("main.rs"), "").unwrap();
+        let rows = root.path().join("test-rows");
+        std::fs::create_dir(&rows).unwrap();
+        std::fs::write(rows.join("part-0.parquet"), "").unwrap();
         assert_eq!(
             local_test_candidates(&[problems]),
-            [root.path().join("ioi-test-cases.parquet")]
+            [root.path().join("ioi-test-cases.parquet"), rows]
         );
     }
 }

@@ -715,7 +715,7 @@ pub fn describe(plan: &Plan) -> String {
     if plan.skipped_rows() > 0 {
         out.push_str(&format!(
             "warning: {} row(s) skipped: they cannot be read as submissions (named above; \
-             recorded in <dataset>.skipped.jsonl beside the results; --strict refuses them)\n",
+             recorded beside the results, in the file named below; --strict refuses them)\n",
             plan.skipped_rows()
         ));
     }

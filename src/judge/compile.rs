@@ -588,8 +588,10 @@ impl CompileCache {
     ) -> Result<(Compiled, CacheUse)> {
         if let Some(found) = self.store.lookup(key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(key, "compile cache hit");
             return Ok((found, CacheUse::Hit));
         }
+        tracing::debug!(key, "compile cache miss: compiling");
         self.builds.fetch_add(1, Ordering::Relaxed);
         let accelerated_dir;
         let accelerated = if job.submission {

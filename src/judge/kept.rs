@@ -36,6 +36,18 @@ pub enum Kept {
 }
 
 impl Kept {
+    /// Every kind, in the order `judge` lists them.
+    pub const ALL: [Kept; 8] = [
+        Kept::Input,
+        Kept::Expected,
+        Kept::Output,
+        Kept::Stderr,
+        Kept::Checker,
+        Kept::ManagerOut,
+        Kept::ManagerErr,
+        Kept::Verdict,
+    ];
+
     /// The suffix after the test's name.
     pub fn suffix(self) -> &'static str {
         match self {

@@ -189,6 +189,54 @@ fn keep_writes_every_test_s_files_named_by_test() {
     assert!(!kept.join("02.out").exists() && !kept.join("02.verdict").exists());
 }
 
+#[test]
+fn keep_keeps_a_test_judged_in_one_subtask_and_skipped_in_another() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    // The demo's `scales`: test 03 is in subtasks 01, 02 and 03. This solution fails 02, so
+    // subtask 01 stops before 03 (SKIPPED there), while 02 and 03 judge it (WA).
+    let work = tempfile::tempdir().unwrap();
+    let solution = work.path().join("scales.cpp");
+    std::fs::write(
+        &solution,
+        "#include \"scales.h\"\n#include <bits/stdc++.h>\nusing namespace std;\n\
+         int find_heavy(int N){vector<int> c(N);iota(c.begin(),c.end(),0);\
+         while(c.size()>1){int k=c.size(),a=(k+2)/3;vector<int> L(c.begin(),c.begin()+a),\
+         R(c.begin()+a,c.begin()+2*a),rest(c.begin()+2*a,c.end());int r=weigh(L,R);\
+         if(r==1)c=R;else if(r==-1)c=L;else c=rest;}return c[0];}\n",
+    )
+    .unwrap();
+    let kept = work.path().join("kept");
+    let problem = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/problems/scales");
+    let out = judge(&[
+        path(&problem),
+        path(&solution),
+        "--keep",
+        path(&kept),
+        "--json",
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let statuses: Vec<&Value> = report["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["tests"].as_array().unwrap())
+        .filter(|t| t["test_name"] == "03")
+        .map(|t| &t["status"])
+        .collect();
+    assert_eq!(statuses, ["SKIPPED", "WA", "WA"], "{report}");
+    let verdict = std::fs::read_to_string(kept.join("03.verdict")).unwrap();
+    assert!(verdict.contains("verdict   WA"), "{verdict}");
+    assert!(kept.join("03.manager.err").is_file() && kept.join("03.in").is_file());
+    let screen = judge(&[path(&problem), path(&solution), "--keep", path(&kept)]);
+    let screen = text(&screen.stdout) + &text(&screen.stderr);
+    assert!(
+        screen.contains("03.{in,ans,err,manager.out,manager.err,verdict}"),
+        "the kept line names the files there are: {screen}"
+    );
+}
+
 fn read_fixture(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap()
 }

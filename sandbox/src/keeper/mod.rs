@@ -149,6 +149,14 @@ impl Sandbox {
             range,
             built: Default::default(),
         });
+        tracing::debug!(
+            cgroups = ?builder.cgroups.version(),
+            root = builder.keeper_is_root,
+            uids = format!("{}-{}", builder.range.first, builder.range.last),
+            network_pool = builder.networks.is_some(),
+            ready_boxes = builder.options.ready_boxes,
+            "sandbox ready"
+        );
         let housekeeper = Housekeeper::start(builder.clone());
         Ok(Sandbox {
             builder,

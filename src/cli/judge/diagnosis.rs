@@ -37,8 +37,10 @@ pub struct Diagnosis {
     pub message: Option<String>,
     /// The first lines of the solution's standard error, or the telling lines of a sanitizer
     /// report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr_head: Vec<String>,
     /// Lines of the whole standard error.
+    #[serde(skip_serializing_if = "is_zero")]
     pub stderr_lines: usize,
     /// The signal that ended the solution (`SIGSEGV`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,6 +54,10 @@ pub struct Diagnosis {
     /// What the verdict or the signal usually means.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meaning: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A line that differs: its number (from 1), the expected text and the solution's (`None`
@@ -184,13 +190,15 @@ fn meaning(test: &TestResult, signal: Option<i32>, stderr: &str, from: &Sources)
         }
         (Verdict::MemoryLimit, _) => "the memory limit was reached (the stack counts too)".into(),
         (Verdict::WrongAnswer, _) if from.user_io == Some(UserIo::StdIo) => {
-            "the manager did not accept the conversation: its message says why. Your standard \
-             output is the pipe to the manager: anything else written there (a debugging \
+            "the manager did not accept the conversation: what it said is the test's feedback \
+             (and the message below, when it said more). Your standard output is the pipe to the manager: anything else written there (a debugging \
              printf, a prompt) breaks the protocol; print debugging to stderr"
                 .into()
         }
         (Verdict::WrongAnswer, _) if communication => {
-            "the manager did not accept the conversation: its message says why".into()
+            "the manager did not accept the conversation: what it said is the test's feedback (and \
+             the message below, when it said more)"
+                .into()
         }
         _ => return None,
     })

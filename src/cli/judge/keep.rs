@@ -15,13 +15,20 @@ use crate::score::{SubtaskResult, TestResult, Verdict};
 
 /// Completes the kept files of every test in `results`.
 pub fn write(results: &[SubtaskResult], loaded: &LoadedProblem, dir: &Path) -> Result<()> {
+    let all = || results.iter().flat_map(|s| &s.test_results);
     let mut done: Vec<&str> = Vec::new();
-    for t in results.iter().flat_map(|s| &s.test_results) {
-        if done.contains(&t.test_name.as_str()) {
+    for first in all() {
+        if done.contains(&first.test_name.as_str()) {
             continue;
         }
-        done.push(&t.test_name);
-        if matches!(t.status, Verdict::Skipped | Verdict::CompilationError) {
+        done.push(&first.test_name);
+        // A test shared by subtasks may be SKIPPED in one (its early stop) and judged in
+        // another: the table reports it, so its files are kept.
+        let reported = all().find(|t| {
+            t.test_name == first.test_name
+                && !matches!(t.status, Verdict::Skipped | Verdict::CompilationError)
+        });
+        let Some(t) = reported else {
             for kind in [
                 Kept::Output,
                 Kept::Stderr,
@@ -29,10 +36,10 @@ pub fn write(results: &[SubtaskResult], loaded: &LoadedProblem, dir: &Path) -> R
                 Kept::ManagerOut,
                 Kept::ManagerErr,
             ] {
-                let _ = std::fs::remove_file(kept::path(dir, &t.test_name, kind));
+                let _ = std::fs::remove_file(kept::path(dir, &first.test_name, kind));
             }
             continue;
-        }
+        };
         let Some(case) = loaded.tests.get(&t.test_name) else {
             continue;
         };

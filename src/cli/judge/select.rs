@@ -56,11 +56,12 @@ impl Selection {
         }
         for (pattern, given) in patterns.iter().zip(tests) {
             if !run.iter().any(|name| pattern.matches(name)) {
-                let names: Vec<&str> = chosen
-                    .iter()
-                    .flat_map(|s| &s.test_names)
-                    .map(String::as_str)
-                    .collect();
+                let mut names: Vec<&str> = Vec::new();
+                for name in chosen.iter().flat_map(|s| &s.test_names) {
+                    if !names.contains(&name.as_str()) {
+                        names.push(name);
+                    }
+                }
                 return Err(usage(anyhow::anyhow!(
                     "--test {given:?} names no test of {} (its tests: {})",
                     match subtasks.is_empty() {

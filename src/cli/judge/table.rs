@@ -265,9 +265,19 @@ fn print_reasons(
             print_quoted(&d.stderr_head, d.stderr_head.len(), width)?;
         }
         if let Some(dir) = shown.kept {
-            let stem = crate::judge::kept::file_stem(&t.test_name);
-            let files = format!("{}/{stem}.{{in,ans,out,err,verdict}}", dir.display());
-            print_wrapped("kept", &files, width)?;
+            use crate::judge::kept::{self, Kept};
+            let stem = kept::file_stem(&t.test_name);
+            // The files this test left: a Communication test has no `out`, a checker's words
+            // are in `checker`, a manager's in `manager.out` and `manager.err`.
+            let suffixes: Vec<&str> = Kept::ALL
+                .iter()
+                .filter(|&&kind| kept::path(dir, &t.test_name, kind).exists())
+                .map(|kind| kind.suffix())
+                .collect();
+            if !suffixes.is_empty() {
+                let files = format!("{}/{stem}.{{{}}}", dir.display(), suffixes.join(","));
+                print_wrapped("kept", &files, width)?;
+            }
         }
     }
     Ok(())
