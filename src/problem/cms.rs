@@ -27,7 +27,7 @@ pub const DEFAULT_SCORE_PRECISION: u32 = 2;
 /// Loads a CMS task folder as a problem and its tests.
 pub fn load_cms(dir: &Path) -> Result<(Problem, TestSet)> {
     let json_path = dir.join("problem.json");
-    let (top, cfg) = read_problem_json(&json_path)?;
+    let (top, cfg) = read_problem_json(dir, &json_path)?;
     let at = |field: &str| format!("{}: field `{field}`", json_path.display());
 
     let mut grader_files = read_tree(dir, "graders")?;
@@ -57,8 +57,8 @@ pub fn load_cms(dir: &Path) -> Result<(Problem, TestSet)> {
             .and_then(|p| u32::try_from(p).ok())
             .with_context(|| format!("{} must be a non-negative integer", at("score_precision")))?,
     };
-    let tests = read_test_folder(&dir.join("tests"))?;
-    let subtasks = read_subtasks(&dir.join("subtasks"), score_precision, &tests)?;
+    let tests = read_test_folder(dir, &dir.join("tests"))?;
+    let subtasks = read_subtasks(dir, score_precision, &tests)?;
 
     let mut problem = Problem {
         year: match top.get("year").filter(|v| !v.is_null()) {
@@ -98,9 +98,8 @@ pub fn load_cms(dir: &Path) -> Result<(Problem, TestSet)> {
     ))
 }
 
-fn read_problem_json(path: &Path) -> Result<(Map<String, Value>, TaskConfig)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn read_problem_json(dir: &Path, path: &Path) -> Result<(Map<String, Value>, TaskConfig)> {
+    let text = super::package::read_to_string(dir, path)?;
     let cfg = config::parse_config(&text, &path.display().to_string())?;
     // parse_config has already refused malformed JSON and non-objects.
     let top = match serde_json::from_str(&text) {
@@ -124,7 +123,10 @@ fn read_tree(dir: &Path, sub: &str) -> Result<Vec<GraderFile>> {
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
         let entry = entry.with_context(|| format!("cannot list {}", root.display()))?;
-        if !entry.file_type().is_file() {
+        // Folders are walked, links to folders are not; every other entry is read through
+        // `package::read`, which follows a link to a file and refuses a FIFO or a device.
+        let kind = entry.file_type();
+        if kind.is_dir() || (kind.is_symlink() && entry.path().is_dir()) {
             continue;
         }
         let rel = entry
@@ -138,16 +140,17 @@ fn read_tree(dir: &Path, sub: &str) -> Result<Vec<GraderFile>> {
             .join("/");
         let path = RelativePath::parse(&path)
             .with_context(|| format!("{}: a file name breaks the rules", entry.path().display()))?;
-        let content = std::fs::read(entry.path())
-            .with_context(|| format!("cannot read {}", entry.path().display()))?;
+        // Through `package::read`: `graders/` itself may be a link out of the package.
+        let content = super::package::read(dir, entry.path())?;
         files.push(GraderFile { path, content });
     }
     Ok(files)
 }
 
 /// The tests of a folder of `<name>.in` + `<name>.out` files. An input without an output (or
-/// the reverse) is an error; other files are ignored.
-pub(crate) fn read_test_folder(dir: &Path) -> Result<BTreeMap<String, TestCase>> {
+/// the reverse) is an error; other files are ignored. `package` is the folder the tests belong
+/// to (a task folder, whose `tests` may itself be a link out of it).
+pub(crate) fn read_test_folder(package: &Path, dir: &Path) -> Result<BTreeMap<String, TestCase>> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("cannot list tests in {}", dir.display()))?;
     let mut inputs = BTreeMap::new();
@@ -163,13 +166,10 @@ pub(crate) fn read_test_folder(dir: &Path) -> Result<BTreeMap<String, TestCase>>
             continue;
         };
         let (stem, ext) = (stem.to_owned(), ext.to_owned());
-        // The sandbox opens a test input as root: a link out of the folder must lead to a
-        // file anyone may read (docs/data.md#links-in-packages).
-        let path = if path.is_symlink() {
-            super::package::check_readable(dir, &path)?
-        } else {
-            path
-        };
+        // The sandbox opens a test input as root: a file reached through a link out of the
+        // package (the file's or a folder's on its way) must be one anyone may read
+        // (docs/data.md#links-in-packages).
+        let path = super::package::check_readable(package, &path)?;
         let stem = stem.to_string_lossy().into_owned();
         match ext.to_str() {
             Some("in") => inputs.insert(stem, path),
@@ -204,10 +204,11 @@ pub(crate) fn read_test_folder(dir: &Path) -> Result<BTreeMap<String, TestCase>>
 
 /// `subtasks/*.json`, sorted by file name; each subtask is named by its file stem.
 fn read_subtasks(
-    dir: &Path,
+    package: &Path,
     score_precision: u32,
     tests: &BTreeMap<String, TestCase>,
 ) -> Result<Vec<Subtask>> {
+    let dir = &package.join("subtasks");
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("cannot list subtasks in {}", dir.display()))?;
     let mut files = Vec::new();
@@ -225,17 +226,17 @@ fn read_subtasks(
     }
     files
         .iter()
-        .map(|path| read_subtask(path, score_precision, tests))
+        .map(|path| read_subtask(package, path, score_precision, tests))
         .collect()
 }
 
 fn read_subtask(
+    package: &Path,
     path: &Path,
     score_precision: u32,
     tests: &BTreeMap<String, TestCase>,
 ) -> Result<Subtask> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = super::package::read_to_string(package, path)?;
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: malformed JSON", path.display()))?;
     let name = path

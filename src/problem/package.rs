@@ -5,6 +5,7 @@
 //! with the rights of an unprivileged user (`nobody`), so it gives only what anyone on the
 //! host could read anyway (IOI 2022 links `testlib.h` into a submodule beside the tasks).
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -13,11 +14,52 @@ use anyhow::{bail, Context, Result};
 /// root: `nobody` on every Linux distribution.
 const NOBODY: u32 = 65534;
 
-/// The content of `path`, a file of the package at `root` (see the module comment).
+/// The largest file of a package read into memory (a grader, a checker, a configuration):
+/// IOI's are kilobytes, testlib.h a few hundred.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The content of `path`, a file of the package at `root` (see the module comment): a
+/// regular file of at most [`MAX_FILE_BYTES`]. A FIFO would block the judge for ever and a
+/// device (`/dev/zero`) never ends, so neither is opened.
 pub fn read(root: &Path, path: &Path) -> Result<Vec<u8>> {
     match outside(root, path)? {
-        None => std::fs::read(path).with_context(|| format!("cannot read {}", path.display())),
-        Some(target) => as_nobody(path, &target, |p| std::fs::read(p)),
+        None => bounded(path).with_context(|| format!("cannot read {}", path.display())),
+        Some(target) => as_nobody(path, &target, bounded),
+    }
+}
+
+/// [`read`] as text.
+pub fn read_to_string(root: &Path, path: &Path) -> Result<String> {
+    String::from_utf8(read(root, path)?)
+        .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))
+}
+
+fn bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let too_large = || {
+        std::io::Error::other(format!(
+            "larger than the {} MiB a package's file may have",
+            MAX_FILE_BYTES >> 20
+        ))
+    };
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO, a device or a folder)",
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    let mut content = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut content)?;
+    match content.len() as u64 > MAX_FILE_BYTES {
+        true => Err(too_large()),
+        false => Ok(content),
     }
 }
 

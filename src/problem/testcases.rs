@@ -45,7 +45,7 @@ pub fn load_tests(sources: &[PathBuf], problem: &Problem, rows: &RowPolicy) -> R
         }
         if source.is_dir() {
             if let Some(folder) = test_folder(source, &problem.id)? {
-                for (name, case) in read_test_folder(&folder)? {
+                for (name, case) in read_test_folder(&folder, &folder)? {
                     sink.add_existing(name, case);
                 }
                 continue;

@@ -197,6 +197,73 @@ fn cms_test_links_to_private_host_files_are_refused() {
     assert!(tests.get("01").is_some());
 }
 
+/// A copy of `tests/problems/sumpairs` in `work`.
+fn sumpairs_copy(work: &Path) -> PathBuf {
+    let dir = work.join("sumpairs");
+    common::copy_dir(&common::problem_dir("sumpairs"), &dir);
+    dir
+}
+
+/// A root-only folder (as `/root` is) holding `name` with `content`, beside the package.
+fn root_only_folder(work: &Path, from: &Path) -> PathBuf {
+    std::fs::set_permissions(work, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let private = work.join("private");
+    common::copy_dir(from, &private);
+    std::fs::write(private.join("secret.txt"), "ROOT-ONLY\n").unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    private
+}
+
+/// A CMS task folder whose `graders`, `checker`, `tests` or `subtasks` folder is itself a link
+/// out of the package to a folder only root may read is refused: nothing of it reaches a
+/// compile (an `#include` of it) or a program's stdin.
+#[test]
+fn cms_folders_that_link_to_private_host_folders_are_refused() {
+    if !common::is_root_or_skip("reading as root") {
+        return;
+    }
+    for folder in ["graders", "checker", "tests", "subtasks"] {
+        let work = tempfile::tempdir().unwrap();
+        let dir = sumpairs_copy(work.path());
+        let private = root_only_folder(work.path(), &dir.join(folder));
+        std::fs::remove_dir_all(dir.join(folder)).unwrap();
+        symlink(&private, dir.join(folder)).unwrap();
+        let error = format!("{:#}", ioi_run::problem::cms::load_cms(&dir).unwrap_err());
+        assert!(
+            error.contains("link out of its package") && error.contains(folder),
+            "{folder}: {error}"
+        );
+        // The same folder open to everyone is read as before.
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for entry in walkdir::WalkDir::new(&private) {
+            let entry = entry.unwrap();
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        ioi_run::problem::cms::load_cms(&dir).unwrap();
+    }
+}
+
+/// A package file that is a FIFO, or a link to a device that never ends, is refused without
+/// blocking or reading it.
+#[test]
+fn package_files_that_are_fifos_or_devices_are_refused() {
+    let work = tempfile::tempdir().unwrap();
+    for (name, make) in [("fifo", "fifo"), ("zero", "/dev/zero")] {
+        let dir = sumpairs_copy(&work.path().join(name));
+        let checker = dir.join("checker/checker.cpp");
+        std::fs::remove_file(&checker).unwrap();
+        match make {
+            "fifo" => nix::unistd::mkfifo(&checker, nix::sys::stat::Mode::S_IRWXU).unwrap(),
+            device => symlink(device, &checker).unwrap(),
+        }
+        let error = format!("{:#}", ioi_run::problem::cms::load_cms(&dir).unwrap_err());
+        assert!(
+            error.contains("checker.cpp") && error.contains("not a regular file"),
+            "{name}: {error}"
+        );
+    }
+}
+
 /// A `cms_ioi` request naming a file with a newline (a forged log line) or a file inside
 /// another file is a 400 naming the field, never a 500 or a path of the server.
 #[test]
