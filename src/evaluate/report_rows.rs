@@ -149,7 +149,7 @@ impl JudgedSubmission {
             has_code: matches!(row.get("code"), Some(Value::String(c)) if !c.is_empty()),
             code_compiles,
             first_subtask_status,
-            total: row.float("all_subtasks_points")?,
+            total: points_field(row, "all_subtasks_points")?,
             subtasks,
             reasoning_length: reasoning_length(&row.fields),
             time_limit: optional_number(row, "problem_time_limit")?,
@@ -194,6 +194,24 @@ pub fn subtask_cells(row: &Row) -> Result<Vec<SubtaskCell>> {
             row.location()
         ),
     }
+}
+
+/// The most points a results row may give anything: far above any contest's (an IOI problem
+/// has 100), and low enough that totals, means and plots of them stay finite numbers.
+pub const MAX_POINTS: f64 = 1e9;
+
+/// A field of points (or a score): a number from 0 to [`MAX_POINTS`]. A row of a results file
+/// is data anyone may have written: `1e308` points would make sums infinite and the plots'
+/// axes endless.
+fn points_field(row: &Row, field: &str) -> Result<f64> {
+    let x = row.float(field)?;
+    if !(x.is_finite() && (0.0..=MAX_POINTS).contains(&x)) {
+        bail!(
+            "{}: field `{field}` must be a number from 0 to {MAX_POINTS:e}, not {x:e}",
+            row.location()
+        );
+    }
+    Ok(x)
 }
 
 /// A number field that may be absent (or null); anything else but a number is an error.
@@ -244,9 +262,9 @@ fn subtask_cell(row: &Row, i: usize, item: &Value) -> Result<SubtaskCell> {
             max_memory: tests.iter().filter_map(|t| t.memory).max(),
             tests,
             name: sub.str("subtask")?.to_string(),
-            score: sub.float("score")?,
-            weighted_score: sub.float("weighted_score")?,
-            points: sub.float("points")?,
+            score: points_field(&sub, "score")?,
+            weighted_score: points_field(&sub, "weighted_score")?,
+            points: points_field(&sub, "points")?,
             status,
             text: format!(
                 "{}/{} ({word})",

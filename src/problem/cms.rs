@@ -89,6 +89,9 @@ pub fn load_cms(dir: &Path) -> Result<(Problem, TestSet)> {
         grader_files,
     };
     config::ensure_grader_config(&mut problem);
+    problem
+        .check_bounds()
+        .with_context(|| format!("{}", dir.display()))?;
     Ok((
         problem,
         TestSet {

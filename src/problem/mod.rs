@@ -112,7 +112,72 @@ pub struct GraderFile {
     pub content: Vec<u8>,
 }
 
+/// Bounds far beyond any real problem's, that keep a package's numbers inside what the judge
+/// can represent: a time limit of `1e300` s is no duration, points of `5e307` sum to infinity,
+/// a precision of four billion decimals is no number, and ten thousand user processes would
+/// hold a worker for minutes.
+pub mod bounds {
+    /// The longest time limit, in seconds.
+    pub const TIME_LIMIT: f64 = 3600.0;
+    /// The largest memory limit, in bytes (1 TiB).
+    pub const MEMORY_LIMIT: u64 = 1 << 40;
+    /// The most points of one subtask.
+    pub const POINTS: f64 = 1e6;
+    /// The most decimals of a score.
+    pub const SCORE_PRECISION: u32 = 9;
+    /// The most user processes of a Communication test.
+    pub const PROCESSES: usize = 64;
+}
+
 impl Problem {
+    /// Refuses a limit, a number of points or of processes out of [`bounds`], naming the
+    /// field (the caller names the file or row).
+    pub fn check_bounds(&self) -> anyhow::Result<()> {
+        use anyhow::bail;
+        let time = self.time_limit;
+        if !(time.is_finite() && time > 0.0 && time <= bounds::TIME_LIMIT) {
+            bail!(
+                "field `time_limit` is {time} s: a time limit is more than 0 and at most {} s",
+                bounds::TIME_LIMIT
+            );
+        }
+        if self.memory_limit == 0 || self.memory_limit > bounds::MEMORY_LIMIT {
+            bail!(
+                "field `memory_limit` is {} bytes: at least 1 and at most {} (1 TiB)",
+                self.memory_limit,
+                bounds::MEMORY_LIMIT
+            );
+        }
+        if let TaskType::Communication(c) = &self.task {
+            if c.num_processes == 0 || c.num_processes > bounds::PROCESSES {
+                bail!(
+                    "field `num_processes` is {}: a Communication task has 1 to {} user processes",
+                    c.num_processes,
+                    bounds::PROCESSES
+                );
+            }
+        }
+        for s in &self.subtasks {
+            if !(s.points.is_finite() && (0.0..=bounds::POINTS).contains(&s.points)) {
+                bail!(
+                    "subtask {}: its points ({}) must be from 0 to {:e}",
+                    s.name,
+                    s.points,
+                    bounds::POINTS
+                );
+            }
+            if s.score_precision > bounds::SCORE_PRECISION {
+                bail!(
+                    "subtask {}: field `score_precision` is {}: at most {} decimals",
+                    s.name,
+                    s.score_precision,
+                    bounds::SCORE_PRECISION
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The grader file at `path`, if the problem has one.
     pub fn grader_file(&self, path: &str) -> Option<&GraderFile> {
         self.grader_files.iter().find(|f| f.path == path)
@@ -195,5 +260,69 @@ pub struct TestSet {
 impl TestSet {
     pub fn get(&self, name: &str) -> Option<&TestCase> {
         self.cases.get(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(task: TaskType) -> Problem {
+        Problem {
+            year: 2024,
+            id: "p".into(),
+            name: "p".into(),
+            day: String::new(),
+            task,
+            time_limit: 1.0,
+            memory_limit: 1 << 28,
+            subtasks: vec![Subtask {
+                name: "01".into(),
+                points: 100.0,
+                score_precision: 2,
+                test_names: vec!["01".into()],
+            }],
+            grader_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn numbers_out_of_bounds_are_refused_naming_the_field() {
+        let communication = |n| {
+            TaskType::Communication(Communication {
+                num_processes: n,
+                user_io: UserIo::StdIo,
+                manager_args: Vec::new(),
+            })
+        };
+        problem(TaskType::Batch).check_bounds().unwrap();
+        problem(communication(2)).check_bounds().unwrap();
+        let refused = |p: Problem, field: &str| {
+            let error = p.check_bounds().unwrap_err().to_string();
+            assert!(error.contains(field), "{field}: {error}");
+        };
+        refused(problem(communication(3000)), "num_processes");
+        for time in [f64::NAN, f64::INFINITY, 0.0, 1e300] {
+            refused(
+                Problem {
+                    time_limit: time,
+                    ..problem(TaskType::Batch)
+                },
+                "time_limit",
+            );
+        }
+        refused(
+            Problem {
+                memory_limit: 0,
+                ..problem(TaskType::Batch)
+            },
+            "memory_limit",
+        );
+        let mut p = problem(TaskType::Batch);
+        p.subtasks[0].points = 5e307;
+        refused(p, "points");
+        let mut p = problem(TaskType::Batch);
+        p.subtasks[0].score_precision = u32::MAX;
+        refused(p, "score_precision");
     }
 }

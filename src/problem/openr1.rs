@@ -322,6 +322,9 @@ fn build_problem(mut rows: Vec<SubtaskRow>) -> Result<Problem> {
         grader_files: first.grader_files,
     };
     config::ensure_grader_config(&mut problem);
+    problem
+        .check_bounds()
+        .with_context(|| first.location.clone())?;
     Ok(problem)
 }
 

@@ -585,6 +585,9 @@ impl TpsPackage {
         }
         let mut problem = self.header();
         problem.subtasks = subtasks;
+        problem
+            .check_bounds()
+            .with_context(|| format!("{}", self.dir.display()))?;
         Ok((problem, plan))
     }
 

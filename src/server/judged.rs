@@ -408,6 +408,9 @@ fn one_test_problem(job: IoiJob) -> Result<(Problem, TestSet), RequestError> {
                 .into(),
         ));
     }
+    problem
+        .check_bounds()
+        .map_err(|e| RequestError::BadRequest(format!("{e:#}")))?;
     if matches!(problem.task, TaskType::Communication(_)) && problem.manager().is_none() {
         return Err(RequestError::BadRequest(
             "the task is Communication but graders/manager.cpp is not among the files".into(),

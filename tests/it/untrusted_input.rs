@@ -264,6 +264,70 @@ fn package_files_that_are_fifos_or_devices_are_refused() {
     }
 }
 
+/// Numbers no problem has are refused when a package is loaded, naming the field: a time
+/// limit of 1e300 s (no duration: a worker panicked and `evaluate` hung), a precision of four
+/// billion decimals, 5e307 points a subtask (totals became infinite and results unreadable).
+#[test]
+fn numbers_of_a_package_out_of_any_problem_s_bounds_are_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "problem.json",
+            "\"time_limit\": 1.0",
+            "\"time_limit\": 1e300",
+            "time_limit",
+        ),
+        (
+            "problem.json",
+            "\"score_precision\": 2",
+            "\"score_precision\": 4294967295",
+            "score_precision",
+        ),
+        (
+            "subtasks/02-large.json",
+            "\"score\": 60",
+            "\"score\": 5e307",
+            "points",
+        ),
+    ];
+    for (file, from, to, field) in cases {
+        let dir = sumpairs_copy(&work.path().join(field));
+        let path = dir.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{file}: {text}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        let error = format!("{:#}", ioi_run::problem::cms::load_cms(&dir).unwrap_err());
+        assert!(error.contains(field), "{field}: {error}");
+    }
+}
+
+/// A results row (anyone may have written it) giving 5e307 points is refused naming its row
+/// and field: its totals would be infinite and the report's plots endless.
+#[test]
+fn a_results_row_with_points_out_of_bounds_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let results = work.path().join("model.jsonl");
+    let sub = json!({"problem": "nile", "subtask": "01", "score": 1.0, "weighted_score": 5e307,
+                     "points": 5e307, "score_precision": 2, "status": "AC", "test_results": []});
+    let row = json!({"uuid": "a", "problem_id": "nile", "year": 2024, "code": "x",
+                     "code_compiles": true, "all_subtasks_points": 5e307,
+                     "all_subtasks_results": [sub]});
+    write_jsonl(&results, &[row]);
+    let error = ioi_run::evaluate::reports::write_reports(
+        std::slice::from_ref(&results),
+        &work.path().join("out"),
+        "uuid",
+    )
+    .unwrap_err();
+    let error = format!("{error:#}");
+    assert!(
+        error.contains("model.jsonl row 1")
+            && error.contains("weighted_score")
+            && error.contains("from 0 to 1e9, not 5e307"),
+        "{error}"
+    );
+}
+
 /// A `cms_ioi` request naming a file with a newline (a forged log line) or a file inside
 /// another file is a 400 naming the field, never a 500 or a path of the server.
 #[test]
@@ -299,5 +363,29 @@ fn cms_ioi_requests_with_bad_names_are_client_errors() {
             }
             other => panic!("expected a bad request, got {other:?}"),
         }
+    }
+}
+
+/// A `cms_ioi` request whose grader configuration asks for thousands of user processes a test
+/// is a 400 before anything runs: three thousand held a server's worker for minutes.
+#[test]
+fn cms_ioi_requests_for_too_many_processes_are_client_errors() {
+    use ioi_run::server::{parse_execute, RequestError};
+    let config =
+        "{\"task_type\": \"Communication\", \"time_limit\": 1, \"memory_limit\": 268435456, \
+                  \"task_type_parameters_Communication_num_processes\": 3000}";
+    let files = json!([
+        {"name": "graders/x.cpp", "content": "int main(){}"},
+        {"name": "graders/x.h", "content": ""},
+        {"name": "graders/manager.cpp", "content": "int main(){}"},
+        {"name": "graders/grader_config.json", "content": config},
+        {"name": "input.txt", "content": "1"},
+    ]);
+    let request = json!({"language": "cms_ioi", "version": "*", "files": files}).to_string();
+    match parse_execute(request.as_bytes()) {
+        Err(RequestError::BadRequest(message)) => {
+            assert!(message.contains("num_processes is 3000"), "{message}");
+        }
+        other => panic!("expected a bad request, got {other:?}"),
     }
 }
