@@ -328,9 +328,11 @@ impl Judge {
     ) -> Result<PathBuf> {
         match self.cache.tool(&self.sandbox, problem, source)? {
             Compiled::Binary(path) => Ok(path),
-            Compiled::Error(error) => {
-                bail!("problem {}: the {what} {} {error}", problem.id, source.path)
-            }
+            Compiled::Error(error) => Err(ToolDoesNotCompile(format!(
+                "problem {}: the {what} {} {error}",
+                problem.id, source.path
+            ))
+            .into()),
         }
     }
 
@@ -451,6 +453,12 @@ impl Judge {
         )
     }
 }
+
+/// A problem's checker or manager that does not compile: the problem's fault (a package, a
+/// request's files), not the host's, so a server answers it as a client error.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolDoesNotCompile(String);
 
 #[cfg(test)]
 mod tests {

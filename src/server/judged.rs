@@ -187,10 +187,14 @@ impl JudgeExecutor {
         let run_timeout = job.run_timeout;
         let submission = std::mem::take(&mut job.submission);
         let (problem, tests) = one_test_problem(job)?;
-        let loaded = self
-            .judge
-            .prepare(problem, tests)
-            .map_err(|e| internal("cannot prepare the problem", e))?;
+        let loaded =
+            self.judge.prepare(problem, tests).map_err(|e| match e
+                .downcast_ref::<crate::judge::ToolDoesNotCompile>()
+            {
+                // The request's own checker or manager: its sender's to fix.
+                Some(broken) => RequestError::BadRequest(broken.to_string()),
+                None => internal("cannot prepare the problem", e),
+            })?;
         let test = loaded
             .tests
             .get(TEST_NAME)

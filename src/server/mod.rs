@@ -36,7 +36,7 @@ use std::time::Duration;
 pub use codeforces::CfJob;
 pub use http::{ServeOptions, Server, ShutdownHandle};
 pub use judged::JudgeExecutor;
-pub use request::{parse_execute, ExecuteRequest};
+pub use request::{parse_execute, ExecuteRequest, MAX_REQUEST_FILES};
 pub use runtime::{CfLanguage, CppStandard, Runtime};
 pub use sandbox_fusion::{RunCodeJob, RunCodeReply};
 

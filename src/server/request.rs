@@ -311,14 +311,26 @@ fn take(files: &mut Vec<File>, name: &str) -> Option<Vec<u8>> {
     Some(files.remove(at).content)
 }
 
+/// The most files one request may send: an IOI task's graders, checker and test are a few
+/// dozen. Every check below is linear in the files, so a body of many tiny files costs little,
+/// and this bound says so up front.
+pub const MAX_REQUEST_FILES: usize = 1024;
+
 fn files(value: Option<Value>) -> Result<Vec<File>, RequestError> {
     let Some(Value::Array(items)) = value else {
         return Err(bad("files is required as an array"));
     };
+    if items.len() > MAX_REQUEST_FILES {
+        return Err(bad(format!(
+            "files: {} files, at most {MAX_REQUEST_FILES} a request",
+            items.len()
+        )));
+    }
     let mut files: Vec<File> = Vec::with_capacity(items.len());
+    let mut names = std::collections::HashSet::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let file = file(i, item)?;
-        if files.iter().any(|f| f.name == file.name) {
+        if !names.insert(file.name.clone()) {
             return Err(bad(format!(
                 "files[{i}].name: {:?} is sent twice",
                 file.name
@@ -327,15 +339,14 @@ fn files(value: Option<Value>) -> Result<Vec<File>, RequestError> {
         files.push(file);
     }
     // Each file appears in the box at its name: one cannot also be the folder of another.
-    for file in &files {
-        if let Some(inner) = files.iter().find(|f| {
-            f.name
-                .starts_with(&format!("{}/", file.name.trim_end_matches('/')))
-        }) {
-            return Err(bad(format!(
-                "files: {:?} is a file, so {:?} cannot be inside it",
-                file.name, inner.name
-            )));
+    for inner in &files {
+        let name = inner.name.as_str();
+        for (at, _) in name.match_indices('/') {
+            if let Some(outer) = names.get(&name[..at]) {
+                return Err(bad(format!(
+                    "files: {outer:?} is a file, so {name:?} cannot be inside it"
+                )));
+            }
         }
     }
     Ok(files)

@@ -294,6 +294,35 @@ fn a_batch_request_without_expected_output_or_checker_is_a_400() {
     );
 }
 
+#[test]
+fn a_request_whose_checker_does_not_compile_is_a_400() {
+    if !is_root_or_skip("judging through the server") {
+        return;
+    }
+    let server = start(shared_executor());
+    let mut fixture = fixture("sumpairs");
+    for file in &mut fixture.grader_files {
+        if file.path == "checker/checker.cpp" {
+            file.content = b"this is not C++ at all".to_vec();
+        }
+    }
+    let body = client_request(
+        &fixture,
+        &solution("sumpairs", "ac"),
+        &test_file("sumpairs", "01", "in"),
+        &test_file("sumpairs", "01", "out"),
+    );
+    let (code, answer) = execute(&server, &body);
+    assert_eq!(
+        code, 400,
+        "the sender's checker is the sender's to fix: {answer}"
+    );
+    assert!(
+        answer["message"].as_str().unwrap().contains("checker"),
+        "{answer}"
+    );
+}
+
 fn plain_request(source: &str, stdin: &str, run_timeout_ms: u64) -> Value {
     json!({
         "language": "c++",

@@ -389,3 +389,22 @@ fn cms_ioi_requests_for_too_many_processes_are_client_errors() {
         other => panic!("expected a bad request, got {other:?}"),
     }
 }
+
+/// A request of thousands of tiny files is refused before its files are compared with one
+/// another (each with each, it burned seconds of the server's CPU per request).
+#[test]
+fn requests_of_thousands_of_files_are_refused_up_front() {
+    use ioi_run::server::{parse_execute, RequestError, MAX_REQUEST_FILES};
+    let files: Vec<Value> = (0..=MAX_REQUEST_FILES)
+        .map(|i| json!({"name": format!("d{i}/f"), "content": ""}))
+        .collect();
+    for language in ["cms_ioi", "c++"] {
+        let request = json!({"language": language, "version": "*", "files": files}).to_string();
+        match parse_execute(request.as_bytes()) {
+            Err(RequestError::BadRequest(message)) => {
+                assert!(message.contains("at most 1024"), "{message}");
+            }
+            other => panic!("expected a bad request, got {other:?}"),
+        }
+    }
+}
