@@ -42,10 +42,31 @@ pub fn render_reports(problems: &[(ProblemOverview, Vec<&JudgedSubmission>)]) ->
     files
 }
 
+/// Text of a results file (an id, a problem, a subtask, a label) made inert in markdown: the
+/// characters that could open a link, an image, raw HTML, emphasis, an autolink or a table
+/// cell are escaped, and line breaks become spaces, so that a results file written by anyone
+/// puts nothing but its text into a report.
+fn md_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '<' | '>' | '!' | '|' | '~' | '&'
+            | ':' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission]) -> String {
-    let subtasks = subtask_names(submissions);
+    let subtasks: Vec<String> = subtask_names(submissions);
+    let subtask_headers: Vec<String> = subtasks.iter().map(|name| md_text(name)).collect();
     let mut headers = vec!["Submission", "Target subtask", "Total"];
-    headers.extend(subtasks.iter().map(String::as_str));
+    headers.extend(subtask_headers.iter().map(String::as_str));
     let mut right = vec![false, false, true];
     right.resize(headers.len(), false);
     let mut sorted: Vec<&JudgedSubmission> = submissions.to_vec();
@@ -59,16 +80,19 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
         .map(|s| {
             let mut row = vec![
                 match &s.label {
-                    Some(label) => format!("{} ({label})", s.id),
-                    None => s.id.clone(),
+                    Some(label) => format!("{} ({})", md_text(&s.id), md_text(label)),
+                    None => md_text(&s.id),
                 },
-                s.target_subtask.clone().unwrap_or_else(|| "-".into()),
+                s.target_subtask
+                    .as_deref()
+                    .map_or_else(|| "-".into(), md_text),
                 points(s.total),
             ];
             row.extend(subtasks.iter().map(|name| {
                 s.subtasks
                     .iter()
                     .find(|c| &c.name == name)
+                    // Made here of a status word and two numbers, all checked on reading.
                     .map_or_else(|| "-".into(), |c| c.text.clone())
             }));
             row
@@ -84,7 +108,7 @@ fn problem_report(overview: &ProblemOverview, submissions: &[&JudgedSubmission])
          Plots: [{html}]({html}#{anchor})\n\n\
          ## Submissions\n\n{}",
         overview.year,
-        overview.problem_id,
+        md_text(&overview.problem_id),
         overview.submissions,
         overview.compiling,
         points(overview.best_submission),
@@ -125,8 +149,8 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
             .iter()
             .map(|o| {
                 vec![
-                    o.day.clone().unwrap_or_else(|| "-".into()),
-                    o.problem_id.clone(),
+                    o.day.as_deref().map_or_else(|| "-".into(), md_text),
+                    md_text(&o.problem_id),
                     o.submissions.to_string(),
                     o.compiling.to_string(),
                     format!("{}/100", points(o.best_submission)),
@@ -154,7 +178,8 @@ fn global_report(overviews: &[ProblemOverview]) -> String {
 
 /// A pipe table with padded columns; `right` marks right-aligned (numeric) columns.
 fn markdown_table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
-    let escape = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    // Cells are markdown already: untrusted text in them went through `md_text`.
+    let escape = |s: &str| s.replace('\n', " ");
     let headers: Vec<String> = headers.iter().map(|h| escape(h)).collect();
     let rows: Vec<Vec<String>> = rows
         .iter()
@@ -456,6 +481,70 @@ Plots: [report.html](report.html#2024_nile)
 
     /// Problem ids from a results file written by others: none names a file outside the
     /// reports folder (with year 0 too) or becomes an active link in README.md or report.html.
+    #[test]
+    fn text_of_a_results_file_is_inert_in_the_markdown_reports() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let results = dir.path().join("model-a.jsonl");
+        let hostile = [
+            "[click](javascript:alert(1))",
+            "![track](http://evil.example/x.png)",
+            "<img src=x onerror=alert(1)>",
+            "a\r\n# INJECTED HEADING",
+            "cell|split",
+        ];
+        let text: String = hostile
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut row = result(
+                    id,
+                    id,
+                    "1",
+                    Some(id),
+                    vec![sub(id, 1.0, json!(1), json!(1), "AC")],
+                );
+                row["uuid"] = json!(format!("{id}{i}"));
+                format!("{row}\n")
+            })
+            .collect();
+        std::fs::write(&results, text).unwrap();
+        let written = write_reports(std::slice::from_ref(&results), &out, "uuid").unwrap();
+        for path in written
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        {
+            let markdown = std::fs::read_to_string(path).unwrap();
+            // What a renderer acts on: the text with every escaped character taken out.
+            let mut unescaped = String::new();
+            let mut chars = markdown.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => drop(chars.next()),
+                    c => unescaped.push(c),
+                }
+            }
+            for active in ["](javascript", "![", "<img", "](http", "\n# INJECTED"] {
+                assert!(
+                    !unescaped.contains(active),
+                    "{active} in {}:\n{markdown}",
+                    path.display()
+                );
+            }
+            // Every table row keeps its number of cells.
+            let cells: Vec<usize> = markdown
+                .lines()
+                .filter(|l| l.starts_with('|'))
+                .map(|l| l.replace("\\|", "").matches('|').count())
+                .collect();
+            assert!(
+                cells.windows(2).all(|w| w[0] == w[1]),
+                "{}:\n{markdown}",
+                path.display()
+            );
+        }
+    }
+
     #[test]
     fn hostile_problem_ids_stay_in_the_reports_folder_and_are_never_links_out() {
         let dir = tempfile::tempdir().unwrap();
