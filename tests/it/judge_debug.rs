@@ -237,6 +237,42 @@ fn keep_keeps_a_test_judged_in_one_subtask_and_skipped_in_another() {
     );
 }
 
+#[test]
+fn escape_sequences_of_a_submission_never_reach_the_terminal() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    // Its stderr sets the terminal's title, rings, and writes a line of its own over the
+    // judge's: a model's way to show a reader "total 100/100" that `judge` never printed.
+    let work = tempfile::tempdir().unwrap();
+    let solution = work.path().join("sumpairs.cpp");
+    std::fs::write(
+        &solution,
+        "#include \"sumpairs.h\"\n#include <cstdio>\n\
+         long long count_pairs(int T, std::vector<int> a) {\n\
+         fprintf(stderr, \"\\x1b]0;owned\\x07\\x1b[2K\\rtotal 100/100\\n\");\n\
+         return -1; }\n",
+    )
+    .unwrap();
+    let out = judge(&[path(&sumpairs()), path(&solution), "--color", "always"]);
+    let screen = text(&out.stdout) + &text(&out.stderr);
+    assert!(screen.contains("total 0/100"), "{screen}");
+    assert!(screen.contains("?]0;owned??[2K?total 100/100"), "{screen}");
+    for line in screen.lines() {
+        // The judge's own colours are `ESC [ n m`; nothing else of an escape gets through.
+        let mut rest = line;
+        while let Some(at) = rest.find('\x1b') {
+            rest = &rest[at + 1..];
+            let code: String = rest.chars().take_while(|c| *c != 'm').collect();
+            assert!(
+                code.starts_with('[') && code[1..].chars().all(|c| c.is_ascii_digit() || c == ';'),
+                "an escape the judge did not write: {line:?}"
+            );
+        }
+        assert!(!line.contains('\x07') && !line.contains('\r'), "{line:?}");
+    }
+}
+
 fn read_fixture(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap()
 }

@@ -453,10 +453,11 @@ fn show_finished_test(t: &TestResult, name_width: usize) {
     // A closed stderr must not stop judging: the final table still goes to stdout.
     let _ = writeln!(
         std::io::stderr().lock(),
-        "  done {:<name_width$} {:<7} {:>5.2} {time:>9} {mem:>11}  {feedback}",
-        t.test_name,
+        "  done {:<name_width$} {:<7} {:>5.2} {time:>9} {mem:>11}  {}",
+        table::printable(&t.test_name, false),
         t.status.as_str(),
         t.score,
+        table::printable(feedback, false),
     );
 }
 
