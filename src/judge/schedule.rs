@@ -1194,9 +1194,7 @@ impl Shared<'_> {
     fn execute(&self, work: Work) -> Outcome {
         match work {
             Work::Load(key) => {
-                let loaded = self
-                    .source
-                    .load(&key)
+                let loaded = unpanicking("loading a problem", || self.source.load(&key))
                     .map(|problem| {
                         let selection = &self.options.selection;
                         let batch = self.options.batch_size;
@@ -1211,19 +1209,41 @@ impl Shared<'_> {
                 Outcome::Loaded(key, loaded)
             }
             Work::Compile(job, planned, code, language) => {
-                let build = self.runner.compile(&planned.problem, &code, language);
+                let build = unpanicking("compiling a submission", || {
+                    self.runner.compile(&planned.problem, &code, language)
+                });
                 self.progress.compiles.fetch_add(1, Ordering::Relaxed);
                 Outcome::Compiled(job, build)
             }
             Work::Test(job, planned, program, test) => {
                 let name = planned.indexed.name(test);
-                let outcome = self
-                    .runner
-                    .run_test(&planned.problem, &program, name)
-                    .map(|verdict| verdict.into_result(name));
+                let outcome = unpanicking("running a test", || {
+                    self.runner.run_test(&planned.problem, &program, name)
+                })
+                .map(|verdict| verdict.into_result(name));
                 self.progress.tests_run.fetch_add(1, Ordering::Relaxed);
                 Outcome::Tested(job, test, outcome)
             }
+        }
+    }
+}
+
+/// `work`, with a panic in it made an error of the work: a worker that unwound out of its loop
+/// would leave its claim on the scheduler's slots, and every other worker would wait for it
+/// for ever. The submission whose work panicked gets the error, as for any host failure, and
+/// the rest of the run goes on.
+fn unpanicking<T>(what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(anyhow::anyhow!(
+                "ioi-run panicked while {what}: {message} (a bug of ioi-run: please report it)"
+            ))
         }
     }
 }

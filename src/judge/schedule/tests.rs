@@ -277,6 +277,47 @@ fn compilation_errors_and_judge_side_failures() {
 }
 
 #[test]
+fn a_panic_in_a_submission_s_work_fails_that_submission_and_the_others_finish() {
+    // Before, the panicking worker kept its claim on a slot and the others waited for it for
+    // ever: a run that hangs. Run on a thread of its own, so that a hang fails the test.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let problems = problems();
+        let jobs = vec![job("p3", "panics"), job("p3", "fine"), job("p1", "fine")];
+        let runner = FakeRunner::new(|code, _| {
+            if code == "panics" {
+                panic!("scripted panic");
+            }
+            FakeRun {
+                score: 1.0,
+                duration: Duration::ZERO,
+            }
+        });
+        let got = schedule(
+            &runner,
+            problems,
+            &jobs,
+            &options(2, 1),
+            &Progress::default(),
+        );
+        let _ = done.send(
+            got.into_iter()
+                .map(|r| r.map(|_| ()).map_err(|e| format!("{e:#}")))
+                .collect::<Vec<_>>(),
+        );
+    });
+    let got = finished
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the scheduler finished every submission");
+    let error = got[0].as_ref().unwrap_err();
+    assert!(
+        error.contains("panicked while running a test: scripted panic"),
+        "{error}"
+    );
+    assert!(got[1].is_ok() && got[2].is_ok(), "{got:?}");
+}
+
+#[test]
 fn a_submission_past_its_timeout_fails_and_the_others_finish() {
     let mut problems = problems();
     problems.insert(
