@@ -24,7 +24,31 @@ pub fn tempdir(kind: &str) -> Result<tempfile::TempDir> {
 /// memory limit bounds the files it leaves, as in a box of its own tmpfs; on a disk they would
 /// be bounded by nothing but the disk.
 pub fn tempdir_in_memory(kind: &str) -> Result<tempfile::TempDir> {
-    tempdir_in(kind, memory_home())
+    tempdir_in(kind, box_home())
+}
+
+/// The smallest tmpfs that holds the host folders programs write in: a container engine's
+/// default `/dev/shm` of 64 MiB, shared by every run at once, would make one program's files
+/// another's "no space left". Below it, such folders stay in the temporary folder (docs/hosts.md).
+const MIN_BOX_TMPFS: u64 = 1 << 30;
+
+/// Where [`tempdir_in_memory`] makes its folders: [`memory_home`] when it is a tmpfs of at
+/// least [`MIN_BOX_TMPFS`], else the temporary folder.
+fn box_home() -> std::path::PathBuf {
+    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        use nix::sys::statfs::{statfs, TMPFS_MAGIC};
+        let home = memory_home();
+        let large_tmpfs = statfs(&home).is_ok_and(|s| {
+            s.filesystem_type() == TMPFS_MAGIC
+                && s.blocks().saturating_mul(s.block_size() as u64) >= MIN_BOX_TMPFS
+        });
+        match large_tmpfs {
+            true => home,
+            false => std::env::temp_dir(),
+        }
+    })
+    .clone()
 }
 
 fn tempdir_in(kind: &str, base: std::path::PathBuf) -> Result<tempfile::TempDir> {

@@ -291,16 +291,7 @@ fn print_summary(
     for path in &summary.parquet_files {
         outln!("parquet:  {}", path.display());
     }
-    if let Some(first) = summary.reports.iter().find(|p| p.ends_with("README.md")) {
-        outln!(
-            "reports:  {} (and {} more)",
-            first.display(),
-            summary.reports.len().saturating_sub(1)
-        );
-    }
-    if let Some(html) = summary.reports.iter().find(|p| p.ends_with(REPORT_HTML)) {
-        outln!("plots:    {}", html.display());
-    }
+    report_lines(&summary.reports)?;
     // An `org/name` results name is also a Hugging Face dataset id: say how to publish it.
     if looks_like_hub_id(&inputs.results_name) && !args.demo {
         outln!(
@@ -348,6 +339,26 @@ fn print_summary(
         });
     }
     Ok(if summary.bad_rows > 0 { 1 } else { 0 })
+}
+
+/// The `reports:`, `plots:` and `compare:` lines closing `evaluate` and `merge`: the first
+/// markdown report, every dataset's HTML report, and the page comparing result sets.
+pub(super) fn report_lines(reports: &[std::path::PathBuf]) -> Result<()> {
+    if let Some(first) = reports.iter().find(|p| p.ends_with("README.md")) {
+        outln!(
+            "reports:  {} (and {} more)",
+            first.display(),
+            reports.len().saturating_sub(1)
+        );
+    }
+    for html in reports.iter().filter(|p| p.ends_with(REPORT_HTML)) {
+        outln!("plots:    {}", html.display());
+    }
+    let compare = crate::evaluate::html_compare::COMPARISON_HTML;
+    if let Some(page) = reports.iter().find(|p| p.ends_with(compare)) {
+        outln!("compare:  {}", page.display());
+    }
+    Ok(())
 }
 
 /// The command that publishes a results folder. `hf` is the Hugging Face CLI since

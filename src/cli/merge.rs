@@ -39,12 +39,6 @@ pub fn run(args: Args) -> Result<i32> {
     for path in &merged.parquet_files {
         println!("parquet:  {}", path.display());
     }
-    if let Some(first) = merged.reports.iter().find(|p| p.ends_with("README.md")) {
-        println!(
-            "reports:  {} (and {} more)",
-            first.display(),
-            merged.reports.len().saturating_sub(1)
-        );
-    }
+    super::evaluate::report_lines(&merged.reports)?;
     Ok(0)
 }

@@ -43,15 +43,15 @@ pub fn render_reports(problems: &[(ProblemOverview, Vec<&JudgedSubmission>)]) ->
 }
 
 /// Text of a results file (an id, a problem, a subtask, a label) made inert in markdown: the
-/// characters that could open a link, an image, raw HTML, emphasis, an autolink or a table
-/// cell are escaped, and line breaks become spaces, so that a results file written by anyone
-/// puts nothing but its text into a report.
+/// characters that could open a link or an image (`[`), raw HTML or an autolink (`<`, `:`) or
+/// a table cell (`|`) are escaped, and line breaks become spaces, so that a results file
+/// written by anyone puts nothing but its text into a report. Emphasis (`_`, `*`) is left as
+/// it is: it changes no more than how a word looks, and ids are full of underscores.
 fn md_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '<' | '>' | '!' | '|' | '~' | '&'
-            | ':' => {
+            '\\' | '[' | ']' | '<' | '>' | '|' | ':' => {
                 out.push('\\');
                 out.push(c);
             }

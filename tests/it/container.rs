@@ -607,11 +607,13 @@ fn the_compose_file_carries_the_documented_options() {
     let mut caps = Vec::new();
     let mut security = Vec::new();
     let mut ulimits = Vec::new();
+    let mut shm = Vec::new();
     for pair in options.chunks(2) {
         match pair {
             [flag, value] if flag == "--cap-add" => caps.push(value.clone()),
             [flag, value] if flag == "--security-opt" => security.push(value.clone()),
             [flag, value] if flag == "--ulimit" => ulimits.push(value.clone()),
+            [flag, value] if flag == "--shm-size" => shm.push(format!("{value}b")),
             _ => panic!("an option of SANDBOX the compose test does not know: {pair:?}"),
         }
     }
@@ -626,6 +628,12 @@ fn the_compose_file_carries_the_documented_options() {
     let mut sorted = ulimits.clone();
     sorted.sort();
     assert_eq!(compose_ulimits, sorted);
+    let compose_shm: Vec<String> = service["shm_size"]
+        .as_str()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(compose_shm, shm, "shm_size");
 
     let serve = line(&lines, "docker run -d --name ioi-run-serve ");
     let words: Vec<&str> = serve.split(' ').collect();
