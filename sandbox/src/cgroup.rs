@@ -615,8 +615,10 @@ impl PeakSource {
 }
 
 impl RunCgroup {
-    /// Sets the run's limits (once, before the program joins).
+    /// Sets the run's limits (once, before the program joins). A memory limit below
+    /// [`crate::MIN_MEMORY_LIMIT`] is raised to it (see there).
     pub(crate) fn limit(&self, memory: Option<u64>, processes: Option<u64>) -> Result<()> {
+        let memory = memory.map(|bytes| bytes.max(crate::MIN_MEMORY_LIMIT));
         self.memory_limit
             .store(memory.unwrap_or(NO_LIMIT), Ordering::Relaxed);
         self.set_limits(memory, processes)

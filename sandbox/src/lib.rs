@@ -207,6 +207,17 @@ pub const WALL_STRETCH: u32 = 3;
 /// Where the box directory appears inside the sandbox.
 pub const BOX_PATH: &str = "/box";
 
+/// The lowest memory limit a run's cgroup gets; a lower one is raised to it. Between joining
+/// its cgroup and `execve`, the program still shares the caller's memory (see the theory of
+/// operation), and what the kernel allocates for it there (a page of its stack, the seccomp
+/// filter, `execve`'s copy of its arguments) is charged to the cgroup. A limit that this
+/// overflows makes the kernel's OOM killer pick the program, and the OOM killer kills every
+/// process that shares the victim's memory: the caller itself (a limit of a few kilobytes and
+/// a tiny time limit killed `ioi-run serve`). At 4 MiB that part is a few percent of the
+/// limit; and no program starts in less (`/bin/true` peaks at 0.2 MiB, a C++ program at 1).
+/// Callers refuse lower limits where they come from.
+pub const MIN_MEMORY_LIMIT: u64 = 4 << 20;
+
 /// The box: a host directory, or a fresh tmpfs private to the run.
 #[derive(Debug, Clone)]
 pub enum BoxSource {

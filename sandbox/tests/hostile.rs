@@ -77,6 +77,32 @@ fn the_program_cannot_reach_its_init() {
     assert_eq!(b.read("stdout"), "END\n");
 }
 
+/// A memory limit of a few kilobytes with a tiny time limit made the kernel's OOM killer pick
+/// the program while it still shared this process's memory, before its `execve`, and the OOM
+/// killer kills every process sharing its victim's memory: this test process. The sandbox
+/// raises such a limit to `MIN_MEMORY_LIMIT`; the runs end, and this process lives on.
+#[test]
+fn a_memory_limit_of_a_few_bytes_never_takes_the_caller_down() {
+    if sandbox_missing() {
+        return;
+    }
+    let b = TestBox::new();
+    for memory in [1, 4096, 16384, 32768] {
+        for _ in 0..5 {
+            let o = b.run(
+                &["/bin/true"],
+                Limits {
+                    cpu_time: Some(Duration::from_nanos(1)),
+                    wall_time: Some(Duration::from_secs(10)),
+                    memory: Some(memory),
+                    ..Limits::default()
+                },
+            );
+            assert_ne!(o.status, Termination::InternalError, "{o:?}");
+        }
+    }
+}
+
 #[test]
 fn exit_code_and_signal_are_reported() {
     if sandbox_missing() {

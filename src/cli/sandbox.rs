@@ -115,8 +115,12 @@ fn check_arguments(args: &Args) -> Result<()> {
              --stdout FILE for the program's output, or write the outcome with --meta FILE"
         );
     }
-    if args.memory == Some(0) {
-        bail!("--memory 0: give a memory limit of at least 1 byte (e.g. 256M)");
+    if let Some(bytes) = args.memory.filter(|&b| b < ioi_sandbox::MIN_MEMORY_LIMIT) {
+        bail!(
+            "--memory {bytes}: give a memory limit of at least {} MiB (e.g. 256M): no program \
+             starts in less",
+            ioi_sandbox::MIN_MEMORY_LIMIT >> 20
+        );
     }
     if args.processes == 0 {
         bail!("--processes 0: the program itself is a process; give at least 1");

@@ -121,6 +121,10 @@ pub mod bounds {
     pub const TIME_LIMIT: f64 = 3600.0;
     /// The largest memory limit, in bytes (1 TiB).
     pub const MEMORY_LIMIT: u64 = 1 << 40;
+    /// The smallest memory limit, in bytes: the sandbox raises a lower one to this, since its
+    /// program could not start in less and the kernel would fail it before it runs
+    /// (the sandbox's `MIN_MEMORY_LIMIT`).
+    pub const MIN_MEMORY_LIMIT: u64 = 4 << 20;
     /// The most points of one subtask.
     pub const POINTS: f64 = 1e6;
     /// The most decimals of a score.
@@ -141,10 +145,12 @@ impl Problem {
                 bounds::TIME_LIMIT
             );
         }
-        if self.memory_limit == 0 || self.memory_limit > bounds::MEMORY_LIMIT {
+        if self.memory_limit < bounds::MIN_MEMORY_LIMIT || self.memory_limit > bounds::MEMORY_LIMIT
+        {
             bail!(
-                "field `memory_limit` is {} bytes: at least 1 and at most {} (1 TiB)",
+                "field `memory_limit` is {} bytes: at least {} (4 MiB) and at most {} (1 TiB)",
                 self.memory_limit,
+                bounds::MIN_MEMORY_LIMIT,
                 bounds::MEMORY_LIMIT
             );
         }
