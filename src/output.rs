@@ -86,3 +86,18 @@ impl ColorChoice {
         }
     }
 }
+
+/// `text` with every control character but tabs (and line breaks, when `lines`) shown as `?`.
+/// Test names, feedback, messages, a program's stderr and a compiler's words come from
+/// datasets, packages and submissions: an escape sequence in them would recolour the terminal,
+/// set its title or move the cursor to print a line that `judge` never wrote.
+pub fn printable(text: &str, lines: bool) -> String {
+    text.chars()
+        .map(
+            |c| match c.is_control() && c != '\t' && !(lines && c == '\n') {
+                true => '?',
+                false => c,
+            },
+        )
+        .collect()
+}

@@ -145,7 +145,8 @@ pub fn main() -> i32 {
         // The reader of our output went away (`| head`): it has what it wanted.
         Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors quote files, rows and packages: their text is shown, never obeyed.
+            eprintln!("error: {}", output::printable(&format!("{e:#}"), true));
             crate::error::exit_code(&e)
         }
     }

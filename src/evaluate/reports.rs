@@ -43,13 +43,18 @@ pub fn render_reports(problems: &[(ProblemOverview, Vec<&JudgedSubmission>)]) ->
 }
 
 /// Text of a results file (an id, a problem, a subtask, a label) made inert in markdown: the
-/// characters that could open a link or an image (`[`), raw HTML or an autolink (`<`, `:`) or
-/// a table cell (`|`) are escaped, and line breaks become spaces, so that a results file
+/// characters that could open a link or an image (`[`), raw HTML or an autolink (`<`, `:`,
+/// `www.`) or a table cell (`|`) are escaped, and line breaks become spaces, so that a results file
 /// written by anyone puts nothing but its text into a report. Emphasis (`_`, `*`) is left as
 /// it is: it changes no more than how a word looks, and ids are full of underscores.
 fn md_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for (at, c) in text.char_indices() {
+        // GFM links `www.` text without any mark: a zero-width space after `www` keeps the
+        // text as it reads and unlinked.
+        if c == '.' && at >= 3 && text.as_bytes()[at - 3..at].eq_ignore_ascii_case(b"www") {
+            out.push('\u{200B}');
+        }
         match c {
             '\\' | '[' | ']' | '<' | '>' | '|' | ':' => {
                 out.push('\\');
@@ -492,6 +497,7 @@ Plots: [report.html](report.html#2024_nile)
             "<img src=x onerror=alert(1)>",
             "a\r\n# INJECTED HEADING",
             "cell|split",
+            "www.evil.example/login",
         ];
         let text: String = hostile
             .iter()
@@ -524,7 +530,14 @@ Plots: [report.html](report.html#2024_nile)
                     c => unescaped.push(c),
                 }
             }
-            for active in ["](javascript", "![", "<img", "](http", "\n# INJECTED"] {
+            for active in [
+                "](javascript",
+                "![",
+                "<img",
+                "](http",
+                "\n# INJECTED",
+                "www.evil",
+            ] {
                 assert!(
                     !unescaped.contains(active),
                     "{active} in {}:\n{markdown}",

@@ -271,6 +271,24 @@ fn escape_sequences_of_a_submission_never_reach_the_terminal() {
         }
         assert!(!line.contains('\x07') && !line.contains('\r'), "{line:?}");
     }
+    // A package's error quotes its file names: shown, never obeyed.
+    let package = work.path().join("sumpairs");
+    common::copy_dir(&sumpairs(), &package);
+    let subtask = package.join("subtasks/02-large.json");
+    let json = std::fs::read_to_string(&subtask).unwrap();
+    std::fs::remove_file(&subtask).unwrap();
+    std::fs::write(
+        package.join("subtasks/02-\x1b]0;owned\x07\x1b[2Jx.json"),
+        json.replace("\"score\": 60", "\"score\": 2e6"),
+    )
+    .unwrap();
+    let out = judge(&[path(&package), path(&solution)]);
+    let error = text(&out.stderr);
+    assert!(error.contains("?]0;owned??[2Jx"), "{error}");
+    assert!(
+        !error.contains('\x1b') && !error.contains('\x07'),
+        "{error:?}"
+    );
 }
 
 fn read_fixture(p: &Path) -> String {

@@ -411,7 +411,9 @@ fn load_problem(args: &Args, judge: &Judge) -> Result<(Problem, TestSet)> {
             .cloned()
             .chain(std::iter::once(args.solution.clone()))
             .collect::<Vec<_>>();
-        let warn = &mut |warning: String| eprintln!("warning: {warning}");
+        let warn = &mut |warning: String| {
+            eprintln!("warning: {}", crate::output::printable(&warning, true))
+        };
         return crate::catalog::lookup::load(judge, &wanted, &sources, &args.tests, &near, warn);
     }
     match &args.problem {
@@ -454,10 +456,10 @@ fn show_finished_test(t: &TestResult, name_width: usize) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "  done {:<name_width$} {:<7} {:>5.2} {time:>9} {mem:>11}  {}",
-        table::printable(&t.test_name, false),
+        crate::output::printable(&t.test_name, false),
         t.status.as_str(),
         t.score,
-        table::printable(feedback, false),
+        crate::output::printable(feedback, false),
     );
 }
 

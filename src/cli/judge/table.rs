@@ -92,7 +92,7 @@ pub fn print_human(problem: &Problem, results: &[SubtaskResult], shown: &Shown) 
         }
     };
     // The id only when the name does not already say it (`sumpairs (sumpairs)` says it twice).
-    let title = printable(
+    let title = crate::output::printable(
         &match problem.name.eq_ignore_ascii_case(&problem.id) {
             true => problem.name.clone(),
             false => format!("{} ({})", problem.name, problem.id),
@@ -124,7 +124,7 @@ pub fn print_human(problem: &Problem, results: &[SubtaskResult], shown: &Shown) 
                 "{} ({exit}); the compiler says:",
                 paint("compilation failed".into(), "31")
             );
-            outln!("{}", printable(messages.trim_end(), true));
+            outln!("{}", crate::output::printable(messages.trim_end(), true));
         }
         None => {
             print_tests(problem, results, &paint)?;
@@ -150,7 +150,7 @@ pub fn print_human(problem: &Problem, results: &[SubtaskResult], shown: &Shown) 
         );
         outln!(
             "{:<22} {:>10} {status}",
-            printable(&s.subtask, false),
+            crate::output::printable(&s.subtask, false),
             format!("{}/{}", s.weighted_score(), s.points)
         );
     }
@@ -316,7 +316,7 @@ fn print_wrapped(heading: &str, text: &str, width: Option<usize>) -> Result<()> 
 fn fit(line: &str, width: Option<usize>) -> String {
     match width {
         Some(w) => truncate(line, w),
-        None => printable(line, false),
+        None => crate::output::printable(line, false),
     }
 }
 
@@ -422,7 +422,7 @@ fn print_tests(
         let status = paint(format!("{:<7}", t.status.as_str()), status_color(t.status));
         outln!(
             "{:<name_width$} {:<subtasks_width$} {status} {:>6} {time} {wall:>8} {mem:>9}  {}",
-            printable(&t.test_name, false),
+            crate::output::printable(&t.test_name, false),
             truncate(label, subtasks_width),
             format!("{:.2}", t.score),
             truncate(feedback, feedback_width)
@@ -449,27 +449,12 @@ fn subtask_label(subtasks: &[&str], total: usize) -> String {
 
 /// `text` cut to `width` characters, with `…` marking the cut, made [`printable`].
 fn truncate(text: &str, width: usize) -> String {
-    let text = printable(text, false);
+    let text = crate::output::printable(text, false);
     if text.chars().count() <= width {
         return text;
     }
     let kept: String = text.chars().take(width.saturating_sub(1)).collect();
     format!("{kept}…")
-}
-
-/// `text` with every control character but tabs (and line breaks, when `lines`) shown as `?`.
-/// Test names, feedback, messages, a program's stderr and a compiler's words come from
-/// datasets, packages and submissions: an escape sequence in them would recolour the terminal,
-/// set its title or move the cursor to print a line that `judge` never wrote.
-pub(super) fn printable(text: &str, lines: bool) -> String {
-    text.chars()
-        .map(
-            |c| match c.is_control() && c != '\t' && !(lines && c == '\n') {
-                true => '?',
-                false => c,
-            },
-        )
-        .collect()
 }
 
 /// Columns available: the terminal's width, else `$COLUMNS`, else no limit (output to a file
