@@ -213,7 +213,7 @@ pub const BOX_PATH: &str = "/box";
 /// filter, `execve`'s copy of its arguments) is charged to the cgroup. A limit that this
 /// overflows makes the kernel's OOM killer pick the program, and the OOM killer kills every
 /// process that shares the victim's memory: the caller itself (a limit of a few kilobytes and
-/// a tiny time limit killed `ioi-run serve`). At 4 MiB that part is a few percent of the
+/// a tiny time limit would kill `ioi-run serve`). At 4 MiB that part is a few percent of the
 /// limit; and no program starts in less (`/bin/true` peaks at 0.2 MiB, a C++ program at 1).
 /// Callers refuse lower limits where they come from.
 pub const MIN_MEMORY_LIMIT: u64 = 4 << 20;

@@ -77,9 +77,9 @@ fn the_program_cannot_reach_its_init() {
     assert_eq!(b.read("stdout"), "END\n");
 }
 
-/// A memory limit of a few kilobytes with a tiny time limit made the kernel's OOM killer pick
-/// the program while it still shared this process's memory, before its `execve`, and the OOM
-/// killer kills every process sharing its victim's memory: this test process. The sandbox
+/// A memory limit of a few kilobytes with a tiny time limit can make the kernel's OOM killer
+/// pick the program while it still shares this process's memory, before its `execve`, and the
+/// OOM killer kills every process sharing its victim's memory: this test process. The sandbox
 /// raises such a limit to `MIN_MEMORY_LIMIT`; the runs end, and this process lives on.
 #[test]
 fn a_memory_limit_of_a_few_bytes_never_takes_the_caller_down() {

@@ -289,8 +289,8 @@ fn what_a_program_leaves_for_fetch_files_is_bounded_by_its_memory_and_removed_ho
         json!({"code": code, "language": "cpp", "run_timeout": 20, "stdin": "",
                "memory_limit_MB": memory_mb, "fetch_files": ["out.txt"]})
     };
-    // 20 000 folders, one in the other: a removal that descends one call a level overflowed
-    // the 2 MiB stack of the server's thread at 16 000, which took the whole server down.
+    // 20 000 folders, one in the other: a removal that descends one call a level overflows
+    // the 2 MiB stack of the server's thread at 16 000, which takes the whole server down.
     let deep = "#include <cstdio>\n#include <sys/stat.h>\n#include <unistd.h>\n\
                 int main(){int i=0;for(;i<20000;i++){if(mkdir(\"d\",0755)||chdir(\"d\"))break;}\
                 printf(\"%d\\n\",i);}";

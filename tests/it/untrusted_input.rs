@@ -265,8 +265,8 @@ fn package_files_that_are_fifos_or_devices_are_refused() {
 }
 
 /// Numbers no problem has are refused when a package is loaded, naming the field: a time
-/// limit of 1e300 s (no duration: a worker panicked and `evaluate` hung), a precision of four
-/// billion decimals, 5e307 points a subtask (totals became infinite and results unreadable).
+/// limit of 1e300 s (no duration: a worker would panic), a precision of four billion
+/// decimals, 5e307 points a subtask (totals would be infinite and results unreadable).
 #[test]
 fn numbers_of_a_package_out_of_any_problem_s_bounds_are_refused() {
     let work = tempfile::tempdir().unwrap();
@@ -367,7 +367,7 @@ fn cms_ioi_requests_with_bad_names_are_client_errors() {
 }
 
 /// A `cms_ioi` request whose grader configuration asks for thousands of user processes a test
-/// is a 400 before anything runs: three thousand held a server's worker for minutes.
+/// is a 400 before anything runs: three thousand would hold a server's worker for minutes.
 #[test]
 fn cms_ioi_requests_for_too_many_processes_are_client_errors() {
     use ioi_run::server::{parse_execute, RequestError};
@@ -391,7 +391,7 @@ fn cms_ioi_requests_for_too_many_processes_are_client_errors() {
 }
 
 /// A request of thousands of tiny files is refused before its files are compared with one
-/// another (each with each, it burned seconds of the server's CPU per request).
+/// another (each with each, that costs seconds of the server's CPU per request).
 #[test]
 fn requests_of_thousands_of_files_are_refused_up_front() {
     use ioi_run::server::{parse_execute, RequestError, MAX_REQUEST_FILES};

@@ -278,8 +278,8 @@ fn compilation_errors_and_judge_side_failures() {
 
 #[test]
 fn a_panic_in_a_submission_s_work_fails_that_submission_and_the_others_finish() {
-    // Before, the panicking worker kept its claim on a slot and the others waited for it for
-    // ever: a run that hangs. Run on a thread of its own, so that a hang fails the test.
+    // A panicking worker that kept its claim on a slot would leave the others waiting for it
+    // for ever: a run that hangs. Run on a thread of its own, so that a hang fails the test.
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let problems = problems();
