@@ -124,6 +124,8 @@ pub fn parse_verdict(stdout: &str, stderr: &str, tool: &str) -> Result<(f64, Str
     if !(0.0..=1.0).contains(&score) {
         bail!("the {tool} printed the score {score}, outside [0, 1]");
     }
+    // `-0` is in the range and equals 0, but would be shown and summed as `-0`.
+    let score = if score == 0.0 { 0.0 } else { score };
     Ok((score, stderr.trim().to_string()))
 }
 
@@ -185,5 +187,8 @@ mod tests {
             .to_string()
             .contains("outside"));
         assert!(parse_verdict("abc", "", "manager").is_err());
+        // A negative zero is zero: shown and summed as `0`.
+        let zero = parse_verdict("-0", "", "checker").unwrap().0;
+        assert!(zero == 0.0 && zero.is_sign_positive(), "{zero}");
     }
 }

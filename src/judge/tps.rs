@@ -306,18 +306,19 @@ fn make_input(
             }
         }
     }
-    let mut input = Vec::new();
-    if let Some(h) = header {
-        input.extend_from_slice(&h.content);
-    }
-    input.extend_from_slice(&fs::read(&raw)?);
-    if let Some(f) = footer {
-        input.extend_from_slice(&f.content);
-    }
-    fs::remove_file(&raw)?;
-    let input = dos2unix(input);
+    // Streamed: a generator may print gigabytes, which are never held in memory.
+    use std::io::Read;
+    let empty: &[u8] = &[];
+    let parts = header
+        .map_or(empty, |h| &h.content[..])
+        .chain(fs::File::open(&raw).with_context(|| format!("cannot read {}", raw.display()))?)
+        .chain(footer.map_or(empty, |f| &f.content[..]));
     let path = out.join(format!("{}.in", test.name));
-    fs::write(&path, input).with_context(|| format!("cannot write {}", path.display()))
+    let file =
+        fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    dos2unix(parts, file).with_context(|| format!("cannot write {}", path.display()))?;
+    fs::remove_file(&raw)?;
+    Ok(())
 }
 
 /// Compiles the test makers (generators or validators) of `folder`, given as (name, source):
@@ -446,24 +447,55 @@ fn validate(
 
 /// What `dos2unix` does to a file by default: CRLF becomes LF and a UTF-8 byte order mark
 /// goes.
-fn dos2unix(mut bytes: Vec<u8>) -> Vec<u8> {
-    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
-        bytes.drain(..3);
-    }
-    if !bytes.windows(2).any(|w| w == b"\r\n") {
-        return bytes;
-    }
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-            i += 1;
-            continue;
+/// Streamed from `input` to `output`, in blocks.
+fn dos2unix(mut input: impl std::io::Read, output: impl std::io::Write) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut output = std::io::BufWriter::with_capacity(1 << 16, output);
+    let mut block = vec![0u8; 1 << 16];
+    // The first three bytes, however the reads split them, to drop a byte order mark.
+    let mut start = 0;
+    while start < 3 {
+        match input.read(&mut block[start..])? {
+            0 => break,
+            n => start += n,
         }
-        out.push(bytes[i]);
-        i += 1;
     }
-    out
+    let mut filled = start;
+    let mut from = match block[..filled].starts_with(&[0xEF, 0xBB, 0xBF]) {
+        true => 3,
+        false => 0,
+    };
+    // A CR at the end of a block, waiting to see whether an LF follows.
+    let mut held_cr = false;
+    loop {
+        let bytes = &block[from..filled];
+        let mut rest = bytes;
+        if held_cr && !rest.is_empty() {
+            held_cr = false;
+            if rest[0] != b'\n' {
+                output.write_all(b"\r")?;
+            }
+        }
+        while let Some(at) = rest.iter().position(|&b| b == b'\r') {
+            output.write_all(&rest[..at])?;
+            match rest.get(at + 1) {
+                Some(b'\n') => {}
+                Some(_) => output.write_all(b"\r")?,
+                None => held_cr = true,
+            }
+            rest = &rest[at + 1..];
+        }
+        output.write_all(rest)?;
+        from = 0;
+        filled = input.read(&mut block)?;
+        if filled == 0 {
+            break;
+        }
+    }
+    if held_cr {
+        output.write_all(b"\r")?;
+    }
+    output.flush()
 }
 
 /// Runs the model solution on a test (with the grader, or against the manager) and keeps what
@@ -519,6 +551,8 @@ fn run_data_py(judge: &Judge, dir: &Path, script: &[u8]) -> Result<String> {
     spec.stdout = Stdio::Path(stdout.clone());
     spec.stderr = Stdio::Path(stderr.clone());
     spec.limits = maker_limits(1 << 30);
+    // Its output, `gen/data`, is read whole: a few kilobytes in any package.
+    spec.limits.output_size = Some(64 << 20);
     spec.limits.cpu_time = Some(Duration::from_secs(60));
     spec.limits.wall_time = Some(Duration::from_secs(300));
     let run = judge.sandbox().run(&spec);
@@ -541,7 +575,27 @@ mod tests {
 
     #[test]
     fn dos2unix_like_the_tool() {
-        assert_eq!(dos2unix(b"\xEF\xBB\xBF1 2\r\n3\r\n".to_vec()), b"1 2\n3\n");
-        assert_eq!(dos2unix(b"a\rb\n".to_vec()), b"a\rb\n");
+        let converted = |input: &[u8]| {
+            let mut out = Vec::new();
+            dos2unix(input, &mut out).unwrap();
+            out
+        };
+        assert_eq!(converted(b"\xEF\xBB\xBF1 2\r\n3\r\n"), b"1 2\n3\n");
+        assert_eq!(converted(b"a\rb\n"), b"a\rb\n");
+        assert_eq!(converted(b"a\r"), b"a\r");
+        assert_eq!(converted(b"\xEF\xBB"), b"\xEF\xBB");
+        // A CR and its LF split between two reads, and a byte order mark split too.
+        struct Trickle<'a>(&'a [u8]);
+        impl std::io::Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(buf.len()).min(2);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut out = Vec::new();
+        dos2unix(Trickle(b"\xEF\xBB\xBFa\r\nbc\r\r\nd\r"), &mut out).unwrap();
+        assert_eq!(out, b"a\nbc\r\nd\r");
     }
 }

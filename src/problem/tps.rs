@@ -154,6 +154,10 @@ fn clean_name(name: &str) -> String {
     name.replace(' ', "_").to_lowercase()
 }
 
+/// The most test memberships `gen/data` may make over all its testsets and subtasks. An IOI
+/// package has a few hundred tests in a dozen subtasks, a few thousand memberships.
+pub const MAX_MEMBERSHIPS: usize = 100_000;
+
 /// Parses `gen/data` as TPS's `gen_data_parser.py` does. `task_type` is `problem.json`'s
 /// `type` (OutputOnly tasks number their tests differently). `origin` names the file in errors.
 pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPlan> {
@@ -166,6 +170,7 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
     let mut subtask_counter: i64 = -1;
     let (mut test_index, mut test_offset) = (1usize, 0usize);
     let mut seen_names = HashSet::new();
+    let mut memberships = 0usize;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -203,6 +208,17 @@ pub fn parse_gen_data(text: &str, task_type: &str, origin: &str) -> Result<GenPl
                         let Some(tests) = sets.get(*included).cloned() else {
                             bail!("{}: @include of undefined testset {included:?}", at());
                         };
+                        // Each include copies a set: a small file of includes of one large set
+                        // would otherwise hold the product of the two in memory.
+                        memberships += tests.len();
+                        if memberships > MAX_MEMBERSHIPS {
+                            bail!(
+                                "{}: over {MAX_MEMBERSHIPS} tests counted over every testset and \
+                                 subtask (@include copies a set into another): no package needs \
+                                 that many",
+                                at()
+                            );
+                        }
                         sets.entry(into.clone()).or_default().extend(tests);
                     }
                 }
@@ -882,6 +898,32 @@ gen-big 5
                 "{text:?}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn includes_that_multiply_a_large_testset_are_refused() {
+        // 1000 tests included by 200 testsets: 200 000 memberships from 3000 lines.
+        let mut text = String::from("@testset big\n");
+        for i in 0..1000 {
+            text.push_str(&format!("gen {i}\n"));
+        }
+        for i in 0..200 {
+            text.push_str(&format!("@testset t{i}\n@include big\n"));
+        }
+        let err = format!(
+            "{:#}",
+            parse_gen_data(&text, "Batch", "gen/data").unwrap_err()
+        );
+        assert!(err.contains("over 100000 tests counted"), "{err}");
+        // A real package's includes pass.
+        let mut text = String::from("@testset big\n");
+        for i in 0..300 {
+            text.push_str(&format!("gen {i}\n"));
+        }
+        for i in 0..10 {
+            text.push_str(&format!("@subtask s{i}\n@include big\n"));
+        }
+        parse_gen_data(&text, "Batch", "gen/data").unwrap();
     }
 
     fn write(root: &Path, rel: &str, content: &str) {

@@ -291,6 +291,19 @@ fn escape_sequences_of_a_submission_never_reach_the_terminal() {
     );
 }
 
+#[test]
+fn a_solution_that_is_a_fifo_or_a_device_is_refused_unread() {
+    let work = tempfile::tempdir().unwrap();
+    let fifo = work.path().join("solution.cpp");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    for solution in [fifo.as_path(), Path::new("/dev/zero")] {
+        let out = judge(&[path(&sumpairs()), path(solution)]);
+        let error = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{error}");
+        assert!(error.contains("not a regular file"), "{error}");
+    }
+}
+
 fn read_fixture(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap()
 }
