@@ -117,10 +117,16 @@ pub fn remove_later(dir: tempfile::TempDir) {
         Err(_) => Some(dir),
     };
     if let Some(dir) = refused {
-        let _ = remove_tree(dir.path());
-        drop(dir);
+        remove(dir);
         removals.removed();
     }
+}
+
+/// Removes a temporary folder whatever a program left in it ([`remove_tree`]); the folder's
+/// own removal then finds it gone.
+fn remove(dir: tempfile::TempDir) {
+    let _ = remove_tree(dir.path());
+    drop(dir);
 }
 
 /// Waits until every folder given to [`remove_later`] is removed.
@@ -159,8 +165,7 @@ fn removals() -> &'static Removals {
             .name("ioi-run-removals".into())
             .spawn(move || {
                 for dir in inbox {
-                    let _ = remove_tree(dir.path());
-                    drop(dir);
+                    remove(dir);
                     removals().removed();
                 }
             })

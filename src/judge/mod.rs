@@ -464,6 +464,16 @@ pub struct ToolDoesNotCompile(String);
 mod tests {
     use super::*;
 
+    /// The problem model cannot name the sandbox, so it states the sandbox's floor of memory
+    /// again: the two must agree.
+    #[test]
+    fn a_problem_s_memory_floor_is_the_sandbox_s() {
+        assert_eq!(
+            crate::problem::bounds::MIN_MEMORY_LIMIT,
+            ioi_sandbox::MIN_MEMORY_LIMIT
+        );
+    }
+
     #[test]
     fn a_missing_compiler_is_named_with_where_it_was_looked_for() {
         let dir = tempfile::tempdir().unwrap();

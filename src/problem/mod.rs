@@ -74,6 +74,23 @@ pub enum TaskType {
     Communication(Communication),
 }
 
+impl TaskType {
+    /// Refuses a Communication task of more user processes than [`bounds::PROCESSES`] (or
+    /// none), naming the field: the part of [`Problem::check_bounds`] a task type alone holds.
+    pub fn check_bounds(&self) -> anyhow::Result<()> {
+        if let TaskType::Communication(c) = self {
+            if c.num_processes == 0 || c.num_processes > bounds::PROCESSES {
+                anyhow::bail!(
+                    "field `num_processes` is {}: a Communication task has 1 to {} user processes",
+                    c.num_processes,
+                    bounds::PROCESSES
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Parameters of a Communication task (docs/judging.md#communication).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Communication {
@@ -154,15 +171,7 @@ impl Problem {
                 bounds::MEMORY_LIMIT
             );
         }
-        if let TaskType::Communication(c) = &self.task {
-            if c.num_processes == 0 || c.num_processes > bounds::PROCESSES {
-                bail!(
-                    "field `num_processes` is {}: a Communication task has 1 to {} user processes",
-                    c.num_processes,
-                    bounds::PROCESSES
-                );
-            }
-        }
+        self.task.check_bounds()?;
         for s in &self.subtasks {
             if !(s.points.is_finite() && (0.0..=bounds::POINTS).contains(&s.points)) {
                 bail!(

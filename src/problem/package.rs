@@ -22,9 +22,10 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// regular file of at most [`MAX_FILE_BYTES`]. A FIFO would block the judge for ever and a
 /// device (`/dev/zero`) never ends, so neither is opened.
 pub fn read(root: &Path, path: &Path) -> Result<Vec<u8>> {
+    let read = |p: &Path| read_regular_file(p, MAX_FILE_BYTES);
     match outside(root, path)? {
-        None => bounded(path).with_context(|| format!("cannot read {}", path.display())),
-        Some(target) => as_nobody(path, &target, bounded),
+        None => read(path).with_context(|| format!("cannot read {}", path.display())),
+        Some(target) => as_nobody(path, &target, read),
     }
 }
 
@@ -34,14 +35,12 @@ pub fn read_to_string(root: &Path, path: &Path) -> Result<String> {
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))
 }
 
-fn bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+/// The content of the file at `path` when it is a regular file of at most `max_bytes` (links
+/// followed): a FIFO would block for ever and a device (`/dev/zero`) never end, so neither is
+/// read, and it is opened without blocking to find out.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let too_large = || {
-        std::io::Error::other(format!(
-            "larger than the {} MiB a package's file may have",
-            MAX_FILE_BYTES >> 20
-        ))
-    };
+    let too_large = || std::io::Error::other(format!("larger than {} MiB", max_bytes >> 20));
     let file = std::fs::File::options()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -52,12 +51,12 @@ fn bounded(path: &Path) -> std::io::Result<Vec<u8>> {
             "not a regular file (a FIFO, a device or a folder)",
         ));
     }
-    if meta.len() > MAX_FILE_BYTES {
+    if meta.len() > max_bytes {
         return Err(too_large());
     }
     let mut content = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut content)?;
-    match content.len() as u64 > MAX_FILE_BYTES {
+    file.take(max_bytes + 1).read_to_end(&mut content)?;
+    match content.len() as u64 > max_bytes {
         true => Err(too_large()),
         false => Ok(content),
     }

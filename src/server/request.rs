@@ -201,16 +201,8 @@ fn ioi_job(mut files: Vec<File>, limits: &RequestLimits) -> Result<IoiJob, Reque
                 TaskType::Batch
             }
         });
-    if let TaskType::Communication(c) = &task {
-        let most = crate::problem::bounds::PROCESSES;
-        if c.num_processes == 0 || c.num_processes > most {
-            return Err(bad(format!(
-                "{GRADER_CONFIG_PATH}: num_processes is {}: a Communication task has 1 to {most} \
-                 user processes",
-                c.num_processes
-            )));
-        }
-    }
+    task.check_bounds()
+        .map_err(|e| bad(format!("{GRADER_CONFIG_PATH}: {e:#}")))?;
     Ok(IoiJob {
         problem_id,
         submission,

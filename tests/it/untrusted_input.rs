@@ -384,7 +384,7 @@ fn cms_ioi_requests_for_too_many_processes_are_client_errors() {
     let request = json!({"language": "cms_ioi", "version": "*", "files": files}).to_string();
     match parse_execute(request.as_bytes()) {
         Err(RequestError::BadRequest(message)) => {
-            assert!(message.contains("num_processes is 3000"), "{message}");
+            assert!(message.contains("`num_processes` is 3000"), "{message}");
         }
         other => panic!("expected a bad request, got {other:?}"),
     }

@@ -263,34 +263,11 @@ fn present(
 /// The largest solution `judge` reads: far above any contest's source limit (IOI's is 100 KB).
 const MAX_SOLUTION_BYTES: u64 = 16 << 20;
 
-/// A solution file's bytes: a regular file (a FIFO would block, a device never end) of at most
-/// [`MAX_SOLUTION_BYTES`].
-fn read_source(path: &Path) -> Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        anyhow::bail!("not a regular file (a FIFO, a device or a folder)");
-    }
-    let mut code = Vec::new();
-    file.take(MAX_SOLUTION_BYTES + 1).read_to_end(&mut code)?;
-    if code.len() as u64 > MAX_SOLUTION_BYTES {
-        anyhow::bail!(
-            "larger than {} MiB: no solution is",
-            MAX_SOLUTION_BYTES >> 20
-        );
-    }
-    Ok(code)
-}
-
 /// The solution's bytes, compiled as they are (contest archives hold Latin-1 sources with
 /// CRLF). An empty file, or a C file for a task whose graders are C++ only, is refused before
 /// anything is judged.
 fn read_solution(solution: &Path, problem: &Problem) -> Result<Vec<u8>> {
-    let code = read_source(solution)
+    let code = crate::problem::package::read_regular_file(solution, MAX_SOLUTION_BYTES)
         .with_context(|| format!("cannot read {}", solution.display()))
         .map_err(usage)?;
     if code.iter().all(u8::is_ascii_whitespace) {
