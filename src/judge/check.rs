@@ -102,7 +102,8 @@ impl<R: BufRead> Normalised<R> {
     }
 }
 
-fn is_space(c: &u8) -> bool {
+/// Blanks inside a line, as white-diff skips them (a newline ends the line).
+pub(crate) fn is_space(c: &u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c')
 }
 

@@ -23,7 +23,7 @@ pub mod schedule;
 pub(crate) mod scripts;
 pub mod stop;
 pub(crate) mod tps;
-pub(crate) mod verdicts;
+pub mod verdicts;
 mod workdir;
 pub(crate) use workdir::read_capped;
 pub use workdir::OUTPUT_CAP;

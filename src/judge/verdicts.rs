@@ -18,9 +18,21 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Verdicts kept by default: far more than the distinct programs of a training batch, a few
-/// hundred bytes each.
+/// Verdicts kept at most: far more than the distinct programs of a training batch.
 pub const DEFAULT_CAPACITY: usize = 100_000;
+/// Bytes the kept verdicts may take at most. A verdict is small (a score and a line of
+/// feedback), but a checker's message or a compiler's diagnostics may reach 1 MiB: the bound in
+/// bytes, not the count, is what keeps a server's memory flat over a training run.
+pub const DEFAULT_BYTES: usize = 64 << 20;
+/// What an entry costs beside its verdict's own bytes: the key twice (map and order), the
+/// shared cell and the map's slot.
+const ENTRY_BYTES: usize = 160;
+
+/// The memory a kept verdict holds, for the cache's bound in bytes.
+pub trait Weight {
+    /// Bytes held, its own size included.
+    fn weight(&self) -> usize;
+}
 
 /// What a verdict depends on, hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,28 +77,63 @@ impl KeyBuilder {
 /// One judgement, in progress or made, shared by every copy.
 type Shared<V> = Arc<OnceLock<Option<V>>>;
 
-/// Verdicts by key, bounded (the oldest go first).
+/// Verdicts by key, bounded in count and in bytes (the oldest go first).
 pub struct VerdictCache<V> {
     capacity: usize,
+    max_bytes: usize,
     entries: Mutex<Entries<V>>,
     hits: AtomicU64,
 }
 
 struct Entries<V> {
-    by_key: HashMap<VerdictKey, Shared<V>>,
+    by_key: HashMap<VerdictKey, Entry<V>>,
     order: VecDeque<VerdictKey>,
+    /// The bytes of every entry in `by_key`.
+    bytes: usize,
 }
 
-impl<V: Clone> VerdictCache<V> {
-    pub fn new(capacity: usize) -> VerdictCache<V> {
+/// A judgement and the bytes it is counted for (its verdict's once made).
+struct Entry<V> {
+    cell: Shared<V>,
+    bytes: usize,
+}
+
+impl<V> Entries<V> {
+    fn remove(&mut self, key: &VerdictKey) {
+        if let Some(entry) = self.by_key.remove(key) {
+            self.bytes -= entry.bytes;
+        }
+    }
+
+    /// Drops the oldest entries until both bounds hold.
+    fn evict(&mut self, capacity: usize, max_bytes: usize) {
+        while self.by_key.len() > capacity || self.bytes > max_bytes {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            self.remove(&old);
+        }
+    }
+}
+
+impl<V: Clone + Weight> VerdictCache<V> {
+    /// A cache of at most `capacity` verdicts and `max_bytes` bytes.
+    pub fn new(capacity: usize, max_bytes: usize) -> VerdictCache<V> {
         VerdictCache {
             capacity: capacity.max(1),
+            max_bytes,
             entries: Mutex::new(Entries {
                 by_key: HashMap::new(),
                 order: VecDeque::new(),
+                bytes: 0,
             }),
             hits: AtomicU64::new(0),
         }
+    }
+
+    /// The bytes the kept verdicts take (judgements in progress at their entry's cost).
+    pub fn bytes(&self) -> usize {
+        self.entries.lock().map_or(0, |entries| entries.bytes)
     }
 
     /// How many answers came from the cache (or from a copy judged at the same time).
@@ -132,7 +179,10 @@ impl<V: Clone> VerdictCache<V> {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 Ok(verdict.clone())
             }
-            (Some(verdict), None) => Ok(verdict.clone()),
+            (Some(verdict), None) => {
+                self.weigh(key, &cell, verdict.weight());
+                Ok(verdict.clone())
+            }
             // The copy this one waited for failed: this one is judged afresh, not kept.
             (None, Some(judge)) => judge(),
             (None, None) => unreachable!("a judgement that failed returned above"),
@@ -143,18 +193,38 @@ impl<V: Clone> VerdictCache<V> {
         let Ok(mut entries) = self.entries.lock() else {
             return Arc::default();
         };
-        if let Some(cell) = entries.by_key.get(&key) {
-            return Arc::clone(cell);
+        if let Some(entry) = entries.by_key.get(&key) {
+            return Arc::clone(&entry.cell);
         }
         let cell: Shared<V> = Arc::default();
-        entries.by_key.insert(key, Arc::clone(&cell));
+        let entry = Entry {
+            cell: Arc::clone(&cell),
+            bytes: ENTRY_BYTES,
+        };
+        entries.by_key.insert(key, entry);
+        entries.bytes += ENTRY_BYTES;
         entries.order.push_back(key);
-        while entries.order.len() > self.capacity {
-            if let Some(old) = entries.order.pop_front() {
-                entries.by_key.remove(&old);
-            }
-        }
+        entries.evict(self.capacity, self.max_bytes);
         cell
+    }
+
+    /// Counts the verdict just made in `cell` at its weight, then evicts what the bound in
+    /// bytes no longer holds (this verdict too, when it alone is over the bound). An entry
+    /// evicted while it was judged is not counted again.
+    fn weigh(&self, key: VerdictKey, cell: &Shared<V>, weight: usize) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        let entries = &mut *entries;
+        let Some(entry) = entries.by_key.get_mut(&key) else {
+            return;
+        };
+        if !Arc::ptr_eq(&entry.cell, cell) {
+            return;
+        }
+        entries.bytes += weight;
+        entry.bytes += weight;
+        entries.evict(self.capacity, self.max_bytes);
     }
 
     fn forget(&self, key: VerdictKey, cell: &Shared<V>) {
@@ -162,9 +232,9 @@ impl<V: Clone> VerdictCache<V> {
             if entries
                 .by_key
                 .get(&key)
-                .is_some_and(|c| Arc::ptr_eq(c, cell))
+                .is_some_and(|entry| Arc::ptr_eq(&entry.cell, cell))
             {
-                entries.by_key.remove(&key);
+                entries.remove(&key);
                 entries.order.retain(|k| *k != key);
             }
         }
@@ -197,7 +267,7 @@ mod tests {
 
     #[test]
     fn a_verdict_is_judged_once_and_a_failure_is_not_kept() {
-        let cache = VerdictCache::new(10);
+        let cache = VerdictCache::new(10, DEFAULT_BYTES);
         let runs = std::cell::Cell::new(0);
         let judge = |v: u32| {
             runs.set(runs.get() + 1);
@@ -214,9 +284,65 @@ mod tests {
         assert_eq!((runs.get(), cache.hits()), (2, 1));
     }
 
+    impl Weight for u32 {
+        fn weight(&self) -> usize {
+            4
+        }
+    }
+
+    impl Weight for usize {
+        fn weight(&self) -> usize {
+            8
+        }
+    }
+
+    /// A verdict as heavy as its text.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Message(String);
+
+    impl Weight for Message {
+        fn weight(&self) -> usize {
+            self.0.capacity()
+        }
+    }
+
+    #[test]
+    fn the_bytes_kept_stay_under_the_bound_and_the_oldest_go_first() {
+        let bound = 10 << 20;
+        let cache = VerdictCache::new(DEFAULT_CAPACITY, bound);
+        let verdict = |i: usize| Message(format!("{i:02}").repeat(1 << 19));
+        for i in 0..30usize {
+            let k = key(&[&i.to_le_bytes()]);
+            cache.get_or_judge(k, || Ok::<_, ()>(verdict(i))).unwrap();
+            assert!(cache.bytes() <= bound, "{} bytes after {i}", cache.bytes());
+        }
+        // Nine verdicts of 1 MiB and their entries fit in 10 MiB: the last nine are kept.
+        assert_eq!(cache.len(), 9);
+        let again = |i: usize| {
+            cache.get_or_judge(key(&[&i.to_le_bytes()]), || {
+                Ok::<_, ()>(Message("new".into()))
+            })
+        };
+        assert_eq!(again(29), Ok(verdict(29)));
+        assert_eq!(again(21), Ok(verdict(21)));
+        assert_eq!(again(20), Ok(Message("new".into())));
+        // A verdict over the bound on its own is answered and not kept.
+        let huge = key(&[b"huge"]);
+        let big = Message("x".repeat(bound + 1));
+        assert_eq!(
+            cache.get_or_judge(huge, || Ok::<_, ()>(big.clone())),
+            Ok(big)
+        );
+        assert!(cache.bytes() <= bound);
+        assert_eq!(
+            cache.get_or_judge(huge, || Ok::<_, ()>(Message("y".into()))),
+            Ok(Message("y".into()))
+        );
+    }
+
     #[test]
     fn the_oldest_verdicts_go_first() {
-        let cache = VerdictCache::new(2);
+        let cache = VerdictCache::new(2, DEFAULT_BYTES);
         for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
             cache
                 .get_or_judge(key(&[*k]), || Ok::<usize, ()>(i))

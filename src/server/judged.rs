@@ -114,7 +114,10 @@ impl JudgeExecutor {
         judge.cache().observe(std::sync::Arc::new(runs.clone()));
         Ok(JudgeExecutor {
             judge,
-            verdicts: Some(VerdictCache::new(verdicts::DEFAULT_CAPACITY)),
+            verdicts: Some(VerdictCache::new(
+                verdicts::DEFAULT_CAPACITY,
+                verdicts::DEFAULT_BYTES,
+            )),
             runs,
         })
     }
@@ -150,6 +153,16 @@ impl JudgeExecutor {
     /// How many `cms_ioi` requests were answered from the verdict cache.
     pub fn verdict_hits(&self) -> u64 {
         self.verdicts.as_ref().map_or(0, VerdictCache::hits)
+    }
+
+    /// The bytes the verdict cache holds (at most [`verdicts::DEFAULT_BYTES`]).
+    pub fn verdict_bytes(&self) -> usize {
+        self.verdicts.as_ref().map_or(0, VerdictCache::bytes)
+    }
+
+    /// How many verdicts the verdict cache holds.
+    pub fn verdict_entries(&self) -> usize {
+        self.verdicts.as_ref().map_or(0, VerdictCache::len)
     }
 
     /// Everything a `cms_ioi` answer depends on (src/judge/verdicts.rs): the request's every
@@ -366,7 +379,8 @@ impl Executor for JudgeExecutor {
             verdict_hits: self.verdict_hits(),
             bytes: footprint.bytes,
             entries: footprint.entries,
-            verdict_entries: self.verdicts.as_ref().map_or(0, |v| v.len() as u64),
+            verdict_entries: self.verdict_entries() as u64,
+            verdict_bytes: self.verdict_bytes() as u64,
         })
     }
 

@@ -435,6 +435,11 @@ impl Collector for ExecutorCollector {
                 "Verdicts kept in memory for identical requests",
                 counts.verdict_entries,
             ),
+            (
+                "verdict_cache_bytes",
+                "Bytes the verdicts kept for identical requests take",
+                counts.verdict_bytes,
+            ),
         ] {
             gauge(&mut encoder, name, help, value)?;
         }
@@ -488,6 +493,8 @@ pub struct CacheCounts {
     pub entries: u64,
     /// Verdicts the verdict cache keeps.
     pub verdict_entries: u64,
+    /// The bytes they take.
+    pub verdict_bytes: u64,
 }
 
 /// The sandbox's boxes (one per program run: see `ioi_sandbox::Sandbox::boxes_built`).

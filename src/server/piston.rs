@@ -30,6 +30,17 @@ pub enum IoiOutcome {
     HardTimeout,
 }
 
+impl crate::judge::verdicts::Weight for IoiOutcome {
+    fn weight(&self) -> usize {
+        std::mem::size_of::<IoiOutcome>()
+            + match self {
+                IoiOutcome::Judged { feedback, .. } => feedback.capacity(),
+                IoiOutcome::CompileError(error) => error.stderr.capacity(),
+                IoiOutcome::HardTimeout => 0,
+            }
+    }
+}
+
 /// The Piston response for an IOI outcome: score on `run.stdout`, feedback on `run.stderr`, exit
 /// code 0; on a compilation error only a `compile` stage with the compiler's code and stderr; on
 /// a hard time-out `run.signal = "SIGKILL"` and nothing on stdout.

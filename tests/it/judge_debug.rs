@@ -75,9 +75,127 @@ fn a_wrong_answer_shows_the_first_difference_the_input_and_stderr() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("why test 01 (WA"), "{stdout}");
-    assert!(stdout.contains("expected  line 1: \"2\""), "{stdout}");
-    assert!(stdout.contains("yours     line 1: \"3\""), "{stdout}");
+    assert!(
+        stdout.contains("differs   line 1, token 1: expected \"2\", yours \"3\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("expected  \"2\""), "{stdout}");
+    assert!(stdout.contains("yours     \"3\""), "{stdout}");
     assert!(stdout.contains("| debug: n=5 T=6"), "{stdout}");
+}
+
+/// Pascal's triangle mod 1000 (the `wdiff` fixture's answer), with `TWIST` applied to each value.
+fn pascal(twist: &str, tail: &str) -> String {
+    format!(
+        r#"#include <cstdio>
+#include <cstring>
+#include <vector>
+int main() {{
+    int n;
+    if (scanf("%d", &n) != 1) return 1;
+    std::vector<int> row{{1}};
+    for (int r = 0; r < n; r++) {{
+        for (size_t i = 0; i < row.size(); i++) {{
+            int v = row[i];
+            {twist}
+            printf(i ? " %d" : "%d", v);
+        }}
+        printf("\n");
+        std::vector<int> next{{1}};
+        for (size_t i = 0; i + 1 < row.size(); i++) next.push_back((row[i] + row[i + 1]) % 1000);
+        next.push_back(1);
+        row = next;
+    }}
+    {tail}
+}}
+"#
+    )
+}
+
+#[test]
+fn a_difference_inside_a_long_line_names_its_token_and_the_tokens_around_it() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let solution = work.path().join("token.cpp");
+    // Test 04 has 200 lines; its last has 200 numbers, of which the 151st is wrong.
+    std::fs::write(&solution, pascal("if (r == 199 && i == 150) v = -1;", "")).unwrap();
+    let dir = problem_dir("wdiff");
+    let args = [path(&dir), path(&solution), "--test", "04"];
+    let report = judge_json(bin_shared_cache(), args);
+    let tests = tests_of(&report);
+    let d = &test_named(&tests, "04")["diagnosis"]["first_difference"];
+    assert_eq!(
+        (d["line"].as_u64(), d["token"].as_u64()),
+        (Some(200), Some(151)),
+        "{d}"
+    );
+    assert_eq!(d["yours_token"], "-1", "{d}");
+    let expected = d["expected_token"].as_str().unwrap().to_string();
+    assert!(expected.parse::<u32>().is_ok(), "{d}");
+    let (theirs, yours) = (
+        d["expected"].as_str().unwrap(),
+        d["yours"].as_str().unwrap(),
+    );
+    assert!(theirs.starts_with("… ") && theirs.ends_with(" …"), "{d}");
+    assert_eq!(theirs.split(' ').count(), 13, "five tokens each side: {d}");
+    assert_eq!(
+        theirs.replace(&format!(" {expected} "), " -1 "),
+        yours,
+        "{d}"
+    );
+
+    let out = judge(&args);
+    let stdout = text(&out.stdout);
+    let line = format!("differs   line 200, token 151: expected \"{expected}\", yours \"-1\"");
+    assert!(stdout.contains(&line), "{stdout}");
+}
+
+/// The peak resident memory of a running process, polled until it ends (a whole-tree figure
+/// from `wait4` would count the compiler too).
+fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        let hwm = std::fs::read_to_string(&status)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+        peak = peak.max(hwm);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    peak
+}
+
+#[test]
+fn a_flood_of_newlines_after_the_right_answer_costs_the_judge_a_buffer() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let solution = work.path().join("flood.cpp");
+    let flood = "static char blank[1 << 20]; memset(blank, '\\n', sizeof blank); \
+                 for (int i = 0; i < 1024; i++) fwrite(blank, 1, sizeof blank, stdout);";
+    std::fs::write(&solution, pascal("", flood)).unwrap();
+    let dir = problem_dir("wdiff");
+    let mut child = bin_shared_cache()
+        .args(["judge", path(&dir), path(&solution), "--test", "01"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peak = peak_rss_kib(&mut child);
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("output limit exceeded"), "{stdout}");
+    assert!(stdout.contains("why test 01 (WA"), "{stdout}");
+    // The kept output is 64 MiB of newlines: explaining it must not hold it.
+    assert!(
+        peak > 0 && peak < 256 << 10,
+        "the judge peaked at {peak} KiB"
+    );
 }
 
 #[test]

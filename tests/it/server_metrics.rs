@@ -284,6 +284,7 @@ fn the_classic_format_passes_promtool_and_counts_every_route_and_the_build() {
         "ioi_run_compile_cache_bytes",
         "ioi_run_compile_cache_entries",
         "ioi_run_verdict_cache_entries",
+        "ioi_run_verdict_cache_bytes",
     ] {
         assert!(
             text.contains(&format!("# HELP {family} ")),
@@ -734,6 +735,12 @@ fn with_the_real_judge_every_run_and_compile_is_counted_by_outcome() {
     assert_eq!(
         sample(&text, "ioi_run_verdict_cache_hits_total"),
         1.0,
+        "{text}"
+    );
+    // Five short verdicts: their entries and feedback, a few hundred bytes each.
+    let verdict_bytes = sample(&text, "ioi_run_verdict_cache_bytes");
+    assert!(
+        verdict_bytes > 5.0 * 160.0 && verdict_bytes < 5.0 * 4096.0,
         "{text}"
     );
     promtool_check(&text);

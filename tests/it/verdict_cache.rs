@@ -81,6 +81,77 @@ fn the_server_answers_the_same_request_from_the_cache_and_nothing_else() {
     assert_eq!(fresh.judge_ioi(job(ADD)).unwrap(), first);
 }
 
+/// A checker that accepts and says so at length: 1 MiB of message on stderr.
+const VERBOSE_CHECKER: &str = r#"#include <cstdio>
+#include <cstring>
+int main() {
+    static char message[1 << 20];
+    memset(message, 'm', sizeof message);
+    printf("1\n");
+    fwrite(message, 1, sizeof message, stderr);
+}
+"#;
+
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib << 10
+}
+
+#[test]
+fn verdicts_with_long_checker_messages_are_kept_within_the_bound_in_bytes() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let executor = common::judge_executor(dir.path().join("cache"));
+    let verbose = |n: usize| {
+        let mut job = job(ADD);
+        job.input = format!("{n} 0\n").into_bytes();
+        job.expected_output = Some(format!("{n}\n").into_bytes());
+        job.grader_files.push(GraderFile {
+            path: ioi_run::name::RelativePath::parse("checker/checker.cpp").unwrap(),
+            content: VERBOSE_CHECKER.as_bytes().to_vec(),
+        });
+        job
+    };
+    let feedback = |outcome: IoiOutcome| match outcome {
+        IoiOutcome::Judged { score, feedback } => (score, feedback.len()),
+        other => panic!("not judged: {other:?}"),
+    };
+    assert_eq!(
+        feedback(executor.judge_ioi(verbose(0)).unwrap()),
+        (1.0, 1 << 20)
+    );
+    let before = resident_bytes();
+    // 300 distinct requests, each with a verdict of 1 MiB.
+    for n in 1..=300 {
+        assert_eq!(
+            feedback(executor.judge_ioi(verbose(n)).unwrap()),
+            (1.0, 1 << 20)
+        );
+        let bytes = executor.verdict_bytes();
+        assert!(
+            bytes <= ioi_run::judge::verdicts::DEFAULT_BYTES,
+            "{bytes} bytes after {n}"
+        );
+    }
+    let kept = executor.verdict_entries();
+    assert!((50..=64).contains(&kept), "{kept} verdicts of 1 MiB kept");
+    let grown = resident_bytes().saturating_sub(before);
+    assert!(grown < 200 << 20, "the judge grew by {} MiB", grown >> 20);
+    // The newest are answered from the cache, the oldest were let go and are judged again.
+    let hits = executor.verdict_hits();
+    executor.judge_ioi(verbose(300)).unwrap();
+    assert_eq!(executor.verdict_hits(), hits + 1);
+    executor.judge_ioi(verbose(1)).unwrap();
+    assert_eq!(executor.verdict_hits(), hits + 1);
+}
+
 const ORCHARD_AC: &str = "#include \"orchard.h\"\n#include <bits/stdc++.h>\nusing namespace std;\nvector<long long> split_orchard(vector<int> A) {\n  long long t = 0, l = 0, best = LLONG_MAX, k = 1;\n  for (int a : A) t += a;\n  for (size_t i = 0; i + 1 < A.size(); i++) { l += A[i]; long long d = llabs(2 * l - t); if (d < best) { best = d; k = i + 1; } }\n  return {best, k};\n}\n";
 
 fn row(id: &str, problem: &str, code: &str) -> String {

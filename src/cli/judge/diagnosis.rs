@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::difference::{first_difference, Difference};
 use crate::judge::kept::{self, Kept};
 use crate::problem::{TestCase, UserIo};
 use crate::score::{TestResult, Verdict};
@@ -19,6 +20,9 @@ const INPUT_LINES: usize = 5;
 const STDERR_LINES: usize = 10;
 /// Characters of one shown line.
 const LINE_CHARS: usize = 160;
+/// Bytes of the solution's standard error read to explain a failure: far more than any
+/// report or debugging print shown, and a bound on what a flood of it costs the judge.
+const STDERR_BYTES: u64 = 1 << 20;
 
 /// Why one test failed, as `judge` shows it and `--json` carries it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -28,8 +32,8 @@ pub struct Diagnosis {
     /// Lines and bytes of the whole input.
     pub input_lines: usize,
     pub input_bytes: u64,
-    /// The first line where the output differs from the expected one (Batch, a program that
-    /// ended normally).
+    /// Where the output first differs from the expected one: line, token, the tokens around
+    /// it (Batch, a program that ended normally).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_difference: Option<Difference>,
     /// The checker's or the manager's message (the test's feedback, every line).
@@ -58,15 +62,6 @@ pub struct Diagnosis {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
-}
-
-/// A line that differs: its number (from 1), the expected text and the solution's (`None`
-/// past the end of the file).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Difference {
-    pub line: usize,
-    pub expected: Option<String>,
-    pub yours: Option<String>,
 }
 
 /// Where a diagnosis reads from, and how to name the solution's file in what it quotes.
@@ -101,9 +96,9 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
     if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) {
         d.message = Some(feedback.trim_end().to_string());
     }
-    let stderr = read_lossy(&kept::path(from.kept, &test.test_name, Kept::Stderr))
-        .replace(from.judged_as, from.given);
-    d.stderr_lines = stderr.lines().count();
+    let stderr_file = kept::path(from.kept, &test.test_name, Kept::Stderr);
+    let stderr = read_lossy(&stderr_file, STDERR_BYTES).replace(from.judged_as, from.given);
+    d.stderr_lines = count_lines(&stderr_file);
     d.stderr_head = telling_lines(&stderr);
     d.location = location(&stderr, from.given);
     let signal = signal_of(feedback);
@@ -354,44 +349,35 @@ fn head(path: &Path, n: usize) -> (Vec<String>, usize) {
     (shown, count)
 }
 
-/// A file's text, lossily decoded (a missing file is empty).
-fn read_lossy(path: &Path) -> String {
+/// The first `limit` bytes of a file, lossily decoded (a missing file is empty).
+fn read_lossy(path: &Path, limit: u64) -> String {
     let mut bytes = Vec::new();
     if let Ok(file) = File::open(path) {
-        let _ = file.take(kept::KEPT_BYTES).read_to_end(&mut bytes);
+        let _ = file.take(limit).read_to_end(&mut bytes);
     }
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// The first line where `yours` differs from `expected` under white-diff's rules
-/// (docs/judging.md#batch): tokens compared, whitespace runs equal, trailing empty lines
-/// ignored. `None` when they match or cannot be read.
-pub fn first_difference(expected: &Path, yours: &Path) -> Option<Difference> {
-    let lines = |p: &Path| -> Option<Vec<Vec<u8>>> {
-        let mut lines: Vec<Vec<u8>> = BufReader::new(File::open(p).ok()?.take(kept::KEPT_BYTES))
-            .split(b'\n')
-            .collect::<Result<_, _>>()
-            .ok()?;
-        while lines.last().is_some_and(|l| tokens(l).is_empty()) {
-            lines.pop();
-        }
-        Some(lines)
+/// The lines of a file, counted through a buffer (a last line without `\n` counts).
+fn count_lines(path: &Path) -> usize {
+    let Ok(file) = File::open(path) else {
+        return 0;
     };
-    let (a, b) = (lines(expected)?, lines(yours)?);
-    let shown = |l: Option<&Vec<u8>>| l.map(|l| cut(String::from_utf8_lossy(l).trim()));
-    (0..a.len().max(b.len()))
-        .find(|&i| a.get(i).map(|l| tokens(l)) != b.get(i).map(|l| tokens(l)))
-        .map(|i| Difference {
-            line: i + 1,
-            expected: shown(a.get(i)),
-            yours: shown(b.get(i)),
-        })
-}
-
-fn tokens(line: &[u8]) -> Vec<&[u8]> {
-    line.split(|b| b.is_ascii_whitespace())
-        .filter(|t| !t.is_empty())
-        .collect()
+    let mut reader = BufReader::new(file.take(kept::KEPT_BYTES));
+    let (mut lines, mut last) = (0, b'\n');
+    loop {
+        let Ok(chunk) = reader.fill_buf() else {
+            break;
+        };
+        let Some(&end) = chunk.last() else {
+            break;
+        };
+        lines += chunk.iter().filter(|&&c| c == b'\n').count();
+        last = end;
+        let n = chunk.len();
+        reader.consume(n);
+    }
+    lines + usize::from(last != b'\n')
 }
 
 /// A line cut to [`LINE_CHARS`] characters, `…` marking the cut.
@@ -405,26 +391,6 @@ fn cut(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn files(expected: &str, yours: &str) -> (tempfile::TempDir, Option<Difference>) {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a"), expected).unwrap();
-        std::fs::write(dir.path().join("b"), yours).unwrap();
-        let d = first_difference(&dir.path().join("a"), &dir.path().join("b"));
-        (dir, d)
-    }
-
-    #[test]
-    fn the_first_difference_follows_white_diff() {
-        assert_eq!(files("1 2\n3\n\n", "1  2\r\n3").1, None);
-        let d = files("1\n2\n3\n", "1\n5\n3\n").1.unwrap();
-        assert_eq!(
-            (d.line, d.expected, d.yours),
-            (2, Some("2".into()), Some("5".into()))
-        );
-        let short = files("1\n2\n", "1\n").1.unwrap();
-        assert_eq!((short.line, short.yours), (2, None));
-    }
 
     #[test]
     fn signals_and_assertions_are_named() {

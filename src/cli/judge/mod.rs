@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use super::output::outln;
 use crate::error::usage;
 mod diagnosis;
+mod difference;
 mod input;
 mod keep;
 mod select;

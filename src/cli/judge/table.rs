@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use anyhow::Result;
 
 use super::diagnosis::Diagnosis;
+use super::difference::Difference;
 use crate::cli::output::outln;
 use crate::problem::Problem;
 use crate::score::{SubtaskResult, TestResult, Verdict};
@@ -235,14 +236,7 @@ fn print_reasons(
         quoted.extend(d.input_head.iter().cloned());
         print_quoted(&quoted, d.input_lines, width)?;
         if let Some(diff) = &d.first_difference {
-            let line = |text: &Option<String>| match text {
-                Some(text) => format!("{text:?}"),
-                None => "(end of output)".to_string(),
-            };
-            for (heading, text) in [("expected", &diff.expected), ("yours", &diff.yours)] {
-                let text = format!("  {heading:<9} line {}: {}", diff.line, line(text));
-                outln!("{}", fit(&text, width));
-            }
+            show_difference(diff, width)?;
         }
         // The message only when it says more than the table's feedback line.
         if let Some(message) = d
@@ -478,4 +472,31 @@ fn status_color(status: Verdict) -> &'static str {
         Verdict::Skipped => "2",
         _ => "31",
     }
+}
+
+/// Where the output first differs: line and token, each side's token there, and each side's
+/// line around it (a line of one token needs no second showing).
+fn show_difference(diff: &Difference, width: Option<usize>) -> Result<()> {
+    let token = |token: &Option<String>, line: &Option<String>| match (token, line) {
+        (Some(token), _) => format!("{token:?}"),
+        (None, Some(_)) => "(end of line)".to_string(),
+        (None, None) => "(end of output)".to_string(),
+    };
+    let differs = format!(
+        "  {:<9} line {}, token {}: expected {}, yours {}",
+        "differs",
+        diff.line,
+        diff.token,
+        token(&diff.expected_token, &diff.expected),
+        token(&diff.yours_token, &diff.yours),
+    );
+    outln!("{}", fit(&differs, width));
+    for (heading, line) in [("expected", &diff.expected), ("yours", &diff.yours)] {
+        let shown = match line {
+            Some(line) => format!("{line:?}"),
+            None => "(end of output)".to_string(),
+        };
+        outln!("{}", fit(&format!("  {heading:<9} {shown}"), width));
+    }
+    Ok(())
 }
