@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use crate::catalog::DatasetSource;
-use crate::dataset::{kind, read_rows, Row, RowPolicy};
+use crate::dataset::{kind, read_rows_within, Row, RowBounds, RowPolicy};
 use crate::judge::Language;
 
 /// Year assumed for submissions without a `year` field (the reference pipeline's default).
@@ -285,7 +285,9 @@ pub fn load_submissions(
     let mut submissions = Vec::new();
     let mut seen: HashMap<SubmissionKey, String> = HashMap::new();
     for file in files {
-        for row in read_rows(file, None).map_err(crate::error::bad_input)? {
+        for row in
+            read_rows_within(file, None, RowBounds::SUBMISSIONS).map_err(crate::error::bad_input)?
+        {
             let read = row.and_then(|row| {
                 let submission = Submission::from_row(&row, options)?;
                 if let Some(first) = seen.get(&submission.key()) {

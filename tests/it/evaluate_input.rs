@@ -108,6 +108,64 @@ fn a_bad_row_and_a_broken_task_folder_do_not_refuse_the_dataset() {
 }
 
 #[test]
+fn rows_over_the_byte_bounds_are_skipped_naming_the_field_and_never_written_back() {
+    if !can_judge() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let problems = demo_problems(work.path());
+    // One `code` of 17 MiB (over the 16 MiB a field holds), one line of 70 MiB (over the
+    // 64 MiB a row takes, never parsed), and a good row after each.
+    let padded = |mib: usize| format!("// {}\n{ORCHARD_AC}", "x".repeat(mib << 20));
+    let subs = work.path().join("subs.jsonl");
+    std::fs::write(
+        &subs,
+        format!(
+            "{}\n{}\n{}\n{}\n",
+            row("big-field", "orchard", &padded(17)),
+            row("good", "orchard", ORCHARD_AC),
+            row("big-line", "orchard", &padded(70)),
+            row("good-too", "orchard", ORCHARD_AC),
+        ),
+    )
+    .unwrap();
+    let out_dir = work.path().join("out");
+    let out = evaluate(work.path(), &subs, &out_dir, &problems, &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("2 row(s) skipped"), "{stderr}");
+    assert!(
+        stdout.contains("judged 2 submission(s)"),
+        "{stdout}{stderr}"
+    );
+    let judged: Vec<String> = lines(&out_dir.join("subs.jsonl"))
+        .iter()
+        .map(|r| r["uuid"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(judged, ["good", "good-too"]);
+    let results_bytes = std::fs::metadata(out_dir.join("subs.jsonl")).unwrap().len();
+    assert!(results_bytes < 1 << 20, "{results_bytes} bytes of results");
+    let skipped = lines(&out_dir.join("subs.skipped.jsonl"));
+    let named: Vec<(u64, &str)> = skipped
+        .iter()
+        .map(|r| (r["row"].as_u64().unwrap(), r["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(named, [(1, "code"), (3, "code")], "{skipped:?}");
+    let errors: Vec<&str> = skipped
+        .iter()
+        .map(|r| r["error"].as_str().unwrap())
+        .collect();
+    assert!(
+        errors[0].contains("over the 16 MiB a field may hold"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("over the 64 MiB a row may take"),
+        "{errors:?}"
+    );
+}
+
+#[test]
 fn a_second_run_into_the_same_results_stops_and_names_the_first() {
     if !can_judge() {
         return;

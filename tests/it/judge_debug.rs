@@ -199,6 +199,59 @@ fn a_flood_of_newlines_after_the_right_answer_costs_the_judge_a_buffer() {
 }
 
 #[test]
+fn input_streams_from_a_pipe_or_a_fifo_and_refuses_an_endless_one() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = sumpairs();
+    let solution = debug_solution("stderr_wa.cpp");
+    // A FIFO given by name is read as it streams.
+    let work = tempfile::tempdir().unwrap();
+    let fifo = work.path().join("input.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, b"3 4\n1 3 2\n"))
+    };
+    let out = judge(&[path(&dir), path(&solution), "--input", path(&fifo)]);
+    writer.join().unwrap().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("--- your output (1 line) ---\n2\n"),
+        "{stdout}"
+    );
+
+    // Standard input that never ends: refused at the bound, with the judge's memory flat.
+    let mut child = bin_shared_cache()
+        .args(["judge", path(&dir), path(&solution), "--input", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peak = peak_rss_kib(&mut child);
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("standard input (--input -): more than 256 MiB"),
+        "{stderr}"
+    );
+    assert!(
+        peak > 0 && peak < 64 << 10,
+        "the judge peaked at {peak} KiB"
+    );
+    // A folder is named as one.
+    let out = judge(&[path(&dir), path(&solution), "--input", path(work.path())]);
+    assert!(
+        text(&out.stderr).contains("a folder, not an input file"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn a_crash_names_its_signal_and_what_it_means() {
     if !is_root_or_skip("judging") {
         return;

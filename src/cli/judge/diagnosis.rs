@@ -359,7 +359,7 @@ fn read_lossy(path: &Path, limit: u64) -> String {
 }
 
 /// The lines of a file, counted through a buffer (a last line without `\n` counts).
-fn count_lines(path: &Path) -> usize {
+pub(super) fn count_lines(path: &Path) -> usize {
     let Ok(file) = File::open(path) else {
         return 0;
     };

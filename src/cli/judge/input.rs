@@ -2,11 +2,12 @@
 //! (and, for a Communication task, its manager and stubs), with its output and standard error
 //! shown; nothing is judged (docs/debugging.md#your-own-input).
 
-use std::io::Read as _;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::diagnosis::count_lines;
 use crate::cli::output::outln;
 use crate::judge::kept::{self, Kept};
 use crate::judge::native::{failure, InputRun, INPUT_RUN};
@@ -14,6 +15,11 @@ use crate::judge::{Build, Judge, Language, LoadedProblem};
 
 /// Lines of the output shown (the whole output is in the kept folder).
 const SHOWN_LINES: usize = 200;
+/// Bytes of a kept output read to show its first lines (its lines are counted in full).
+const SHOWN_BYTES: u64 = 1 << 20;
+/// The largest input read from standard input, a pipe or a device: far more than any IOI
+/// test, and a bound on the disk a stream that never ends (`/dev/zero`) takes.
+const STREAMED_INPUT_BYTES: u64 = 256 << 20;
 
 /// Compiles the solution, runs it on `input` and prints what happened; exit status 1 when a
 /// process of the solution did not end normally or the solution did not compile.
@@ -46,24 +52,52 @@ pub fn run(
     show(&shown_as, &run, kept)
 }
 
-/// The input as a file: `-` reads standard input into the kept folder.
+/// The input as a file: a regular file is used where it is; standard input (`-`), a pipe or a
+/// device is copied into the kept folder as it streams, up to [`STREAMED_INPUT_BYTES`].
 fn input_file(input: &Path, kept: &Path) -> Result<PathBuf> {
-    if input != Path::new("-") {
-        if !input.is_file() {
-            return Err(crate::error::usage(anyhow::anyhow!(
-                "{}: no such input file (--input)",
-                input.display()
-            )));
-        }
-        return Ok(input.to_path_buf());
+    if input == Path::new("-") {
+        return copy_bounded(std::io::stdin().lock(), "standard input (--input -)", kept);
     }
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .lock()
-        .read_to_end(&mut bytes)
-        .context("cannot read the input from stdin (--input -)")?;
+    let usage = |what: String| crate::error::usage(anyhow::anyhow!("{what}"));
+    match std::fs::metadata(input) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(usage(format!(
+            "{}: no such input file (--input)",
+            input.display()
+        ))),
+        Err(e) => Err(usage(format!(
+            "{}: cannot read (--input): {e}",
+            input.display()
+        ))),
+        Ok(meta) if meta.is_file() => Ok(input.to_path_buf()),
+        Ok(meta) if meta.is_dir() => Err(usage(format!(
+            "{}: a folder, not an input file (--input)",
+            input.display()
+        ))),
+        Ok(_) => {
+            let file = std::fs::File::open(input)
+                .with_context(|| format!("cannot open {} (--input)", input.display()))?;
+            copy_bounded(file, &format!("{} (--input)", input.display()), kept)
+        }
+    }
+}
+
+/// Copies a stream into the kept folder's input file, refusing one longer than
+/// [`STREAMED_INPUT_BYTES`] (nothing of it is kept then).
+fn copy_bounded(stream: impl Read, what: &str, kept: &Path) -> Result<PathBuf> {
     let path = kept::path(kept, INPUT_RUN, Kept::Input);
-    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut file =
+        std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let copied = std::io::copy(&mut stream.take(STREAMED_INPUT_BYTES + 1), &mut file)
+        .with_context(|| format!("cannot read the input from {what}"))?;
+    if copied > STREAMED_INPUT_BYTES {
+        drop(file);
+        let _ = std::fs::remove_file(&path);
+        return Err(crate::error::bad_input(anyhow::anyhow!(
+            "{what}: more than {} MiB of input, the most read from a stream; write it to a \
+             file and pass its path (a regular file is used where it is, whatever its size)",
+            STREAMED_INPUT_BYTES >> 20
+        )));
+    }
     Ok(path)
 }
 
@@ -89,8 +123,8 @@ fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
     }
     if let Some(manager) = &run.manager {
         let (stdout, stderr) = (
-            read_kept(kept, Kept::ManagerOut),
-            read_kept(kept, Kept::ManagerErr),
+            read_kept(kept, Kept::ManagerOut).0,
+            read_kept(kept, Kept::ManagerErr).0,
         );
         match crate::judge::check::parse_verdict(&stdout, &stderr, "manager") {
             Ok((score, message)) => outln!("the manager's verdict: score {score}, {message}"),
@@ -111,24 +145,31 @@ fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
     })
 }
 
-/// A kept file of the input run, lossily decoded.
-fn read_kept(kept: &Path, kind: Kept) -> String {
-    let bytes = std::fs::read(kept::path(kept, INPUT_RUN, kind)).unwrap_or_default();
-    String::from_utf8_lossy(&bytes).into_owned()
+/// The head of a kept file of the input run ([`SHOWN_BYTES`]), lossily decoded, and its lines.
+fn read_kept(kept: &Path, kind: Kept) -> (String, usize) {
+    let path = kept::path(kept, INPUT_RUN, kind);
+    let mut bytes = Vec::new();
+    if let Ok(file) = std::fs::File::open(&path) {
+        let _ = file.take(SHOWN_BYTES).read_to_end(&mut bytes);
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    (text, count_lines(&path))
 }
 
 /// A heading with the line count, then up to [`SHOWN_LINES`] lines.
-fn section(title: &str, text: &str) -> Result<()> {
-    let lines = text.lines().count();
+fn section(title: &str, (text, lines): &(String, usize)) -> Result<()> {
+    let lines = *lines;
     outln!(
         "--- {title} ({lines} line{}) ---",
         if lines == 1 { "" } else { "s" }
     );
-    for line in text.lines().take(SHOWN_LINES) {
+    let mut shown = 0;
+    for line in text.lines().take(SHOWN_LINES.min(lines)) {
         outln!("{line}");
+        shown += 1;
     }
-    if lines > SHOWN_LINES {
-        outln!("… ({} more lines)", lines - SHOWN_LINES);
+    if lines > shown {
+        outln!("… ({} more lines)", lines - shown);
     }
     Ok(())
 }
