@@ -361,6 +361,52 @@ fn keep_writes_every_test_s_files_named_by_test() {
 }
 
 #[test]
+fn keep_into_a_used_folder_replaces_the_last_judgement_and_refuses_a_foreign_one() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let kept = work.path().join("kept");
+    let dir = sumpairs();
+    let ac = dir.join("solutions/ac.cpp");
+    let out = judge(&[path(&dir), path(&ac), "--all-tests", "--keep", path(&kept)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(kept.join("02.verdict").is_file());
+    // A link named like a kept file is not the judge's to remove.
+    std::os::unix::fs::symlink(&ac, kept.join("link.out")).unwrap();
+    // The second judgement stops early: nothing of the first's 02 may stay beside it.
+    let wa = debug_solution("stderr_wa.cpp");
+    let out = judge(&[path(&dir), path(&wa), "--keep", path(&kept)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(kept.join("01.verdict"))
+        .unwrap()
+        .contains("WA"));
+    for name in ["02.verdict", "02.out", "02.in", "02.ans"] {
+        assert!(
+            !kept.join(name).exists(),
+            "{name} of the first judgement is left"
+        );
+    }
+    assert!(kept.join("link.out").symlink_metadata().is_ok());
+
+    // A folder of someone else's files is refused, and nothing in it is touched.
+    let foreign = work.path().join("mine");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("01.out"), "my notes").unwrap();
+    let out = judge(&[path(&dir), path(&wa), "--keep", path(&foreign)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("holds files ioi-run did not keep"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(foreign.join("01.out")).unwrap(),
+        "my notes"
+    );
+}
+
+#[test]
 fn keep_keeps_a_test_judged_in_one_subtask_and_skipped_in_another() {
     if !is_root_or_skip("judging") {
         return;

@@ -2,6 +2,10 @@
 //! stderr, the checker's and the manager's words), the test's input, its expected output and
 //! its verdict, named by test (docs/debugging.md#kept-files). Files that a test run ahead of
 //! an early stop left are removed: the table reports that test SKIPPED.
+//!
+//! A folder holds one judgement's files: a judgement into a folder `--keep` filled before
+//! removes what the last one left (so `07.verdict` of another program never sits beside this
+//! one's files), and a folder with files ioi-run did not write is refused, never emptied.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -12,6 +16,53 @@ use anyhow::{Context, Result};
 use crate::judge::kept::{self, Kept};
 use crate::judge::LoadedProblem;
 use crate::score::{SubtaskResult, TestResult, Verdict};
+
+/// The file that marks a folder as `--keep`'s: only such a folder is emptied.
+const MARKER: &str = ".ioi-run-kept";
+
+/// Makes `dir` ready for a judgement's files: created when missing, the kept files of an
+/// earlier judgement removed (regular files named as kept files only; links and folders are
+/// left), and refused when it holds files of someone else's.
+pub fn prepare(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the folder {} (--keep)", dir.display()))?;
+    let marker = dir.join(MARKER);
+    let ours = marker.symlink_metadata().is_ok_and(|m| m.is_file());
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read the folder {} (--keep)", dir.display()))?
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read the folder {} (--keep)", dir.display()))?;
+    if !ours {
+        if let Some(entry) = entries.first() {
+            anyhow::bail!(
+                "{} holds files ioi-run did not keep (e.g. {}): give --keep a new or empty \
+                 folder, or one --keep filled before (its files are replaced)",
+                dir.display(),
+                crate::output::printable(&entry.file_name().to_string_lossy(), false)
+            );
+        }
+        kept::create(&marker)?
+            .write_all(
+                b"This folder holds the files `ioi-run judge --keep` kept of one judgement; \
+                  the next judgement into it replaces them.\n",
+            )
+            .with_context(|| format!("cannot write {}", marker.display()))?;
+        return Ok(());
+    }
+    for entry in entries {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        let is_kept = Kept::ALL
+            .iter()
+            .any(|kind| name.ends_with(&format!(".{}", kind.suffix())));
+        if is_file && is_kept {
+            std::fs::remove_file(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
 
 /// Completes the kept files of every test in `results`.
 pub fn write(results: &[SubtaskResult], loaded: &LoadedProblem, dir: &Path) -> Result<()> {

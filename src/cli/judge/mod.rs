@@ -98,9 +98,7 @@ pub fn run(args: Args) -> Result<i32> {
     let ours;
     let kept = match &args.keep {
         Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the folder {} (--keep)", dir.display()))
-                .map_err(usage)?;
+            keep::prepare(dir).map_err(usage)?;
             dir.clone()
         }
         None => {
@@ -142,6 +140,8 @@ fn check_debugging_args(args: &Args) -> Result<()> {
 
 /// Judges the solution once (or runs it on `--input`) and prints the result.
 fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
+    // Each judgement (each of `--watch`) starts from a folder without the last one's files.
+    keep::prepare(kept)?;
     // A problem that does not load is bad input, unless a closer cause is known (a path that
     // does not exist is a usage error, a failed generator run the host's).
     let (problem, tests) = load_problem(args, judge).map_err(crate::error::bad_input)?;
