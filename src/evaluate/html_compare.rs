@@ -399,15 +399,20 @@ fn differences(
     Ok(out)
 }
 
-/// The tests whose status or score differ between the copies of a submission, as a table.
+/// The tests whose status or score differ between the copies of a submission, as a table: a
+/// test once, with every subtask it belongs to. A test runs once a judgement whatever subtasks
+/// share it, so its outcome is the one it got where it was judged; a copy that judged it
+/// nowhere (every subtask stopped early before it) tells nothing of it, and a test SKIPPED
+/// by one copy and judged by another is no difference: the test that stopped that copy is.
 fn test_differences(
     present: &[(usize, &JudgedSubmission)],
     sets: &[ResultSet],
     rows: &ResultsFiles,
 ) -> Result<String> {
-    // (subtask, test) → per copy: status, score and time.
+    // per copy: status, score and time where it was judged.
     type Outcome = (Verdict, f64, Option<f64>);
-    let mut tests: BTreeMap<(usize, String, String), Vec<Option<Outcome>>> = BTreeMap::new();
+    // test → (position of its first subtask, its subtasks, its outcome in each copy).
+    let mut tests: HashMap<String, (usize, Vec<String>, Vec<Option<Outcome>>)> = HashMap::new();
     let mut order: HashMap<String, usize> = HashMap::new();
     for (k, (_, s)) in present.iter().enumerate() {
         let row = rows.read(s.span)?;
@@ -415,22 +420,31 @@ fn test_differences(
             let next = order.len();
             let position = *order.entry(cell.name.clone()).or_insert(next);
             for test in cell.tests {
-                tests
-                    .entry((position, cell.name.clone(), test.name.clone()))
-                    .or_insert_with(|| vec![None; present.len()])[k] =
-                    Some((test.status, test.score, test.time));
+                let (first, subtasks, copies) = tests
+                    .entry(test.name.clone())
+                    .or_insert_with(|| (position, Vec::new(), vec![None; present.len()]));
+                *first = (*first).min(position);
+                if !subtasks.contains(&cell.name) {
+                    subtasks.push(cell.name.clone());
+                }
+                let judged = !matches!(test.status, Verdict::Skipped);
+                if judged && copies[k].is_none() {
+                    copies[k] = Some((test.status, test.score, test.time));
+                }
             }
         }
     }
     // Times always differ a little between runs: a test differs by its status and score.
     let verdict = |t: &Option<Outcome>| t.map(|(status, score, _)| (status, score));
-    let differing: Vec<_> = tests
+    let mut differing: Vec<_> = tests
         .into_iter()
-        .filter(|(_, copies)| {
-            let first = verdict(&copies[0]);
-            copies.iter().any(|c| verdict(c) != first)
+        .filter(|(_, (_, _, copies))| {
+            let mut judged = copies.iter().filter_map(verdict);
+            let first = judged.next();
+            judged.any(|v| Some(v) != first)
         })
         .collect();
+    differing.sort_by(|(a, (pa, ..)), (b, (pb, ..))| (pa, a).cmp(&(pb, b)));
     let outcome = |t: Option<Outcome>| match t {
         Some((status, score, time)) => format!(
             "<span class=\"st st-{0}\">{0}</span> {1}{2}",
@@ -438,15 +452,15 @@ fn test_differences(
             points(score),
             time.map(|t| format!(", {t:.3} s")).unwrap_or_default()
         ),
-        None => "-".into(),
+        None => "not judged".into(),
     };
-    let mut headers = vec!["Subtask".to_string(), "Test".to_string()];
+    let mut headers = vec!["Test".to_string(), "Subtasks".to_string()];
     headers.extend(present.iter().map(|(i, _)| sets[*i].name.clone()));
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let rows: Vec<Vec<String>> = differing
         .into_iter()
-        .map(|((_, subtask, test), copies)| {
-            let mut row = vec![escape(&subtask), escape(&test)];
+        .map(|(test, (_, subtasks, copies))| {
+            let mut row = vec![escape(&test), escape(&subtasks.join(", "))];
             row.extend(copies.into_iter().map(outcome));
             row
         })

@@ -266,6 +266,92 @@ fn a_bad_test_result_is_named_by_file_row_and_field() {
 }
 
 /// Chromium's program name on this machine, if any.
+/// Two runs of one submission: the first fails test b (shared by both subtasks) and stops
+/// early, the second passes b and c and fails d. Only b differs, once, with both subtasks: c
+/// and d were never judged by the first run.
+#[test]
+fn the_comparison_lists_a_shared_test_once_and_no_test_skipped_by_an_early_stop() {
+    let work = tempfile::tempdir().unwrap();
+    let pass = |n: &str| test(n, "AC", 0.1, MIB);
+    let first = row(
+        "sub",
+        "sub",
+        vec![
+            subtask(
+                "01-small",
+                0.0,
+                40,
+                "WA",
+                vec![
+                    pass("a"),
+                    test("b", "WA", 0.1, MIB),
+                    test("c", "SKIPPED", 0.0, 0),
+                ],
+            ),
+            subtask(
+                "02-big",
+                0.0,
+                60,
+                "WA",
+                vec![
+                    pass("a"),
+                    test("b", "WA", 0.1, MIB),
+                    test("c", "SKIPPED", 0.0, 0),
+                    test("d", "SKIPPED", 0.0, 0),
+                ],
+            ),
+        ],
+    );
+    let second = row(
+        "sub",
+        "sub",
+        vec![
+            subtask(
+                "01-small",
+                1.0,
+                40,
+                "AC",
+                vec![pass("a"), pass("b"), pass("c")],
+            ),
+            subtask(
+                "02-big",
+                0.0,
+                60,
+                "WA",
+                vec![pass("a"), pass("b"), pass("c"), test("d", "WA", 0.1, MIB)],
+            ),
+        ],
+    );
+    let mut files = Vec::new();
+    for (name, rows) in [("one", first), ("two", second)] {
+        let dir = work.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("model.jsonl"), format!("{rows}\n")).unwrap();
+        files.push(dir.join("model.jsonl"));
+    }
+    let out_dir = work.path().join("compared");
+    common::ok(
+        bin(work.path())
+            .args(["report", "--out"])
+            .arg(&out_dir)
+            .args(&files)
+            .output()
+            .unwrap(),
+    );
+    let page = std::fs::read_to_string(out_dir.join("reports/comparison.html")).unwrap();
+    assert!(page.contains("1 test result(s) differ"), "{page}");
+    assert!(
+        page.contains("<td>b</td><td>01-small, 02-big</td>"),
+        "{page}"
+    );
+    for never in ["<td>c</td>", "<td>d</td>"] {
+        assert!(
+            !page.contains(never),
+            "{never} listed as a difference: {page}"
+        );
+    }
+}
+
 fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
