@@ -10,7 +10,7 @@ use std::process::Stdio;
 
 use anyhow::{ensure, Context, Result};
 
-use super::floor::{manager_score, score_of, white_diff_score, Started};
+use super::floor_scores::{manager_score, score_of, white_diff_score, Started};
 use super::isolate::{Isolate, IsolateBox};
 use crate::judge::ProblemTools;
 use crate::problem::{Communication, TaskType, TestCase, UserIo};

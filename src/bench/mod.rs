@@ -18,6 +18,7 @@ mod clients;
 pub(crate) mod compile;
 pub(crate) mod evaluate;
 pub(crate) mod floor;
+mod floor_scores;
 pub(crate) mod isolate;
 pub(crate) mod isolate_floor;
 pub(crate) mod judge;

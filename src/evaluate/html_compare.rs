@@ -412,7 +412,8 @@ fn test_differences(
     // per copy: status, score and time where it was judged.
     type Outcome = (Verdict, f64, Option<f64>);
     // test → (position of its first subtask, its subtasks, its outcome in each copy).
-    let mut tests: HashMap<String, (usize, Vec<String>, Vec<Option<Outcome>>)> = HashMap::new();
+    type Copies = (usize, Vec<String>, Vec<Option<Outcome>>);
+    let mut tests: HashMap<String, Copies> = HashMap::new();
     let mut order: HashMap<String, usize> = HashMap::new();
     for (k, (_, s)) in present.iter().enumerate() {
         let row = rows.read(s.span)?;

@@ -148,6 +148,11 @@ impl<V: Clone + Weight> VerdictCache<V> {
             .map_or(0, |entries| entries.by_key.len())
     }
 
+    /// Whether no verdict is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The verdict of `key`: the one already made, or `judge`'s, which is kept when it is a
     /// verdict (`Ok`). A judgement that failed is not kept: its copies waiting for it judge
     /// for themselves.

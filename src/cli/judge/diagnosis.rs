@@ -365,10 +365,7 @@ pub(super) fn count_lines(path: &Path) -> usize {
     };
     let mut reader = BufReader::new(file.take(kept::KEPT_BYTES));
     let (mut lines, mut last) = (0, b'\n');
-    loop {
-        let Ok(chunk) = reader.fill_buf() else {
-            break;
-        };
+    while let Ok(chunk) = reader.fill_buf() {
         let Some(&end) = chunk.last() else {
             break;
         };
