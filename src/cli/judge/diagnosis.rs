@@ -20,6 +20,8 @@ const INPUT_LINES: usize = 5;
 const STDERR_LINES: usize = 10;
 /// Characters of one shown line.
 const LINE_CHARS: usize = 160;
+/// Bytes of the input read for its first lines (each is cut to [`LINE_CHARS`] anyway).
+const HEAD_BYTES: u64 = 64 << 10;
 /// Bytes of the solution's standard error read to explain a failure: far more than any
 /// report or debugging print shown, and a bound on what a flood of it costs the judge.
 const STDERR_BYTES: u64 = 1 << 20;
@@ -98,7 +100,7 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
     }
     let stderr_file = kept::path(from.kept, &test.test_name, Kept::Stderr);
     let stderr = read_lossy(&stderr_file, STDERR_BYTES).replace(from.judged_as, from.given);
-    d.stderr_lines = count_lines(&stderr_file);
+    d.stderr_lines = count_lines(&stderr_file, kept::KEPT_BYTES);
     d.stderr_head = telling_lines(&stderr);
     d.location = location(&stderr, from.given);
     let signal = signal_of(feedback);
@@ -335,17 +337,12 @@ fn location(stderr: &str, given: &str) -> Option<String> {
 /// The first `n` lines of a file (lossily decoded, cut to a readable length) and its number
 /// of lines.
 fn head(path: &Path, n: usize) -> (Vec<String>, usize) {
-    let Ok(file) = File::open(path) else {
-        return (Vec::new(), 0);
-    };
-    let mut shown = Vec::new();
-    let mut count = 0;
-    for line in BufReader::new(file).split(b'\n').map_while(Result::ok) {
-        if count < n {
-            shown.push(cut(String::from_utf8_lossy(&line).trim_end()));
-        }
-        count += 1;
-    }
+    let count = count_lines(path, u64::MAX);
+    let shown = read_lossy(path, HEAD_BYTES)
+        .split('\n')
+        .take(n.min(count))
+        .map(|line| cut(line.trim_end()))
+        .collect();
     (shown, count)
 }
 
@@ -358,12 +355,13 @@ fn read_lossy(path: &Path, limit: u64) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// The lines of a file, counted through a buffer (a last line without `\n` counts).
-pub(super) fn count_lines(path: &Path) -> usize {
+/// The lines of the first `limit` bytes of a file, counted through a buffer (a last line
+/// without `\n` counts).
+pub(super) fn count_lines(path: &Path, limit: u64) -> usize {
     let Ok(file) = File::open(path) else {
         return 0;
     };
-    let mut reader = BufReader::new(file.take(kept::KEPT_BYTES));
+    let mut reader = BufReader::new(file.take(limit));
     let (mut lines, mut last) = (0, b'\n');
     while let Ok(chunk) = reader.fill_buf() {
         let Some(&end) = chunk.last() else {

@@ -153,7 +153,7 @@ fn read_kept(kept: &Path, kind: Kept) -> (String, usize) {
         let _ = file.take(SHOWN_BYTES).read_to_end(&mut bytes);
     }
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    (text, count_lines(&path))
+    (text, count_lines(&path, crate::judge::kept::KEPT_BYTES))
 }
 
 /// A heading with the line count, then up to [`SHOWN_LINES`] lines.
