@@ -1,9 +1,15 @@
 //! Reading the files of a package (a TPS or CMS task folder) that may be links
 //! (docs/data.md#links-in-packages). A package is written by others: a link in it may point
 //! at a host file its author cannot read (`/root/...`, `/etc/shadow`), and the judge runs as
-//! root. A link that stays inside the package is followed; one that leads out of it is read
-//! with the rights of an unprivileged user (`nobody`), so it gives only what anyone on the
-//! host could read anyway (IOI 2022 links `testlib.h` into a submodule beside the tasks).
+//! root. A link that stays inside the package is followed, and so is one that stays inside the
+//! git repository the package was cloned with (IOI 2022 links `testlib.h` into a submodule
+//! beside the tasks, and a clone may sit in a folder others cannot enter, such as root's
+//! home). Any other link is read with the rights of an unprivileged user (`nobody`), so it
+//! gives only what anyone on the host could read anyway.
+//!
+//! The repository is the nearest folder above the package that holds `.git`, reached without
+//! passing a folder owned by someone else or one others may write: in a world-writable `/tmp`
+//! anyone could plant a `.git` above another's package and widen what its links may reach.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -97,7 +103,33 @@ fn outside(root: &Path, path: &Path) -> Result<Option<PathBuf>> {
             });
         }
     };
-    Ok((!target.starts_with(&root)).then_some(target))
+    let inside = target.starts_with(&root)
+        || repository_of(&root).is_some_and(|repository| target.starts_with(repository));
+    Ok((!inside).then_some(target))
+}
+
+/// The git repository the (resolved) folder `root` belongs to, as the module comment says:
+/// the nearest folder at or above it holding `.git` (a folder, or the file of a submodule or
+/// worktree), where it and every folder on the way have the owner of `root` and let no one
+/// else write.
+fn repository_of(root: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = root.symlink_metadata().ok()?.uid();
+    let mut dir = root;
+    loop {
+        let meta = dir.symlink_metadata().ok()?;
+        if meta.uid() != owner || meta.mode() & 0o022 != 0 {
+            return None;
+        }
+        if dir
+            .join(".git")
+            .symlink_metadata()
+            .is_ok_and(|git| git.uid() == owner && !git.file_type().is_symlink())
+        {
+            return Some(dir.to_path_buf());
+        }
+        dir = dir.parent()?;
+    }
 }
 
 /// Runs `open` on `target` with the file-system rights of `nobody` when the process is root
@@ -165,6 +197,78 @@ mod tests {
             check_readable(dir.path(), &dir.path().join("link")).unwrap(),
             dir.path().join("link")
         );
+    }
+
+    /// A clone of a repository in a folder others cannot enter (root's home, `mktemp -d`),
+    /// whose task links `testlib.h` to a folder beside it: followed. A link from the same
+    /// task to a root-only file outside the repository: refused.
+    #[test]
+    fn links_inside_the_packages_repository_are_followed_and_others_are_not() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let repository = home.path().join("ioi2022");
+        let task = repository.join("prison");
+        std::fs::create_dir_all(task.join("checker")).unwrap();
+        std::fs::create_dir_all(repository.join("tps/problem-assets")).unwrap();
+        std::fs::write(repository.join("tps/problem-assets/testlib.h"), b"testlib").unwrap();
+        std::fs::write(home.path().join("secret"), b"root only").unwrap();
+        std::fs::set_permissions(
+            home.path().join("secret"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        symlink(
+            "../../tps/problem-assets/testlib.h",
+            task.join("checker/testlib.h"),
+        )
+        .unwrap();
+        symlink("../../secret", task.join("secret.in")).unwrap();
+        let (testlib, secret) = (task.join("checker/testlib.h"), task.join("secret.in"));
+
+        if nix::unistd::geteuid().is_root() {
+            // No repository yet: the link out is read as `nobody`, who cannot enter the home.
+            assert!(read(&task, &testlib).is_err());
+        }
+        std::fs::create_dir(repository.join(".git")).unwrap();
+        assert_eq!(read(&task, &testlib).unwrap(), b"testlib");
+        assert_eq!(check_readable(&task, &testlib).unwrap(), testlib);
+        if nix::unistd::geteuid().is_root() {
+            let message = format!("{:#}", read(&task, &secret).unwrap_err());
+            assert!(message.contains("link out of its package"), "{message}");
+            assert!(check_readable(&task, &secret).is_err());
+        }
+        // A submodule's `.git` is a file: its checkout is a repository of its own.
+        std::fs::remove_dir(repository.join(".git")).unwrap();
+        std::fs::write(repository.join(".git"), b"gitdir: ../.git/modules/ioi2022").unwrap();
+        assert_eq!(
+            repository_of(&task.canonicalize().unwrap()),
+            Some(repository.canonicalize().unwrap())
+        );
+    }
+
+    /// A `.git` above the package counts only when nobody else could have put it there.
+    #[test]
+    fn a_repository_is_not_found_past_a_folder_others_may_write_or_own() {
+        let shared = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        std::fs::create_dir(shared.path().join(".git")).unwrap();
+        let task = shared.path().join("task");
+        std::fs::create_dir(&task).unwrap();
+        std::fs::set_permissions(&task, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(repository_of(&task.canonicalize().unwrap()), None);
+        // The same folder writable by its owner only: the repository is found.
+        std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(repository_of(&task.canonicalize().unwrap()).is_some());
+        if nix::unistd::geteuid().is_root() {
+            // Owned by someone else: not the package owner's repository.
+            nix::unistd::chown(
+                shared.path(),
+                Some(nix::unistd::Uid::from_raw(NOBODY)),
+                None,
+            )
+            .unwrap();
+            assert_eq!(repository_of(&task.canonicalize().unwrap()), None);
+        }
     }
 
     #[test]

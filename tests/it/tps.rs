@@ -382,3 +382,39 @@ fn script_mode_refuses_a_communication_task_with_a_checker() {
         "{err}"
     );
 }
+
+/// A repository cloned where others cannot enter (root's home, `mktemp -d`): its tasks link
+/// `testlib.h` out of their folder to one beside them, as IOI 2022's do. Judged as from a
+/// world-readable folder once it is a git checkout; before, the links out read as `nobody`.
+#[test]
+fn a_package_cloned_into_a_private_folder_follows_links_inside_its_repository() {
+    if !can_run() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    let repository = home.join("tasks");
+    std::fs::create_dir_all(&home).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(tasks())
+        .arg(&repository)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let task = repository.join("sum");
+    let solution = task.join("solution/model.cpp");
+    let refused = failed(
+        bin(work.path())
+            .args(["judge", "--json"])
+            .arg(&task)
+            .arg(&solution)
+            .output()
+            .unwrap(),
+    );
+    assert!(refused.contains("link out of its package"), "{refused}");
+    std::fs::create_dir(repository.join(".git")).unwrap();
+    let report = judge(work.path(), &[&task, &solution]);
+    assert_eq!(report["total"].as_f64(), Some(100.0), "{report:#}");
+}
