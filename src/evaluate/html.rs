@@ -36,11 +36,12 @@ figure{margin:.5em 0;display:inline-block;vertical-align:top}\
 figcaption{font-weight:600;margin-bottom:.3em}\
 svg{max-width:100%;height:auto}.muted{color:#555}\
 .st{text-align:center;font-weight:600;min-width:3em}\
-.st-AC{background:#2e7d32;color:#fff}.st-PA{background:#f9a825;color:#222}\
+.st-AC{background:#2e7d32;color:#fff}.st-PA{background:#fdd835;color:#222}\
 .st-WA{background:#c62828;color:#fff}.st-TLE{background:#ef6c00;color:#fff}\
 .st-MLE{background:#6a1b9a;color:#fff}.st-RE{background:#ad1457;color:#fff}\
-.st-CE{background:#616161;color:#fff}.st-SKIPPED{background:#e0e0e0;color:#222}\
+.st-CE{background:#616161;color:#fff}.st-SKIPPED{background:#bdbdbd;color:#222}\
 .legend i{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:-1px}\
+td.st small{font-weight:400;margin-left:.3em}\
 table.grid tr.r{cursor:pointer}table.grid tr.r:hover td{outline:1px solid #333}\
 table.grid th{cursor:pointer;position:sticky;top:0;background:#f5f5f5}\
 tr.d{display:none}tbody.open tr.d,tbody:target tr.d{display:table-row}\
@@ -104,7 +105,7 @@ pub fn page_end() -> String {
 pub fn status_legend() -> String {
     let mut out = String::from("<p class=\"legend\">Statuses:");
     for status in ALL_STATUSES {
-        let _ = write!(out, "<span class=\"st-{0}\">{0}</span>", status.as_str());
+        let _ = write!(out, "<i class=\"st-{0}\"></i>{0}", status.as_str());
     }
     out.push_str("</p>\n");
     out
@@ -171,6 +172,38 @@ pub fn mean(values: impl Iterator<Item = f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    /// Every status reads without colour (its letters beside its swatch), the grid's colours
+    /// are the charts', and PA and TLE are told apart at a glance.
+    #[test]
+    fn statuses_are_named_in_the_legend_and_coloured_as_the_charts() {
+        let legend = status_legend();
+        for status in ALL_STATUSES {
+            let name = status.as_str();
+            assert!(
+                legend.contains(&format!("<i class=\"st-{name}\"></i>{name}")),
+                "{legend}"
+            );
+            let color = crate::evaluate::plots::status_color(status);
+            let css = format!(
+                ".st-{name}{{background:#{:02x}{:02x}{:02x};",
+                color.0, color.1, color.2
+            );
+            assert!(STYLE.contains(&css), "{css} not in the page's style");
+        }
+        let rgb = |v: Verdict| {
+            let c = crate::evaluate::plots::status_color(v);
+            [c.0, c.1, c.2].map(f64::from)
+        };
+        let (pa, tle) = (rgb(Verdict::Partial), rgb(Verdict::TimeLimit));
+        let distance = pa
+            .iter()
+            .zip(tle)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!(distance > 100.0, "PA and TLE are {distance:.0} apart");
+    }
+
     use super::*;
 
     #[test]

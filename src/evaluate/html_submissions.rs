@@ -241,7 +241,8 @@ fn submission_row(
     out
 }
 
-/// A subtask's cell: its weighted score, coloured by status, with its numbers on hover.
+/// A subtask's cell: its weighted score and its status, coloured by status (the letters say it
+/// without colour), with its numbers on hover.
 fn subtask_cell(cell: &SubtaskCell, stats: &ProblemStats) -> String {
     let title = format!(
         "{}: {}; most time {}; most memory {}",
@@ -251,7 +252,7 @@ fn subtask_cell(cell: &SubtaskCell, stats: &ProblemStats) -> String {
         strip_tags(&memory_text(cell.max_memory, stats.memory_limit)),
     );
     format!(
-        "<td class=\"st st-{status}\" data-v=\"{v}\" title=\"{title}\">{text}</td>",
+        "<td class=\"st st-{status}\" data-v=\"{v}\" title=\"{title}\">{text}<small>{status}</small></td>",
         status = cell.status.as_str(),
         v = cell.weighted_score,
         title = escape(&title),

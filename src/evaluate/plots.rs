@@ -13,7 +13,7 @@ use crate::score::Verdict;
 const FONT: &str = "sans-serif";
 const BAR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const SOLVED: RGBColor = RGBColor(0x2e, 0x7d, 0x32);
-const PARTIAL: RGBColor = RGBColor(0xf9, 0xa8, 0x25);
+const PARTIAL: RGBColor = RGBColor(0xfd, 0xd8, 0x35);
 const LIMIT: RGBColor = RGBColor(0xc6, 0x28, 0x28);
 
 /// Submissions per bin of total scores.

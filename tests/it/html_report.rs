@@ -173,7 +173,7 @@ fn the_html_report_shows_the_numbers_of_the_results() {
     assert!(
         html.contains(
             "<td class=\"st st-TLE\" data-v=\"0\" title=\"01-all: 0.0/100 (TLE); most time \
-         1.100 s (110.0%); most memory 30.0 MiB (46.9%)\">0.0</td>"
+         1.100 s (110.0%); most memory 30.0 MiB (46.9%)\">0.0<small>TLE</small></td>"
         ),
         "{html}"
     );
