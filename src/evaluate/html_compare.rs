@@ -161,15 +161,58 @@ fn differ(copies: &[Option<&JudgedSubmission>]) -> bool {
     present.any(|s| Some(s.verdicts) != first)
 }
 
-/// How many submissions are in several sets and how many of them differ, per problem.
+/// The change of one problem's submissions from the first set to the last, over those in both:
+/// how many, the mean change of their total, and which gained, lost or kept points.
+#[derive(Debug, Default, PartialEq)]
+struct Change {
+    both: usize,
+    mean: f64,
+    improved: Vec<String>,
+    regressed: Vec<String>,
+    unchanged: usize,
+}
+
+/// The change of `problem` from the first set to the last (see [`Change`]).
+fn change(problem: &ProblemAcross) -> Change {
+    let mut change = Change::default();
+    let mut sum = 0.0;
+    for (id, copies) in shared(problem) {
+        let (Some(Some(first)), Some(Some(last))) = (copies.first(), copies.last()) else {
+            continue;
+        };
+        let delta = last.total - first.total;
+        change.both += 1;
+        sum += delta;
+        // Totals are sums of points rounded to the subtasks' precision: a hundredth is noise.
+        match delta {
+            d if d > 0.005 => change.improved.push(id.to_string()),
+            d if d < -0.005 => change.regressed.push(id.to_string()),
+            _ => change.unchanged += 1,
+        }
+    }
+    if change.both > 0 {
+        change.mean = sum / change.both as f64;
+    }
+    change
+}
+
+/// Per problem: how many submissions are in several sets, how many of them differ, and how
+/// their totals changed from the first set to the last (with the ids that gained or lost).
 fn difference_summary(sets: &[ResultSet], across: &[ProblemAcross]) -> String {
-    let _ = sets;
+    let ids = |ids: &[String]| match ids.len() {
+        0 => "0".to_string(),
+        n => format!(
+            "<b>{n}</b> <span class=\"muted\">{}</span>",
+            escape(&ids.join(", "))
+        ),
+    };
     let rows: Vec<Vec<String>> = across
         .iter()
         .enumerate()
         .map(|(number, problem)| {
             let shared = shared(problem);
             let differing = shared.iter().filter(|(_, c)| differ(c)).count();
+            let change = change(problem);
             vec![
                 format!(
                     "<a href=\"#c{number}\">{}</a>",
@@ -180,14 +223,33 @@ fn difference_summary(sets: &[ResultSet], across: &[ProblemAcross]) -> String {
                     0 => "0".into(),
                     n => format!("<a href=\"#c{number}-differ\"><b>{n}</b></a>"),
                 },
+                match change.both {
+                    0 => "-".into(),
+                    _ => format!("{:+.2}", change.mean),
+                },
+                ids(&change.improved),
+                ids(&change.regressed),
+                change.unchanged.to_string(),
             ]
         })
         .collect();
+    let (first, last) = (&sets[0].name, &sets[sets.len() - 1].name);
     format!(
-        "<h2>Verdicts that differ</h2>\n{}",
+        "<h2>Verdicts that differ</h2>\n<p class=\"muted\">Change: from {} to {}, over the \
+         submissions in both, in points of the submission's total.</p>\n{}",
+        escape(first),
+        escape(last),
         table(
-            &["Problem", "In several sets", "Verdicts differ"],
-            &[false, true, true],
+            &[
+                "Problem",
+                "In several sets",
+                "Verdicts differ",
+                "Mean change",
+                "Improved",
+                "Regressed",
+                "Unchanged"
+            ],
+            &[false, true, true, true, false, false, true],
             &rows
         )
     )
@@ -295,7 +357,7 @@ fn solve_rates(problem: &ProblemAcross, sets: &[ResultSet]) -> String {
     table(&headers, &numeric, &rows)
 }
 
-/// Each set's histogram of total scores, on the same axis.
+/// Each set's histogram of total scores, on the same axes.
 fn distributions(problem: &ProblemAcross, sets: &[ResultSet]) -> Result<String> {
     let max_points = problem
         .per_set
@@ -310,19 +372,38 @@ fn distributions(problem: &ProblemAcross, sets: &[ResultSet]) -> Result<String> 
                 .max(subs.iter().map(|s| s.total).fold(0.0, f64::max))
         })
         .fold(0.0, f64::max);
+    let bins: Vec<Option<Vec<(f64, f64, usize)>>> = problem
+        .per_set
+        .iter()
+        .map(|per_set| {
+            per_set.as_ref().map(|(_, subs)| {
+                let totals: Vec<f64> = subs.iter().map(|s| s.total).collect();
+                score_bins(&totals, max_points)
+            })
+        })
+        .collect();
+    // One vertical axis for every set: bars of the same height are the same count.
+    let most = bins
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|b| b.2)
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
-    for (set, per_set) in sets.iter().zip(&problem.per_set) {
-        let Some((_, subs)) = per_set else { continue };
-        let totals: Vec<f64> = subs.iter().map(|s| s.total).collect();
-        let bins = score_bins(&totals, max_points);
+    for ((set, per_set), bins) in sets.iter().zip(&problem.per_set).zip(&bins) {
+        let (Some((_, subs)), Some(bins)) = (per_set, bins) else {
+            continue;
+        };
         let _ = writeln!(
             out,
             "<figure><figcaption>{}: total score of {} submissions</figcaption>{}</figure>",
             escape(&set.name),
             subs.len(),
             plots::score_histogram(&Histogram {
-                bins: &bins,
+                bins,
                 max_points,
+                most,
             })?
         );
     }

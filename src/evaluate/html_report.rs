@@ -142,6 +142,7 @@ fn problem_section(
         hist = plots::score_histogram(&Histogram {
             bins: &bins,
             max_points,
+            most: 0,
         })?,
     );
     let solve: Vec<SolveRate> = rates

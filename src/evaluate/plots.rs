@@ -21,6 +21,9 @@ pub struct Histogram<'a> {
     /// `(low, high, submissions)`, bins in order, covering `0..=max_points`.
     pub bins: &'a [(f64, f64, usize)],
     pub max_points: f64,
+    /// The most submissions the vertical axis must hold: histograms drawn side by side share
+    /// it (0: this histogram's own highest bar).
+    pub most: usize,
 }
 
 /// One subtask's share of submissions that solve it fully and partly (0–1 each).
@@ -66,7 +69,14 @@ pub fn score_histogram(histogram: &Histogram) -> Result<String> {
     {
         let root = SVGBackend::with_string(&mut svg, (460, 280)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
-        let top = histogram.bins.iter().map(|b| b.2).max().unwrap_or(0).max(1);
+        let top = histogram
+            .bins
+            .iter()
+            .map(|b| b.2)
+            .max()
+            .unwrap_or(0)
+            .max(histogram.most)
+            .max(1);
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(40)
@@ -262,12 +272,38 @@ fn percent_of_limit(x: f64) -> String {
 mod tests {
     use super::*;
 
+    /// Histograms side by side share their vertical axis: a set with few submissions is drawn
+    /// on the scale of the one with most.
+    #[test]
+    fn a_shared_vertical_axis_holds_the_most_submissions() {
+        let few = [(0.0, 50.0, 2), (50.0, 100.0, 1)];
+        let draw = |most| {
+            score_histogram(&Histogram {
+                bins: &few,
+                max_points: 100.0,
+                most,
+            })
+            .unwrap()
+        };
+        // The labels of the vertical axis: the texts anchored at their end.
+        let highest = |svg: &str| -> u32 {
+            svg.split("text-anchor=\"end\"")
+                .skip(1)
+                .filter_map(|t| t.split_once('>')?.1.split('<').next()?.trim().parse().ok())
+                .max()
+                .unwrap()
+        };
+        assert!(highest(&draw(0)) < 10);
+        assert!(highest(&draw(40)) >= 40);
+    }
+
     #[test]
     fn charts_are_svg_with_escaped_labels() {
         let bins = [(0.0, 50.0, 2), (50.0, 100.0, 1)];
         let svg = score_histogram(&Histogram {
             bins: &bins,
             max_points: 100.0,
+            most: 0,
         })
         .unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));

@@ -350,6 +350,14 @@ fn the_comparison_lists_a_shared_test_once_and_no_test_skipped_by_an_early_stop(
             "{never} listed as a difference: {page}"
         );
     }
+    // The problem's change from the first set to the second: `sub` gained 40 points.
+    assert!(
+        page.contains(
+            "<td class=\"num\">+40.00</td><td><b>1</b> <span class=\"muted\">sub</span></td>\
+             <td>0</td><td class=\"num\">0</td>"
+        ),
+        "{page}"
+    );
 }
 
 fn chromium() -> Option<&'static str> {
