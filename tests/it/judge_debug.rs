@@ -251,6 +251,62 @@ fn input_streams_from_a_pipe_or_a_fifo_and_refuses_an_endless_one() {
     );
 }
 
+/// `judge --input` with `input` on standard input: its stdout.
+fn run_input(solution: &Path, input: &str, extra: &[&str]) -> String {
+    use std::io::Write;
+    let dir = sumpairs();
+    let mut child = bin_shared_cache()
+        .args(["judge", path(&dir), path(solution), "--input", "-"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn input_gives_a_crash_its_cause_place_and_hint_and_names_the_grader_s_refusal() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let dir = sumpairs();
+    let segv = dir.join("solutions/segv.cpp");
+    let stdout = run_input(&segv, "3 4\n1 3 2\n", &[]);
+    assert!(
+        stdout.contains("  cause     invalid memory access"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  hint      judge again with `--compile-profile debug`"),
+        "{stdout}"
+    );
+    // The debug profile names the line in the user's file, never the box's name of it.
+    let stdout = run_input(&segv, "3 4\n1 3 2\n", &["--compile-profile", "debug"]);
+    let place = format!("  where     {}:6", segv.display());
+    assert!(stdout.contains(&place), "{stdout}");
+    assert!(!stdout.contains("graders/sumpairs.cpp"), "{stdout}");
+    // Input the grader cannot read: its refusal is named as the input's possible fault.
+    let stdout = run_input(&dir.join("solutions/ac.cpp"), "not a number\n", &[]);
+    assert!(
+        stdout.contains("RE: Runtime error: exit code 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("an input the grader cannot read"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_crash_names_its_signal_and_what_it_means() {
     if !is_root_or_skip("judging") {

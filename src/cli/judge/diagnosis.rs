@@ -98,6 +98,16 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
     if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) {
         d.message = Some(feedback.trim_end().to_string());
     }
+    explain_run(&mut d, test, from);
+    Some(d)
+}
+
+/// What a run's end says, from its standard error and feedback (the part of a diagnosis that
+/// `--input` shares with a judged test): stderr's telling lines with the judge's name of the
+/// solution's file turned into the user's, the place it names, the signal, what it means, and
+/// what to do next.
+pub fn explain_run(d: &mut Diagnosis, test: &TestResult, from: &Sources) {
+    let feedback = test.feedback.as_deref().unwrap_or("");
     let stderr_file = kept::path(from.kept, &test.test_name, Kept::Stderr);
     let stderr = read_lossy(&stderr_file, STDERR_BYTES).replace(from.judged_as, from.given);
     d.stderr_lines = count_lines(&stderr_file, kept::KEPT_BYTES);
@@ -113,7 +123,6 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
     if crashed && !is_sanitizer_report(&stderr) {
         d.hint = Some("judge again with `--compile-profile debug`: it names the line".into());
     }
-    Some(d)
 }
 
 /// The signal number in a feedback `... killed by signal N ...`.
@@ -221,7 +230,7 @@ fn assertion(stderr: &str) -> Option<String> {
     Some(format!("{}{what}", cut(thrown)))
 }
 
-fn is_sanitizer_report(stderr: &str) -> bool {
+pub(super) fn is_sanitizer_report(stderr: &str) -> bool {
     stderr.contains("ERROR: AddressSanitizer")
         || stderr.contains("runtime error: ")
         || stderr.contains("ERROR: UndefinedBehaviorSanitizer")

@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::diagnosis::count_lines;
+use super::diagnosis::{count_lines, explain_run, is_sanitizer_report, Diagnosis, Sources};
 use crate::cli::output::outln;
 use crate::judge::kept::{self, Kept};
 use crate::judge::native::{failure, InputRun, INPUT_RUN};
 use crate::judge::{Build, Judge, Language, LoadedProblem};
+use crate::output::printable;
+use crate::problem::TaskType;
+use crate::score::{TestResult, Verdict};
 
 /// Lines of the output shown (the whole output is in the kept folder).
 const SHOWN_LINES: usize = 200;
@@ -37,19 +40,28 @@ pub fn run(
         false => input.display().to_string(),
     };
     let input = input_file(input, kept)?;
+    let judged_as = format!("graders/{}{}", loaded.problem.id, language.extension());
+    let given = solution.display().to_string();
     let program = match judge.compile(loaded, &code, language)? {
         Build::Program(program) => program,
         Build::Error(error) => {
-            let judged_as = format!("graders/{}{}", loaded.problem.id, language.extension());
-            let messages = error
-                .to_string()
-                .replace(&judged_as, &solution.display().to_string());
+            let messages = error.to_string().replace(&judged_as, &given);
             eprintln!("{} does not compile: {messages}", solution.display());
             return Ok(crate::error::NO);
         }
     };
     let run = judge.run_input(loaded, &program, &input)?;
-    show(&shown_as, &run, kept)
+    let sources = Sources {
+        kept,
+        judged_as: &judged_as,
+        given: &given,
+        user_io: match &loaded.problem.task {
+            TaskType::Communication(params) => Some(params.user_io),
+            TaskType::Batch => None,
+        },
+        time_limit: loaded.problem.time_limit,
+    };
+    show(&shown_as, &run, &sources)
 }
 
 /// The input as a file: a regular file is used where it is; standard input (`-`), a pipe or a
@@ -101,8 +113,9 @@ fn copy_bounded(stream: impl Read, what: &str, kept: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
-    let mut failed = false;
+fn show(input: &str, run: &InputRun, from: &Sources) -> Result<i32> {
+    let kept = from.kept;
+    let mut first_failure = None;
     for (i, outcome) in run.users.iter().enumerate() {
         let who = match run.users.len() {
             1 => "your program".to_string(),
@@ -111,8 +124,17 @@ fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
         let ended = match failure(outcome, &run.limits)? {
             None => "ended normally".to_string(),
             Some((verdict, feedback)) => {
-                failed = true;
-                format!("{verdict}: {feedback}")
+                let shown = format!("{verdict}: {feedback}");
+                first_failure.get_or_insert(TestResult {
+                    test_name: INPUT_RUN.to_string(),
+                    score: 0.0,
+                    status: verdict,
+                    feedback: Some(feedback),
+                    time: Some(outcome.cpu_time),
+                    wall_time: Some(outcome.wall_time),
+                    memory: Some(outcome.memory),
+                });
+                shown
             }
         };
         outln!(
@@ -120,6 +142,11 @@ fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
             outcome.cpu_time,
             outcome.memory as f64 / (1 << 20) as f64
         );
+    }
+    let failed = first_failure.is_some();
+    let (stderr, lines) = read_kept(kept, Kept::Stderr);
+    if let Some(test) = &first_failure {
+        explain(test, from, &stderr)?;
     }
     if let Some(manager) = &run.manager {
         let (stdout, stderr) = (
@@ -138,11 +165,43 @@ fn show(input: &str, run: &InputRun, kept: &Path) -> Result<i32> {
     } else {
         section("your output", &read_kept(kept, Kept::Output))?;
     }
-    section("your stderr", &read_kept(kept, Kept::Stderr))?;
+    section(
+        "your stderr",
+        &(stderr.replace(from.judged_as, from.given), lines),
+    )?;
     Ok(match failed {
         true => crate::error::NO,
         false => 0,
     })
+}
+
+/// The cause of a failed run, the place in the user's file it names and what to do next, as
+/// a judged test's reasons give them.
+fn explain(test: &TestResult, from: &Sources, stderr: &str) -> Result<()> {
+    let mut d = Diagnosis::default();
+    explain_run(&mut d, test, from);
+    let exited =
+        test.status == Verdict::RuntimeError && d.signal.is_none() && !is_sanitizer_report(stderr);
+    if exited && d.hint.is_none() {
+        // Graders read the input before the solution runs and return non-zero on what they
+        // cannot read: on an input of the user's, that is as likely as the solution's exit.
+        d.hint = Some(
+            "an input the grader cannot read (a missing number, a wrong count) makes it \
+             return non-zero before your code runs: check the input against the statement's \
+             format"
+                .to_string(),
+        );
+    }
+    for (heading, text) in [
+        ("cause", &d.meaning),
+        ("where", &d.location),
+        ("hint", &d.hint),
+    ] {
+        if let Some(text) = text {
+            outln!("  {heading:<9} {}", printable(text, false));
+        }
+    }
+    Ok(())
 }
 
 /// The head of a kept file of the input run ([`SHOWN_BYTES`]), lossily decoded, and its lines.
