@@ -21,6 +21,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Verdicts kept by default: far more than the distinct programs of a training batch, a few
 /// hundred bytes each.
 pub const DEFAULT_CAPACITY: usize = 100_000;
+/// Memory the kept verdicts may take by default, their text counted ([`Weight`]): a checker's
+/// feedback can be a megabyte, and 100 000 of those would hold 100 GB. A few hundred bytes a
+/// verdict, [`DEFAULT_CAPACITY`] of them fit.
+pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+/// What a kept verdict costs besides its text: its key, its cell and its slots in the maps.
+const ENTRY_BYTES: usize = 256;
+
+/// What a kept verdict holds in memory beyond its fixed size (its feedback, a compiler's
+/// message), in bytes.
+pub trait Weight {
+    /// The bytes it holds besides its own size.
+    fn weight(&self) -> usize;
+}
 
 /// What a verdict depends on, hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,28 +78,62 @@ impl KeyBuilder {
 /// One judgement, in progress or made, shared by every copy.
 type Shared<V> = Arc<OnceLock<Option<V>>>;
 
-/// Verdicts by key, bounded (the oldest go first).
+/// Verdicts by key, bounded in number and in bytes (the oldest go first).
 pub struct VerdictCache<V> {
     capacity: usize,
+    max_bytes: usize,
     entries: Mutex<Entries<V>>,
     hits: AtomicU64,
 }
 
 struct Entries<V> {
-    by_key: HashMap<VerdictKey, Shared<V>>,
+    /// Each judgement with the bytes it holds (counted once made).
+    by_key: HashMap<VerdictKey, (Shared<V>, usize)>,
     order: VecDeque<VerdictKey>,
+    /// The bytes of every verdict kept.
+    bytes: usize,
 }
 
-impl<V: Clone> VerdictCache<V> {
+impl<V> Entries<V> {
+    /// Drops the oldest verdicts until at most `capacity` are kept in at most `max_bytes`.
+    fn evict(&mut self, capacity: usize, max_bytes: usize) {
+        while self.order.len() > capacity || self.bytes > max_bytes {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some((_, bytes)) = self.by_key.remove(&old) {
+                self.bytes -= bytes;
+            }
+        }
+    }
+}
+
+impl<V: Clone + Weight> VerdictCache<V> {
+    /// At most `capacity` verdicts, in at most [`DEFAULT_MAX_BYTES`].
     pub fn new(capacity: usize) -> VerdictCache<V> {
         VerdictCache {
             capacity: capacity.max(1),
+            max_bytes: DEFAULT_MAX_BYTES,
             entries: Mutex::new(Entries {
                 by_key: HashMap::new(),
                 order: VecDeque::new(),
+                bytes: 0,
             }),
             hits: AtomicU64::new(0),
         }
+    }
+
+    /// Changes the bound in bytes.
+    #[cfg(test)]
+    fn with_max_bytes(mut self, max_bytes: usize) -> VerdictCache<V> {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Bytes of the verdicts kept, as counted against the bound.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.entries.lock().map_or(0, |entries| entries.bytes)
     }
 
     /// How many answers came from the cache (or from a copy judged at the same time).
@@ -112,16 +159,23 @@ impl<V: Clone> VerdictCache<V> {
         let cell = self.cell(key);
         let mut judge = Some(judge);
         let mut failure = None;
+        let mut made_here = false;
         let answer = cell.get_or_init(|| {
             let judge = judge.take()?;
             match judge() {
-                Ok(verdict) => Some(verdict),
+                Ok(verdict) => {
+                    made_here = true;
+                    Some(verdict)
+                }
                 Err(e) => {
                     failure = Some(e);
                     None
                 }
             }
         });
+        if let (true, Some(verdict)) = (made_here, answer) {
+            self.weigh(key, &cell, ENTRY_BYTES + verdict.weight());
+        }
         if let Some(e) = failure {
             self.forget(key, &cell);
             return Err(e);
@@ -143,18 +197,31 @@ impl<V: Clone> VerdictCache<V> {
         let Ok(mut entries) = self.entries.lock() else {
             return Arc::default();
         };
-        if let Some(cell) = entries.by_key.get(&key) {
+        if let Some((cell, _)) = entries.by_key.get(&key) {
             return Arc::clone(cell);
         }
         let cell: Shared<V> = Arc::default();
-        entries.by_key.insert(key, Arc::clone(&cell));
+        entries.by_key.insert(key, (Arc::clone(&cell), 0));
         entries.order.push_back(key);
-        while entries.order.len() > self.capacity {
-            if let Some(old) = entries.order.pop_front() {
-                entries.by_key.remove(&old);
-            }
-        }
+        entries.evict(self.capacity, self.max_bytes);
         cell
+    }
+
+    /// Counts the bytes of the verdict just made in `cell` (unless it was dropped meanwhile),
+    /// and drops the oldest verdicts beyond the bounds.
+    fn weigh(&self, key: VerdictKey, cell: &Shared<V>, bytes: usize) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        let Some((kept, counted)) = entries.by_key.get_mut(&key) else {
+            return;
+        };
+        if !Arc::ptr_eq(kept, cell) {
+            return;
+        }
+        let before = std::mem::replace(counted, bytes);
+        entries.bytes = entries.bytes - before + bytes;
+        entries.evict(self.capacity, self.max_bytes);
     }
 
     fn forget(&self, key: VerdictKey, cell: &Shared<V>) {
@@ -162,9 +229,11 @@ impl<V: Clone> VerdictCache<V> {
             if entries
                 .by_key
                 .get(&key)
-                .is_some_and(|c| Arc::ptr_eq(c, cell))
+                .is_some_and(|(c, _)| Arc::ptr_eq(c, cell))
             {
-                entries.by_key.remove(&key);
+                if let Some((_, bytes)) = entries.by_key.remove(&key) {
+                    entries.bytes -= bytes;
+                }
                 entries.order.retain(|k| *k != key);
             }
         }
@@ -174,6 +243,24 @@ impl<V: Clone> VerdictCache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Weight for u32 {
+        fn weight(&self) -> usize {
+            0
+        }
+    }
+
+    impl Weight for usize {
+        fn weight(&self) -> usize {
+            0
+        }
+    }
+
+    impl Weight for String {
+        fn weight(&self) -> usize {
+            self.len()
+        }
+    }
 
     fn key(parts: &[&[u8]]) -> VerdictKey {
         let mut builder = KeyBuilder::new("test");
@@ -230,5 +317,34 @@ mod tests {
             cache.get_or_judge(key(&[b"c"]), || Ok::<usize, ()>(9)),
             Ok(2)
         );
+    }
+
+    #[test]
+    fn large_verdicts_are_bounded_by_their_bytes() {
+        // Room for three verdicts of 1000 bytes.
+        let cache = VerdictCache::new(100).with_max_bytes(3 * (ENTRY_BYTES + 1000));
+        let large = |c: char| Ok::<String, ()>(c.to_string().repeat(1000));
+        for k in ["a", "b", "c", "d"] {
+            cache
+                .get_or_judge(key(&[k.as_bytes()]), || large('x'))
+                .unwrap();
+        }
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.bytes(), 3 * (ENTRY_BYTES + 1000));
+        // The oldest went: judged again; the newest is still there.
+        let again = cache.get_or_judge(key(&[b"a"]), || large('y')).unwrap();
+        assert!(again.starts_with('y'));
+        let kept = cache.get_or_judge(key(&[b"d"]), || large('z')).unwrap();
+        assert!(kept.starts_with('x'));
+        // A verdict larger than the whole bound is answered, not kept.
+        let huge = cache
+            .get_or_judge(key(&[b"huge"]), || Ok::<String, ()>("h".repeat(10_000)))
+            .unwrap();
+        assert_eq!(huge.len(), 10_000);
+        assert!(cache.bytes() <= 3 * (ENTRY_BYTES + 1000));
+        // A failure holds nothing.
+        let failed = cache.get_or_judge(key(&[b"e"]), || Err::<String, ()>(()));
+        assert_eq!(failed, Err(()));
+        assert!(cache.bytes() <= 3 * (ENTRY_BYTES + 1000));
     }
 }

@@ -86,6 +86,17 @@ pub fn run_plain(
 /// Smallest box of a plain program (a tmpfs of size 0 would be unbounded).
 const MIN_PLAIN_BOX: u64 = 1 << 20;
 
+/// A kept verdict's text: the checker's feedback, or the compiler's message.
+impl verdicts::Weight for IoiOutcome {
+    fn weight(&self) -> usize {
+        match self {
+            IoiOutcome::Judged { feedback, .. } => feedback.len(),
+            IoiOutcome::CompileError(error) => error.stderr.len(),
+            IoiOutcome::HardTimeout => 0,
+        }
+    }
+}
+
 /// Judges Piston requests with a [`Judge`].
 pub struct JudgeExecutor {
     judge: Judge,
