@@ -7,6 +7,7 @@ mod common;
 
 mod architecture;
 mod bench_floor;
+mod bench_soak;
 mod cgroup_v2;
 mod compile_pch;
 mod container;
