@@ -185,6 +185,23 @@ pub fn sweep_stale() {
     }
 }
 
+/// The temporary folders of process `pid` that exist now, in every folder they may be in
+/// (`bench soak` counts a server's).
+pub(crate) fn folders_of(pid: u32) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for dir in homes() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if owner(&entry.file_name().to_string_lossy()) == Some(pid as i32) {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
 /// Removes this process's own temporary folders, and the files it was writing before a rename
 /// (before exiting on an interrupt, which skips destructors).
 pub fn remove_own() {

@@ -202,9 +202,10 @@ impl CgroupRoot {
                     continue;
                 };
                 let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+                // Its processes die with it, but a moment later: a cgroup is removed only once
+                // empty, and a server restarted at once would otherwise leave it for the next.
                 if !alive {
-                    kill_members(&entry.path());
-                    let _ = fs::remove_dir(entry.path());
+                    remove_killing_members(&entry.path());
                 }
             }
         }
@@ -287,6 +288,52 @@ impl CgroupRoot {
         }
         cgroup
     }
+}
+
+/// The run cgroups that the sandbox of process `pid` (a process of this pid namespace) holds
+/// now: one directory per run and hierarchy. A live sandbox holds one for each run in progress
+/// and each box built ahead; a dead one's are what the next sandbox to start removes. Nothing is
+/// created or moved to find them (`bench soak` counts a server's with it).
+pub fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("{}-{pid}-", pid_namespace());
+    let mut found = Vec::new();
+    for parent in run_parents_of(pid) {
+        let Ok(entries) = fs::read_dir(&parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&prefix) && keeper_of(&name).is_some() {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Where the sandbox of process `pid` makes its run cgroups, found as [`CgroupRoot::detect`]
+/// finds them but without enabling a controller or moving a process.
+fn run_parents_of(pid: u32) -> Vec<PathBuf> {
+    if cgroups_rs::fs::hierarchies::is_cgroup2_unified_mode() {
+        let mount = Path::new(cgroups_rs::fs::hierarchies::UNIFIED_MOUNTPOINT);
+        if nix::unistd::geteuid().is_root() {
+            return vec![mount.join(GROUP_DIR)];
+        }
+        let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        return v2_dir_from(&own, mount)
+            .map(|dir| vec![dir.join(GROUP_DIR)])
+            .unwrap_or_default();
+    }
+    let v1 = cgroups_rs::fs::hierarchies::V1::new();
+    use cgroups_rs::fs::Controllers;
+    [Controllers::Mem, Controllers::CpuAcct, Controllers::Pids]
+        .into_iter()
+        .filter_map(|c| {
+            v1.get_mount_point(c)
+                .map(|(point, _)| point.join(GROUP_DIR))
+        })
+        .collect()
 }
 
 static PARENTS_AT_EXIT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
@@ -515,6 +562,18 @@ fn write_value(file: &File, value: u64) -> Result<()> {
         bail!("short write of {text}");
     }
     Ok(())
+}
+
+/// Removes a cgroup directory, killing what is left in it until the kernel lets it go (at most
+/// half a second: the processes of a killed run are gone within milliseconds).
+fn remove_killing_members(dir: &Path) {
+    for attempt in 0..60 {
+        if fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        kill_members(dir);
+        std::thread::sleep(Duration::from_millis(if attempt < 10 { 1 } else { 10 }));
+    }
 }
 
 /// Kills every process listed in a cgroup directory.
@@ -767,13 +826,7 @@ impl RunCgroup {
     /// Kills whatever is still in the cgroup and removes it.
     pub(crate) fn remove(&self) {
         for dir in &self.dirs {
-            for attempt in 0..50 {
-                if fs::remove_dir(dir).is_ok() || !dir.exists() {
-                    break;
-                }
-                kill_members(dir);
-                std::thread::sleep(Duration::from_millis(if attempt < 10 { 1 } else { 10 }));
-            }
+            remove_killing_members(dir);
         }
     }
 

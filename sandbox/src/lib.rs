@@ -120,7 +120,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use affinity::allowed_cpus;
-pub use cgroup::{CgroupVersion, SAMPLE_MEMORY_ENV};
+pub use cgroup::{cgroups_of, CgroupVersion, SAMPLE_MEMORY_ENV};
 pub use keeper::{abort_all, Sandbox, SandboxOptions};
 pub use sysinfo::UNLIMITED_MEMORY;
 pub use uids::UidRange;

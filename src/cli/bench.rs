@@ -193,10 +193,46 @@ enum What {
         #[arg(long, default_value_t = 64)]
         max_concurrent: usize,
     },
+    /// A soak the size of a training run: one `ioi-run serve` child process, an RL-like mix
+    /// of requests (Piston's c++, cf_python3 and cms_ioi with a checker, /run_code in C++ and
+    /// Python, hostile programs), every honest answer checked; throughput, latency, the
+    /// server's memory through the run, and what it holds (descriptors, threads, cgroups,
+    /// scratch folders) before and after. Exits non-zero when an answer was wrong or something
+    /// held did not come back.
+    Soak {
+        /// Requests in all.
+        #[arg(long, default_value_t = 100_000)]
+        requests: usize,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 32)]
+        clients: usize,
+        /// The server's executions at once [default: the number of cores].
+        #[arg(long, short = 'j', value_parser = super::job_count)]
+        jobs: Option<usize>,
+        /// Seconds between two samples of the server's memory, descriptors and threads.
+        #[arg(long, default_value_t = 2.0)]
+        sample_every: f64,
+        /// The server's cache folder [default: a fresh temporary folder].
+        #[arg(long)]
+        cache_dir: Option<std::path::PathBuf>,
+    },
 }
 
 pub fn run(args: Args) -> Result<i32> {
     match args.what {
+        What::Soak {
+            requests,
+            clients,
+            jobs,
+            sample_every,
+            cache_dir,
+        } => crate::bench::soak::run(&crate::bench::soak::SoakOptions {
+            requests,
+            clients: clients.max(1),
+            jobs: super::jobs_or_default(jobs),
+            sample_every: Duration::from_secs_f64(sample_every.clamp(0.05, 3600.0)),
+            cache_dir,
+        }),
         What::Sandbox {
             runs,
             caller_mib,

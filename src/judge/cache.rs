@@ -14,8 +14,11 @@
 //!   process (on drop; the pins of a dead process on the same host are swept, those of other
 //!   hosts expire after [`PIN_EXPIRY`] without use).
 //! - **Trimming.** Over the size bound, the least recently used entries go first, but never one
-//!   used within the grace period (an hour), and an entry is renamed away before it is deleted,
-//!   so a reader never sees half of one.
+//!   used within the grace period (an hour), and an entry is renamed away (`.trash-<host>-<pid>-…`)
+//!   before it is deleted, so a reader never sees half of one.
+//! - **A writer killed midway** (SIGKILL, a crash) leaves a staging or trash folder, never an
+//!   entry; the next store opened on this host removes those of dead processes, and their pins
+//!   (folders of other hosts go after the grace period).
 //!
 //! Hand-written rather than a crate: the caches on crates.io (cacache, …) assume one host and do
 //! not pin what they hand out.
@@ -79,18 +82,21 @@ pub struct CacheStore {
 }
 
 impl CacheStore {
-    /// A store in `dir`, trimmed to about `max_bytes`.
+    /// A store in `dir`, trimmed to about `max_bytes`. What dead processes of this host left in
+    /// it (their pins, and entries they were writing or removing when killed) is removed now.
     pub fn new(dir: PathBuf, max_bytes: u64) -> Result<CacheStore> {
         fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the compile cache {}", dir.display()))?;
-        Ok(CacheStore {
+        let store = CacheStore {
             dir,
             max_bytes,
             grace: DEFAULT_GRACE,
             size: Mutex::new(None),
             last: Mutex::new(None),
             pins: OnceLock::new(),
-        })
+        };
+        store.sweep_leftovers(&|_, _| false);
+        Ok(store)
     }
 
     /// Changes the grace period (tests).
@@ -230,7 +236,7 @@ impl CacheStore {
     /// Renames an entry away (readers stop seeing it at once), then deletes it.
     fn discard(&self, entry: &Path) -> bool {
         let Ok(trash) = tempfile::Builder::new()
-            .prefix(".trash-")
+            .prefix(&format!(".trash-{}-{}-", host(), std::process::id()))
             .tempdir_in(&self.dir)
             .map(|t| t.keep())
         else {
@@ -319,13 +325,20 @@ impl CacheStore {
         total
     }
 
-    /// Staging and trash folders of crashed writers, and pins of dead processes.
+    /// Staging and trash folders of dead writers of this host, or (from any host) older than
+    /// the grace period by `old`, and pins of dead processes of this host, or unused for
+    /// [`PIN_EXPIRY`] by `old`.
     fn sweep_leftovers(&self, old: &dyn Fn(SystemTime, Duration) -> bool) {
         if let Ok(entries) = fs::read_dir(&self.dir) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                let leftover = name.starts_with(".staging-") || name.starts_with(".trash-");
-                if leftover && old(modified(&e.path()), self.grace) {
+                let Some(owner) = name
+                    .strip_prefix(".staging-")
+                    .or_else(|| name.strip_prefix(".trash-"))
+                else {
+                    continue;
+                };
+                if dead_here(owner) || old(modified(&e.path()), self.grace) {
                     let _ = fs::remove_dir_all(e.path());
                 }
             }
@@ -334,21 +347,13 @@ impl CacheStore {
             return;
         };
         let own = self.pins.get();
-        let here = format!("{}-", host());
         for e in pins.flatten() {
             let path = e.path();
             if own == Some(&path) {
                 continue;
             }
             let name = e.file_name().to_string_lossy().into_owned();
-            let dead_here = name
-                .strip_prefix(&here)
-                .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
-                .is_some_and(|pid| {
-                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-                        == Err(nix::errno::Errno::ESRCH)
-                });
-            if dead_here || old(modified(&path), PIN_EXPIRY) {
+            if dead_here(&name) || old(modified(&path), PIN_EXPIRY) {
                 let _ = fs::remove_dir_all(&path);
             }
         }
@@ -448,7 +453,21 @@ pub(crate) fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// This host's name, in the names of staging and pin folders (pids repeat across hosts).
+/// Whether `<host>-<pid>-…` (the name of a pin, staging or trash folder without its prefix)
+/// names a process of this host that no longer exists.
+fn dead_here(name: &str) -> bool {
+    name.strip_prefix(host())
+        .and_then(|rest| rest.strip_prefix('-'))
+        .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
+        .is_some_and(|pid| {
+            pid > 0
+                && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                    == Err(nix::errno::Errno::ESRCH)
+        })
+}
+
+/// This host's name, in the names of staging, trash and pin folders (pids repeat across
+/// hosts).
 fn host() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
     HOST.get_or_init(|| {
@@ -609,6 +628,47 @@ mod tests {
         );
         drop(user);
         assert!(!pinned.exists(), "pins go with their process");
+    }
+
+    #[test]
+    fn what_a_killed_process_of_this_host_left_is_swept_when_a_store_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        // A pid above the kernel's maximum (4194304) cannot be alive.
+        let dead = format!("{}-9999999-x", host());
+        let alive = format!("{}-{}-x", host(), std::process::id());
+        let other_host = "elsewhere-9999999-x";
+        let mut left = Vec::new();
+        for prefix in [".staging-", ".trash-"] {
+            for owner in [&dead, &alive, other_host] {
+                let folder = dir.path().join(format!("{prefix}{owner}"));
+                fs::create_dir_all(&folder).unwrap();
+                fs::write(folder.join(PROGRAM), b"half").unwrap();
+                left.push(folder);
+            }
+        }
+        for owner in [&dead, &alive] {
+            let pins = dir.path().join(PINS).join(owner);
+            fs::create_dir_all(&pins).unwrap();
+            left.push(pins);
+        }
+        let store = CacheStore::new(dir.path().to_path_buf(), u64::MAX).unwrap();
+        let kept: Vec<_> = left.iter().filter(|f| f.exists()).collect();
+        let name = |f: &&PathBuf| f.file_name().unwrap().to_string_lossy().into_owned();
+        let mut kept: Vec<String> = kept.iter().map(name).collect();
+        kept.sort();
+        let mut expected = [
+            format!(".staging-{alive}"),
+            format!(".staging-{other_host}"),
+            format!(".trash-{alive}"),
+            format!(".trash-{other_host}"),
+            alive.clone(),
+        ];
+        expected.sort();
+        assert_eq!(
+            kept, expected,
+            "only a live process's, or another host's (until the grace period)"
+        );
+        assert_eq!(store.footprint(), Footprint::default());
     }
 
     /// Run by [`concurrent_processes_fill_one_cache_without_corruption`] in child processes.

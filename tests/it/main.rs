@@ -7,6 +7,7 @@ mod common;
 
 mod architecture;
 mod bench_floor;
+mod bench_soak;
 mod cgroup_v2;
 mod compile_pch;
 mod container;
@@ -34,6 +35,7 @@ mod run_settings;
 mod sandbox_cli;
 mod serve_hostile;
 mod serve_judge;
+mod serve_restart;
 mod serve_run_code;
 mod serve_soak;
 mod server_api;

@@ -309,9 +309,19 @@ pub struct ServeProcess {
 impl ServeProcess {
     /// Starts `serve --ports <ports>` and waits for its line `<variable>=...`.
     pub fn start(ports: &str, cache: &Path, variable: &str) -> ServeProcess {
+        ServeProcess::start_with(
+            &["--ports", ports, "-j", "2", "--max-queue", "2"],
+            cache,
+            variable,
+        )
+    }
+
+    /// Starts `serve <options> --cache-dir <cache>` and waits for its line `<variable>=...`.
+    pub fn start_with(options: &[&str], cache: &Path, variable: &str) -> ServeProcess {
         use std::io::{BufRead, BufReader};
         let mut child = Command::new(env!("CARGO_BIN_EXE_ioi-run"))
-            .args(["serve", "--ports", ports, "-j", "2", "--max-queue", "2"])
+            .arg("serve")
+            .args(options)
             .arg("--cache-dir")
             .arg(cache)
             .stdin(std::process::Stdio::null())
@@ -340,13 +350,55 @@ impl ServeProcess {
         }
     }
 
+    /// The server's pid.
+    pub fn pid(&self) -> u32 {
+        self.server.as_ref().map_or(0, |server| server.0.id())
+    }
+
     /// Stops the server and returns what it logged after its start.
     pub fn stop(mut self) -> String {
         drop(self.server.take());
+        self.log()
+    }
+
+    /// Sends the server `signal`.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.pid() as i32);
+        nix::sys::signal::kill(pid, signal).expect("the server can be signalled");
+    }
+
+    /// Waits for the server to exit (after [`ServeProcess::signal`]): its exit code (`None`
+    /// for a signal) and what it logged after its start.
+    pub fn wait(mut self) -> (Option<i32>, String) {
+        let mut server = self.server.take().expect("a running server");
+        let status = wait_for_exit(&mut server.0, Duration::from_secs(120));
+        // Reaped: its pid may be another process's now, which the guard must not signal.
+        std::mem::forget(server);
+        (status.code(), self.log())
+    }
+
+    fn log(&mut self) -> String {
         self.log
             .take()
             .and_then(|log| log.join().ok())
             .unwrap_or_default()
             .join("\n")
+    }
+}
+
+/// Waits for `child` to exit (a liveness bound, see [`wait_until`]); killed and the test failed
+/// when it outlives `limit`.
+fn wait_for_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the child did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
