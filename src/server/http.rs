@@ -57,6 +57,10 @@ pub const DEFAULT_QUEUE_WAIT: Duration = Duration::from_secs(20);
 const MAX_WAITING: usize = 4096;
 /// Bodies from this size on are followed by returning freed memory to the system.
 const TRIM_AFTER_BYTES: usize = 16 << 20;
+/// Requests between two returns of freed memory to the system, whatever their size: over a
+/// training run, memory freed in one thread's heap and not reused there would otherwise pile
+/// up (glibc gives each thread a heap of its own), and the server would grow for days.
+const TRIM_EVERY_REQUESTS: u64 = 256;
 /// Seconds a 503 asks the client to wait (`Retry-After`).
 const RETRY_AFTER_SECONDS: u64 = 5;
 /// Longest time a client may take to send the whole head of a request (its line and headers).
@@ -554,9 +558,13 @@ where
     }
     // Dropped last, once the body, the parsed request and the job are all gone; a body of
     // unknown length may be large, even when it is refused.
-    let mut trim = GiveMemoryBack(declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
+    static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nth = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    let periodic = nth % TRIM_EVERY_REQUESTS == 0;
+    let mut trim =
+        GiveMemoryBack(periodic || declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
     let (body, buffered) = read_body(state, request.into_body()).await?;
-    trim.0 = body.len() >= TRIM_AFTER_BYTES;
+    trim.0 = periodic || body.len() >= TRIM_AFTER_BYTES;
     let queued = state.metrics.queued();
     let waiting = Instant::now();
     let admission = admit(state).await;
@@ -708,7 +716,8 @@ fn too_large(max_body: u64) -> ApiError {
 }
 
 /// When dropped (and armed), returns freed heap memory to the system: glibc keeps the many
-/// small buffers a large body arrived in, and the server would stay bloated.
+/// small buffers a large body arrived in, and what its threads' heaps freed over many requests,
+/// and the server would stay bloated.
 struct GiveMemoryBack(bool);
 
 impl Drop for GiveMemoryBack {
