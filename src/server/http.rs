@@ -560,7 +560,7 @@ where
     // unknown length may be large, even when it is refused.
     static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nth = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-    let periodic = nth % TRIM_EVERY_REQUESTS == 0;
+    let periodic = nth.is_multiple_of(TRIM_EVERY_REQUESTS);
     let mut trim =
         GiveMemoryBack(periodic || declared.is_none_or(|length| length >= TRIM_AFTER_BYTES as u64));
     let (body, buffered) = read_body(state, request.into_body()).await?;
