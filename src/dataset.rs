@@ -690,6 +690,14 @@ mod tests {
         );
     }
 
+    fn write_parquet(path: &Path, batch: &RecordBatch) {
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None)
+                .unwrap();
+        w.write(batch).unwrap();
+        w.close().unwrap();
+    }
+
     const SMALL: RowBounds = RowBounds {
         line_bytes: 100,
         field_bytes: 20,
@@ -760,14 +768,7 @@ mod tests {
             ),
         ])
         .unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            File::create(&path).unwrap(),
-            batch.schema(),
-            None,
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        write_parquet(&path, &batch);
         let rows: Vec<String> = read_rows_within(&path, None, SMALL)
             .unwrap()
             .map(|r| outcome(&r))
@@ -796,14 +797,7 @@ mod tests {
             ),
         ])
         .unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            File::create(&path).unwrap(),
-            batch.schema(),
-            None,
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        write_parquet(&path, &batch);
         let rows: Vec<Row> = read_rows(&path, Some(&["n"]))
             .unwrap()
             .map(|r| r.unwrap())

@@ -428,19 +428,9 @@ fn clients_at_once_each_get_their_own_run() {
     // Each run's box and FIFO folders are removed once it is answered, wherever the keeper
     // made them (its temporary folder, or /dev/shm for the FIFOs); one empty box folder, made
     // ahead for the next run, may be left.
-    let prefix = format!("-{}-", running.0.id());
+    let pid = running.0.id();
     let left = || -> Vec<PathBuf> {
-        [work.path().join("tmp"), PathBuf::from("/dev/shm")]
-            .iter()
-            .filter_map(|dir| std::fs::read_dir(dir).ok())
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let name = p.file_name().unwrap().to_string_lossy();
-                name.starts_with("ioi-") && name.contains(&prefix)
-            })
-            .collect()
+        common::scratch_folders_of(pid, &[work.path().join("tmp"), PathBuf::from("/dev/shm")])
     };
     wait_until(
         "the runs' folders to be removed",

@@ -101,18 +101,7 @@ fn processes_in_cgroups_of(pid: u32) -> Vec<(u32, String)> {
 /// The scratch folders of process `pid` (`ioi-<kind>-<pid>-…`) in the temporary folder and on
 /// the tmpfs `/dev/shm`.
 fn scratch_of(pid: u32) -> Vec<PathBuf> {
-    let infix = format!("-{pid}-");
-    [std::env::temp_dir(), PathBuf::from("/dev/shm")]
-        .iter()
-        .filter_map(|dir| std::fs::read_dir(dir).ok())
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("ioi-") && name.contains(&infix)
-        })
-        .collect()
+    common::scratch_folders_of(pid, &[std::env::temp_dir(), PathBuf::from("/dev/shm")])
 }
 
 /// What the server `pid` left in the compile cache `compile`: its pin folder, and the staging

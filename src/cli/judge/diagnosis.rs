@@ -356,7 +356,7 @@ fn head(path: &Path, n: usize) -> (Vec<String>, usize) {
 }
 
 /// The first `limit` bytes of a file, lossily decoded (a missing file is empty).
-fn read_lossy(path: &Path, limit: u64) -> String {
+pub(super) fn read_lossy(path: &Path, limit: u64) -> String {
     let mut bytes = Vec::new();
     if let Ok(file) = File::open(path) {
         let _ = file.take(limit).read_to_end(&mut bytes);

@@ -121,11 +121,17 @@ impl<R: Read> Lexer<R> {
     /// Consumes the token that starts here and keeps its head to be shown.
     fn token(&mut self) -> io::Result<Shown> {
         let mut shown = Shown::default();
+        self.finish_token(&mut shown)?;
+        Ok(shown)
+    }
+
+    /// Consumes the rest of the token this is in, adding it to `shown`.
+    fn finish_token(&mut self, shown: &mut Shown) -> io::Result<()> {
         while let Some(c) = self.is_token_byte()? {
             shown.push(c);
             self.at += 1;
         }
-        Ok(shown)
+        Ok(())
     }
 
     /// The tokens that follow on this line, at most `n` kept, and whether more followed.
@@ -261,8 +267,8 @@ fn compare<A: Read, B: Read>(mut a: Lexer<A>, mut b: Lexer<B>) -> io::Result<Opt
                     continue;
                 }
                 // The rest of both tokens, to show them.
-                finish_token(&mut a, &mut ta)?;
-                finish_token(&mut b, &mut tb)?;
+                a.finish_token(&mut ta)?;
+                b.finish_token(&mut tb)?;
                 (
                     Side::read(&mut a, x, Some(ta), &at)?,
                     Side::read(&mut b, y, Some(tb), &at)?,
@@ -311,14 +317,6 @@ fn same_token<A: Read, B: Read>(
         a.at += 1;
         b.at += 1;
     }
-}
-
-fn finish_token<R: Read>(lexer: &mut Lexer<R>, shown: &mut Shown) -> io::Result<()> {
-    while let Some(c) = lexer.is_token_byte()? {
-        shown.push(c);
-        lexer.at += 1;
-    }
-    Ok(())
 }
 
 /// `longer` goes on after the other output ended at a line's end: equal when only empty lines

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::diagnosis::{count_lines, explain_run, is_sanitizer_report, Diagnosis, Sources};
+use super::diagnosis::{
+    count_lines, explain_run, is_sanitizer_report, read_lossy, Diagnosis, Sources,
+};
 use crate::cli::output::outln;
 use crate::judge::kept::{self, Kept};
 use crate::judge::native::{failure, InputRun, INPUT_RUN};
@@ -207,12 +209,10 @@ fn explain(test: &TestResult, from: &Sources, stderr: &str) -> Result<()> {
 /// The head of a kept file of the input run ([`SHOWN_BYTES`]), lossily decoded, and its lines.
 fn read_kept(kept: &Path, kind: Kept) -> (String, usize) {
     let path = kept::path(kept, INPUT_RUN, kind);
-    let mut bytes = Vec::new();
-    if let Ok(file) = std::fs::File::open(&path) {
-        let _ = file.take(SHOWN_BYTES).read_to_end(&mut bytes);
-    }
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    (text, count_lines(&path, crate::judge::kept::KEPT_BYTES))
+    (
+        read_lossy(&path, SHOWN_BYTES),
+        count_lines(&path, kept::KEPT_BYTES),
+    )
 }
 
 /// A heading with the line count, then up to [`SHOWN_LINES`] lines.

@@ -402,3 +402,18 @@ fn wait_for_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The scratch folders of process `pid` (`ioi-<kind>-<pid>-…`) in `dirs`.
+pub fn scratch_folders_of(pid: u32, dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let infix = format!("-{pid}-");
+    dirs.iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("ioi-") && name.contains(&infix)
+        })
+        .collect()
+}
