@@ -10,6 +10,8 @@
 //!   The reaping of an init still exiting, the uid's return, that teardown (closing the
 //!   descriptor), the network namespace's return to the pool and the cgroup's removal are done
 //!   here.
+//! - **when idle** (no chore for [`MAX_AGE`]): the threads that clone inits and the network
+//!   namespaces of the pool beyond one, which the busiest moments left, are given back.
 //!
 //! The work is the same as when a run does it all itself; it only moves to another thread. A
 //! box built ahead sees the host's mounts as they were when it was built: when the host's
@@ -190,7 +192,8 @@ impl Housekeeper {
                     match inbox.recv_timeout(MAX_AGE) {
                         Ok(Chore::Finish(leftover)) => leftover.finish(),
                         Ok(Chore::Prepare) => prepare(&builder, &shelf),
-                        Err(RecvTimeoutError::Timeout) => {}
+                        // Nothing to do for MAX_AGE: what bursts made is given back.
+                        Err(RecvTimeoutError::Timeout) => crate::keeper::release_idle(&builder),
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
                     if let Ok(mut ready) = shelf.ready.lock() {

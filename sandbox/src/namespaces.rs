@@ -56,6 +56,18 @@ impl NetworkPool {
         Ok(())
     }
 
+    /// Closes the free namespaces beyond `keep` (the pool grows to the most runs at once).
+    pub(crate) fn trim(&self, keep: usize) {
+        let surplus: Vec<OwnedFd> = match self.free.lock() {
+            Ok(mut free) => {
+                let keep = keep.min(free.len());
+                free.drain(keep..).collect()
+            }
+            Err(_) => return,
+        };
+        drop(surplus);
+    }
+
     pub(crate) fn lend(self: &Arc<Self>) -> Result<LentNetwork> {
         let reused = self
             .free

@@ -55,11 +55,10 @@ pub(crate) struct Holdings {
 
 impl Holdings {
     /// The checked figures, by name, as the report prints them.
-    /// Threads are not among them: the sandbox keeps the threads that clone inits for the next
-    /// runs.
-    pub(crate) fn checked(&self) -> [(&'static str, u64); 5] {
+    pub(crate) fn checked(&self) -> [(&'static str, u64); 6] {
         [
             ("fds", self.fds as u64),
+            ("threads", self.threads as u64),
             ("cgroups", self.cgroups as u64),
             ("scratch folders", self.scratch_folders as u64),
             ("scratch bytes", self.scratch_bytes),

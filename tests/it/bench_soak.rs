@@ -59,6 +59,7 @@ fn a_short_soak_answers_exactly_and_gives_back_what_it_held() {
     let held = start_and_end(&report);
     for name in [
         "fds",
+        "threads",
         "cgroups",
         "scratch folders",
         "scratch bytes",

@@ -66,9 +66,9 @@ impl Drop for InitMemory {
 /// init and its program read after their own failing calls (a `mkdir` that finds its folder,
 /// an `execve` of a `PATH` candidate that does not exist). Each init on its own thread, no
 /// other process or thread writes that `errno` meanwhile. The threads are kept for the next
-/// inits (a thread is started only when none is free) and live as long as the process; an
-/// init dies with its thread (`PR_SET_PDEATHSIG`): no init survives the keeper, even after a
-/// crash.
+/// inits (a thread is started only when none is free) until the sandbox is idle
+/// ([`let_free_threads_go`]); an init dies with its thread (`PR_SET_PDEATHSIG`): no init
+/// survives the keeper, even after a crash.
 pub(super) fn clone_on_a_thread_of_its_own(
     memory: &mut InitMemory,
     network: Option<&namespaces::LentNetwork>,
@@ -86,15 +86,15 @@ pub(super) fn clone_on_a_thread_of_its_own(
         .ok()
         .and_then(|mut free| free.pop());
     let job = match free {
-        Some(thread) => match thread.send(job) {
+        Some(thread) => match thread.send(Some(job)) {
             Ok(()) => None,
-            Err(std::sync::mpsc::SendError(job)) => Some(job),
+            Err(std::sync::mpsc::SendError(job)) => job,
         },
         None => Some(job),
     };
     if let Some(job) = job {
-        let (thread, jobs) = std::sync::mpsc::channel::<CloneJob>();
-        thread.send(job).ok();
+        let (thread, jobs) = std::sync::mpsc::channel::<Option<CloneJob>>();
+        thread.send(Some(job)).ok();
         std::thread::Builder::new()
             .name("ioi-sandbox-init".into())
             .stack_size(64 << 10)
@@ -123,13 +123,29 @@ struct CloneJob {
 // requester waits for the answer, holding what they point to.
 unsafe impl Send for CloneJob {}
 
+/// A thread of [`clone_on_a_thread_of_its_own`], by the channel of its jobs (`None` lets it go).
+type InitThread = std::sync::mpsc::Sender<Option<CloneJob>>;
+
 /// The threads whose last init is reaped, each ready to clone the next.
-static FREE_INIT_THREADS: Mutex<Vec<std::sync::mpsc::Sender<CloneJob>>> = Mutex::new(Vec::new());
+static FREE_INIT_THREADS: Mutex<Vec<InitThread>> = Mutex::new(Vec::new());
+
+/// Ends the threads that wait for an init to clone: as many as the most boxes that were alive
+/// at once, which an idle sandbox need not keep (starting one again costs tens of
+/// microseconds).
+pub(super) fn let_free_threads_go() {
+    let free = match FREE_INIT_THREADS.lock() {
+        Ok(mut free) => std::mem::take(&mut *free),
+        Err(_) => return,
+    };
+    for thread in free {
+        let _ = thread.send(None);
+    }
+}
 
 /// A thread of [`clone_on_a_thread_of_its_own`]: clones one init at a time, and waits until it
 /// is reaped before it offers itself for the next.
-fn init_thread(me: std::sync::mpsc::Sender<CloneJob>, jobs: std::sync::mpsc::Receiver<CloneJob>) {
-    while let Ok(job) = jobs.recv() {
+fn init_thread(me: InitThread, jobs: std::sync::mpsc::Receiver<Option<CloneJob>>) {
+    while let Ok(Some(job)) = jobs.recv() {
         // SAFETY: see `CloneJob`.
         let result = unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) };
         let alive = result.is_ok();

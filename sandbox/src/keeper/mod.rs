@@ -99,6 +99,15 @@ pub fn abort_all() {
     crate::housekeeper::remove_leftover_cgroups();
 }
 
+/// Gives back what the busiest moments of an idle sandbox made and kept for reuse: the threads
+/// that clone inits, and the network namespaces of its pool beyond one.
+pub(crate) fn release_idle(builder: &Builder) {
+    init::let_free_threads_go();
+    if let Some(networks) = builder.networks() {
+        networks.trim(1);
+    }
+}
+
 /// Forgets a run whose init has been reaped.
 pub(crate) fn forget(init: i32) {
     if let Ok(mut map) = active().lock() {
