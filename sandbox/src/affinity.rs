@@ -11,8 +11,10 @@
 //! the init spawns only then, and everything the program starts inherit it. The program
 //! cannot widen it: `sched_setaffinity` is refused by seccomp (see `seccomp`). Setting it from
 //! the keeper works whatever uid the box runs as (the keeper has `CAP_SYS_NICE` over the box's
-//! user namespace as root, and is the box's uid without root), on cgroup v1 and v2 alike, since
-//! no cgroup controller is involved: the box stays in its caller's cpuset.
+//! user namespace as root, and is the box's uid without root), on cgroup v1 and v2 alike. No
+//! cgroup controller is involved, but joining the run's cgroup may move the program into
+//! another cpuset, which resets its affinity on kernels before 6.2: the program keeps the
+//! affinity it had across the join (`cgroup::join_self`).
 
 use anyhow::{Context, Result};
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};

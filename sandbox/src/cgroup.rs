@@ -866,12 +866,28 @@ fn parse_key(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// Writes `0` ("myself") into each file opened by [`RunCgroup::open_procs`]:
-/// async-signal-safe, used by the program between fork and exec.
+/// Writes `0` ("myself") into each file opened by [`RunCgroup::open_procs`], keeping the CPUs
+/// the process had: async-signal-safe, used by the program between fork and exec.
+///
+/// Joining a cgroup of another cpuset (on cgroup v2, `ioi-run` below the root has the root's
+/// cpuset while a session's processes have their slice's) makes kernels before 6.2 reset the
+/// process's affinity to the cpuset's CPUs: a box placed on one CPU ([`crate::RunSpec::cpu`])
+/// would run on all of them. The affinity is read before and set again after.
 pub(crate) fn join_self(fds: &[i32]) -> Result<(), i32> {
-    for &fd in fds {
-        // SAFETY: plain write(2) of a static buffer on an fd the caller owns.
-        if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+    // SAFETY: sched_getaffinity/sched_setaffinity of the calling process into and from a local
+    // set; write(2) of a static buffer on descriptors the caller owns.
+    unsafe {
+        let mut cpus: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut cpus) != 0 {
+            return Err(nix::errno::Errno::last_raw());
+        }
+        for &fd in fds {
+            if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                return Err(nix::errno::Errno::last_raw());
+            }
+        }
+        if libc::sched_setaffinity(0, size, &cpus) != 0 {
             return Err(nix::errno::Errno::last_raw());
         }
     }
