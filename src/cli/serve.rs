@@ -71,6 +71,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    keep_large_blocks_apart();
     let jobs = super::jobs_or_default(args.jobs);
     let ports = args
         .ports
@@ -117,6 +118,22 @@ pub fn run(args: Args) -> Result<i32> {
     // Executions abandoned after the grace periods must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result.map(|()| 0)
+}
+
+/// Gives every heap block of 64 KiB or more a mapping of its own, returned to the system when
+/// freed. glibc raises that threshold each time such a block is freed (up to 32 MiB), after
+/// which a server's large blocks (checkers' feedback and compilers' messages of tens of KiB to
+/// a megabyte, request bodies, answers) come from its heap arenas, where they leave holes
+/// between blocks still live (the verdict cache keeps some for a while) that are never given
+/// back: in `bench soak` the server's resident memory kept growing, by 60 to 230 MiB over 30 000
+/// to 100 000 requests, while its live data stayed near 90 MiB; with the threshold fixed its
+/// heap arenas stay at a few MiB and its memory is flat.
+fn keep_large_blocks_apart() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator, under its own lock.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
+    }
 }
 
 /// The API base a client uses for a server listening on `addr`: an unspecified address
