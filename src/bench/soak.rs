@@ -67,10 +67,9 @@ pub fn run(options: &SoakOptions) -> Result<i32> {
                 .context("cannot create a cache folder for the soak")?,
         ),
     };
-    let cache_dir = match (&options.cache_dir, &temporary) {
-        (Some(dir), _) => dir.clone(),
-        (None, Some(dir)) => dir.path().to_path_buf(),
-        (None, None) => unreachable!("a temporary folder when none is given"),
+    let cache_dir = match &temporary {
+        Some(dir) => dir.path().to_path_buf(),
+        None => options.cache_dir.clone().unwrap_or_default(),
     };
     let server = ServeChild::start(options, &cache_dir)?;
     let compile_cache = soak_probe::compile_cache(&cache_dir);
@@ -119,8 +118,8 @@ pub fn run(options: &SoakOptions) -> Result<i32> {
         status.map_or("none".to_string(), |code| code.to_string())
     );
     let mut failures = Vec::new();
-    if !soak.wrong.is_empty() {
-        failures.push(format!("{} honest answers were wrong", soak.wrong.len()));
+    if soak.wrong > 0 {
+        failures.push(format!("{} honest answers were wrong", soak.wrong));
     }
     if soak.unanswered > 0 {
         failures.push(format!(
@@ -295,7 +294,8 @@ fn soak(options: &SoakOptions, server: &ServeChild) -> Result<Measured> {
     let done = AtomicUsize::new(0);
     let honest = AtomicUsize::new(0);
     let unanswered = AtomicUsize::new(0);
-    let wrong = Mutex::new(Vec::new());
+    let wrong = AtomicUsize::new(0);
+    let wrong_shown = Mutex::new(Vec::new());
     let latencies = Mutex::new(Vec::with_capacity(options.requests));
     let samples = Mutex::new(Vec::new());
     let finished = AtomicBool::new(false);
@@ -327,8 +327,11 @@ fn soak(options: &SoakOptions, server: &ServeChild) -> Result<Measured> {
                     }
                     (true, Err(why)) => {
                         honest.fetch_add(1, Ordering::Relaxed);
-                        if let Ok(mut wrong) = wrong.lock() {
-                            wrong.push(describe_wrong(i, &request, &why, &answer));
+                        wrong.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(mut shown) = wrong_shown.lock() {
+                            if shown.len() < soak_report::SHOWN {
+                                shown.push(describe_wrong(i, &request, &why, &answer));
+                            }
                         }
                     }
                     (false, Ok(())) => {}
@@ -364,7 +367,8 @@ fn soak(options: &SoakOptions, server: &ServeChild) -> Result<Measured> {
             .unwrap_or_else(std::sync::PoisonError::into_inner),
         honest,
         hostile: options.requests - honest,
-        wrong: wrong
+        wrong: wrong.into_inner(),
+        wrong_shown: wrong_shown
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
         unanswered: unanswered.into_inner(),

@@ -20,14 +20,16 @@ pub(crate) struct Measured {
     pub latencies: Vec<(Kind, Duration)>,
     pub honest: usize,
     pub hostile: usize,
-    /// Wrong honest answers, described whole.
-    pub wrong: Vec<String>,
+    /// Wrong honest answers.
+    pub wrong: usize,
+    /// The first [`SHOWN`] of them, described whole.
+    pub wrong_shown: Vec<String>,
     /// Hostile requests without an answer.
     pub unanswered: usize,
     pub samples: Vec<Sample>,
 }
 
-/// Wrong answers printed whole.
+/// Wrong answers (and the server's warnings) printed whole.
 pub(crate) const SHOWN: usize = 3;
 
 pub(crate) fn mib(kib: u64) -> String {
@@ -69,8 +71,8 @@ pub(crate) fn print(
         outln!("latency {}: {}", kind.name(), latency_line(&of_kind));
     }
     outln!("honest answers: {}", soak.honest);
-    outln!("wrong honest answers: {}", soak.wrong.len());
-    for wrong in soak.wrong.iter().take(SHOWN) {
+    outln!("wrong honest answers: {}", soak.wrong);
+    for wrong in &soak.wrong_shown {
         outln!("{wrong}");
     }
     outln!(
