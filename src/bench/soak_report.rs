@@ -85,6 +85,11 @@ pub(crate) fn print(
         soak_probe::metric(metrics, "ioi_run_compile_cache_misses_total")
     );
     outln!(
+        "compile cache: {} entries, {:.1} MiB",
+        soak_probe::metric(metrics, "ioi_run_compile_cache_entries"),
+        soak_probe::metric(metrics, "ioi_run_compile_cache_bytes") / (1 << 20) as f64
+    );
+    outln!(
         "verdict cache hits: {}, verdicts kept: {}",
         soak_probe::metric(metrics, "ioi_run_verdict_cache_hits_total"),
         soak_probe::metric(metrics, "ioi_run_verdict_cache_entries")
