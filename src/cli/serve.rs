@@ -125,9 +125,9 @@ pub fn run(args: Args) -> Result<i32> {
 /// which a server's large blocks (checkers' feedback and compilers' messages of tens of KiB to
 /// a megabyte, request bodies, answers) come from its heap arenas, where they leave holes
 /// between blocks still live (the verdict cache keeps some for a while) that are never given
-/// back: in `bench soak` the server's resident memory kept growing, by 60 to 230 MiB over 30 000
-/// to 100 000 requests, while its live data stayed near 90 MiB; with the threshold fixed its
-/// heap arenas stay at a few MiB and its memory is flat.
+/// back: in `bench soak` the server's resident memory grew 9 to 50 % over the second half of
+/// 30 000 to 100 000 requests while its live heap stayed near 85 MiB; with the threshold fixed
+/// its heap arenas hold a few MiB and its memory is flat (docs/benchmarks.md#the-soak).
 fn keep_large_blocks_apart() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets a parameter of the allocator, under its own lock.
