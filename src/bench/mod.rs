@@ -10,7 +10,7 @@
 //! throughput with the real judge (Piston's routes, and SandboxFusion's `/run_code` on a verl-like
 //! batch in `serve_run_code`). `soak`: one `serve` process through a training run's worth of
 //! requests (the mix of `soak_mix`), its answers checked, its memory and what it holds read from
-//! outside (`soak_probe`). `sandbox`: the sandbox's cost per run and of the `sandbox`
+//! outside (`soak_probe`), its figures printed by `soak_report`. `sandbox`: the sandbox's cost per run and of the `sandbox`
 //! command. `stress`: verdicts of the fixture set beside busy loops against the same on the machine
 //! as it is. `roundtrips`: round-trip-heavy Communication tasks with their processes on one CPU
 //! and spread, alone and under load. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
@@ -35,5 +35,6 @@ pub(crate) mod shards;
 pub(crate) mod soak;
 mod soak_mix;
 mod soak_probe;
+mod soak_report;
 pub(crate) mod speed;
 pub(crate) mod stress;

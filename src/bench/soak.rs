@@ -26,7 +26,8 @@ use serde_json::Value;
 
 use super::clients::send_all;
 use super::soak_mix::{self, Kind, Request, Route};
-use super::soak_probe::{self, Holdings, Sample};
+use super::soak_probe::{self, Holdings};
+use super::soak_report::{self, Measured};
 use crate::output::outln;
 
 /// What to run.
@@ -42,6 +43,8 @@ pub struct SoakOptions {
     pub sample_every: Duration,
     /// The server's cache folder (`--cache-dir`); a fresh temporary one when `None`.
     pub cache_dir: Option<PathBuf>,
+    /// Where to write every sample of the server, as CSV.
+    pub samples: Option<PathBuf>,
 }
 
 /// The longest the server may take to give back what the soak made it hold.
@@ -52,8 +55,6 @@ const STEADY: Duration = Duration::from_secs(11);
 /// How long what the server holds must stay unchanged for the memory of an idle server just
 /// started (its precompiled headers built).
 const QUIET: Duration = Duration::from_secs(3);
-/// Wrong answers printed whole.
-const SHOWN_WRONG: usize = 3;
 
 /// Runs the soak, prints the figures; an error when the server failed it.
 pub fn run(options: &SoakOptions) -> Result<i32> {
@@ -66,10 +67,9 @@ pub fn run(options: &SoakOptions) -> Result<i32> {
                 .context("cannot create a cache folder for the soak")?,
         ),
     };
-    let cache_dir = match (&options.cache_dir, &temporary) {
-        (Some(dir), _) => dir.clone(),
-        (None, Some(dir)) => dir.path().to_path_buf(),
-        (None, None) => unreachable!("a temporary folder when none is given"),
+    let cache_dir = match &temporary {
+        Some(dir) => dir.path().to_path_buf(),
+        None => options.cache_dir.clone().unwrap_or_default(),
     };
     let server = ServeChild::start(options, &cache_dir)?;
     let compile_cache = soak_probe::compile_cache(&cache_dir);
@@ -91,23 +91,26 @@ pub fn run(options: &SoakOptions) -> Result<i32> {
         soak_mix::COPIES
     );
     let idle = settle(pid, &compile_cache, None, QUIET);
-    outln!("rss idle after start: {}", mib(idle.rss_kib));
+    outln!("rss idle after start: {}", soak_report::mib(idle.rss_kib));
 
     warm_up(&server)?;
     let start = settle(pid, &compile_cache, None, STEADY);
     outln!(
         "rss idle after one request of each kind: {}",
-        mib(start.rss_kib)
+        soak_report::mib(start.rss_kib)
     );
 
     let soak = soak(options, &server)?;
     let end = settle(pid, &compile_cache, Some(&start), STEADY);
     let metrics = server.metrics().unwrap_or_default();
-    report(options, &soak, &start, &end, &metrics)?;
+    soak_report::print(options, &soak, &start, &end, &metrics)?;
+    if let Some(path) = &options.samples {
+        soak_report::write_samples(path, &soak.samples)?;
+    }
 
     let (status, warnings) = server.stop();
     outln!("serve's warnings and errors: {}", warnings.len());
-    for line in warnings.iter().take(SHOWN_WRONG) {
+    for line in warnings.iter().take(soak_report::SHOWN) {
         outln!("  {line}");
     }
     outln!(
@@ -115,8 +118,8 @@ pub fn run(options: &SoakOptions) -> Result<i32> {
         status.map_or("none".to_string(), |code| code.to_string())
     );
     let mut failures = Vec::new();
-    if !soak.wrong.is_empty() {
-        failures.push(format!("{} honest answers were wrong", soak.wrong.len()));
+    if soak.wrong > 0 {
+        failures.push(format!("{} honest answers were wrong", soak.wrong));
     }
     if soak.unanswered > 0 {
         failures.push(format!(
@@ -285,27 +288,14 @@ fn warm_up(server: &ServeChild) -> Result<()> {
     Ok(())
 }
 
-/// What the soak measured.
-struct Soak {
-    seconds: f64,
-    /// Every request's kind and latency.
-    latencies: Vec<(Kind, Duration)>,
-    honest: usize,
-    hostile: usize,
-    /// Wrong honest answers, described whole.
-    wrong: Vec<String>,
-    /// Hostile requests without an answer.
-    unanswered: usize,
-    samples: Vec<Sample>,
-}
-
-fn soak(options: &SoakOptions, server: &ServeChild) -> Result<Soak> {
+fn soak(options: &SoakOptions, server: &ServeChild) -> Result<Measured> {
     let pid = server.pid();
     let indices: Vec<usize> = (0..options.requests).collect();
     let done = AtomicUsize::new(0);
     let honest = AtomicUsize::new(0);
     let unanswered = AtomicUsize::new(0);
-    let wrong = Mutex::new(Vec::new());
+    let wrong = AtomicUsize::new(0);
+    let wrong_shown = Mutex::new(Vec::new());
     let latencies = Mutex::new(Vec::with_capacity(options.requests));
     let samples = Mutex::new(Vec::new());
     let finished = AtomicBool::new(false);
@@ -337,8 +327,11 @@ fn soak(options: &SoakOptions, server: &ServeChild) -> Result<Soak> {
                     }
                     (true, Err(why)) => {
                         honest.fetch_add(1, Ordering::Relaxed);
-                        if let Ok(mut wrong) = wrong.lock() {
-                            wrong.push(describe_wrong(i, &request, &why, &answer));
+                        wrong.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(mut shown) = wrong_shown.lock() {
+                            if shown.len() < soak_report::SHOWN {
+                                shown.push(describe_wrong(i, &request, &why, &answer));
+                            }
                         }
                     }
                     (false, Ok(())) => {}
@@ -367,14 +360,15 @@ fn soak(options: &SoakOptions, server: &ServeChild) -> Result<Soak> {
     });
     let seconds = sent?;
     let honest = honest.into_inner();
-    Ok(Soak {
+    Ok(Measured {
         seconds,
         latencies: latencies
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
         honest,
         hostile: options.requests - honest,
-        wrong: wrong
+        wrong: wrong.into_inner(),
+        wrong_shown: wrong_shown
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
         unanswered: unanswered.into_inner(),
@@ -452,144 +446,4 @@ fn settle(pid: u32, cache: &Path, baseline: Option<&Holdings>, steady: Duration)
             return last;
         }
     }
-}
-
-fn mib(kib: u64) -> String {
-    format!("{:.1} MiB", kib as f64 / 1024.0)
-}
-
-/// The latency at quantile `q` of sorted latencies, in ms.
-fn quantile(sorted: &[Duration], q: f64) -> f64 {
-    let at = ((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1));
-    sorted.get(at).map_or(0.0, |d| d.as_secs_f64() * 1e3)
-}
-
-fn report(
-    options: &SoakOptions,
-    soak: &Soak,
-    start: &Holdings,
-    end: &Holdings,
-    metrics: &str,
-) -> Result<()> {
-    outln!("requests: {}", soak.latencies.len());
-    outln!("elapsed: {:.1} s", soak.seconds);
-    outln!(
-        "requests/s: {:.1}",
-        soak.latencies.len() as f64 / soak.seconds.max(1e-9)
-    );
-    let mut all: Vec<Duration> = soak.latencies.iter().map(|(_, d)| *d).collect();
-    all.sort();
-    outln!("latency all: {}", latency_line(&all));
-    for kind in Kind::ALL {
-        let mut of_kind: Vec<Duration> = soak
-            .latencies
-            .iter()
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, d)| *d)
-            .collect();
-        of_kind.sort();
-        outln!("latency {}: {}", kind.name(), latency_line(&of_kind));
-    }
-    outln!("honest answers: {}", soak.honest);
-    outln!("wrong honest answers: {}", soak.wrong.len());
-    for wrong in soak.wrong.iter().take(SHOWN_WRONG) {
-        outln!("{wrong}");
-    }
-    outln!(
-        "hostile requests answered: {} of {}",
-        soak.hostile - soak.unanswered,
-        soak.hostile
-    );
-    outln!(
-        "compiles (compile cache misses): {}",
-        soak_probe::metric(metrics, "ioi_run_compile_cache_misses_total")
-    );
-    outln!(
-        "verdict cache hits: {}, verdicts kept: {} in {} bytes",
-        soak_probe::metric(metrics, "ioi_run_verdict_cache_hits_total"),
-        soak_probe::metric(metrics, "ioi_run_verdict_cache_entries"),
-        soak_probe::metric(metrics, "ioi_run_verdict_cache_bytes")
-    );
-    rss_figures(options, soak)?;
-    outln!("rss after settling: {}", mib(end.rss_kib));
-    for ((name, then), (_, now)) in start.checked().iter().zip(end.checked()) {
-        outln!("{name}: start {then}, end {now}");
-    }
-    outln!(
-        "cache pins (one per distinct program, not checked): start {}, end {}",
-        start.pins,
-        end.pins
-    );
-    outln!(
-        "mount table lines (the host's, not checked): start {}, end {}",
-        start.mounts,
-        end.mounts
-    );
-    let above = end.above(start);
-    outln!(
-        "resources back to start: {}",
-        match above.is_empty() {
-            true => "yes".to_string(),
-            false => format!("no ({})", above.join(", ")),
-        }
-    );
-    Ok(())
-}
-
-fn latency_line(sorted: &[Duration]) -> String {
-    format!(
-        "p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} requests)",
-        quantile(sorted, 0.5),
-        quantile(sorted, 0.99),
-        quantile(sorted, 1.0),
-        sorted.len()
-    )
-}
-
-/// RSS when 10 %, 50 % and all of the requests were answered, its largest sample, and its
-/// growth from the middle to the end.
-fn rss_figures(options: &SoakOptions, soak: &Soak) -> Result<()> {
-    let at = |share: usize| {
-        let wanted = options.requests * share / 100;
-        soak.samples
-            .iter()
-            .find(|s| s.done >= wanted)
-            .or(soak.samples.last())
-            .copied()
-    };
-    let (Some(warm), Some(middle), Some(last)) = (at(10), at(50), soak.samples.last().copied())
-    else {
-        outln!("rss: no sample");
-        return Ok(());
-    };
-    outln!(
-        "rss samples: {} (every {:.1} s)",
-        soak.samples.len(),
-        options.sample_every.as_secs_f64()
-    );
-    for (label, sample) in [
-        ("warm-up end (10 %)", warm),
-        ("middle (50 %)", middle),
-        ("end", last),
-    ] {
-        outln!(
-            "rss at {label}: {} ({} requests, {:.0} s)",
-            mib(sample.rss_kib),
-            sample.done,
-            sample.seconds
-        );
-    }
-    let max = soak.samples.iter().map(|s| s.rss_kib).max().unwrap_or(0);
-    outln!("rss max: {}", mib(max));
-    outln!(
-        "rss growth over the second half: {:.1} % (target < 5 %)",
-        100.0 * (last.rss_kib as f64 - middle.rss_kib as f64) / (middle.rss_kib as f64).max(1.0)
-    );
-    let most = |f: fn(&Sample) -> usize| soak.samples.iter().map(f).max().unwrap_or(0);
-    outln!(
-        "during the soak: fds at most {}, threads at most {}",
-        most(|s| s.fds),
-        most(|s| s.threads)
-    );
-    Ok(())
 }

@@ -512,6 +512,35 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_is_exact_or_wrong() {
+        let plain = |stdout: &str| json!({"compile": {"code": 0}, "run": {"stdout": stdout, "code": 0, "signal": null}});
+        let sum = Expect::Stdout("5\n".into());
+        assert_eq!(check(&sum, 200, &plain("5\n")), Ok(()));
+        assert!(check(&sum, 200, &plain("6\n")).is_err());
+        assert!(check(&sum, 503, &plain("5\n")).is_err());
+        let ioi = |score: &str, feedback: &str| {
+            json!({"language": "cms_ioi", "version": "1.0.0",
+                   "compile": {"stdout": "", "stderr": "", "code": 0, "signal": null, "output": ""},
+                   "run": {"stdout": score, "stderr": feedback, "code": 0, "signal": null,
+                           "output": ""}})
+        };
+        let half = Expect::Score {
+            score: "0.5",
+            feedback: "Off by one".into(),
+        };
+        assert_eq!(check(&half, 200, &ioi("0.5", "Off by one")), Ok(()));
+        assert!(check(&half, 200, &ioi("0.5", "Off by two")).is_err());
+        assert!(check(&half, 200, &ioi("1", "Off by one")).is_err());
+        let run_code = Expect::RunStdout("5\n".into());
+        let answer = json!({"status": "Success", "run_result": {"stdout": "5\n"}});
+        assert_eq!(check(&run_code, 200, &answer), Ok(()));
+        let failed = json!({"status": "Failed", "run_result": {"stdout": "5\n"}});
+        assert!(check(&run_code, 200, &failed).is_err());
+        assert_eq!(check(&Expect::Answered, 200, &Value::Null), Ok(()));
+        assert!(check(&Expect::Answered, 0, &Value::Null).is_err());
+    }
+
+    #[test]
     fn the_expected_feedback_is_the_checkers_text() {
         let (score, feedback) = checker_verdict(true, 5, 6);
         assert_eq!(score, "0.5");

@@ -215,6 +215,10 @@ enum What {
         /// The server's cache folder [default: a fresh temporary folder].
         #[arg(long)]
         cache_dir: Option<std::path::PathBuf>,
+        /// Also write every sample of the server (seconds, requests answered, RSS, fds,
+        /// threads) to this CSV file.
+        #[arg(long, value_name = "FILE")]
+        samples: Option<std::path::PathBuf>,
     },
 }
 
@@ -226,12 +230,14 @@ pub fn run(args: Args) -> Result<i32> {
             jobs,
             sample_every,
             cache_dir,
+            samples,
         } => crate::bench::soak::run(&crate::bench::soak::SoakOptions {
             requests,
             clients: clients.max(1),
             jobs: super::jobs_or_default(jobs),
             sample_every: Duration::from_secs_f64(sample_every.clamp(0.05, 3600.0)),
             cache_dir,
+            samples,
         }),
         What::Sandbox {
             runs,

@@ -71,8 +71,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    allocator_for_a_long_run();
     let jobs = super::jobs_or_default(args.jobs);
-    few_heaps();
     let ports = args
         .ports
         .clone()
@@ -215,14 +215,23 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// Bounds glibc's heaps to four, before the server's threads start: by default every thread
-/// that allocates may get one (up to eight a core), and memory freed in one heap is reused only
-/// there, so a server of many threads running for days holds ever more memory it does not use.
-/// Its allocations are small and short (a request, a response), so four heaps do not contend.
-fn few_heaps() {
+/// glibc's allocator set for a server that runs for days, before its threads start (the
+/// third setting, returning free memory every 256 requests, is in `server::http`):
+/// - every heap block of 64 KiB or more gets a mapping of its own, returned to the system when
+///   freed. glibc raises that threshold each time such a block is freed (up to 32 MiB), after
+///   which a server's large blocks (checkers' feedback and compilers' messages of tens of KiB to
+///   a megabyte, request bodies, answers) come from its heaps, where they leave holes between
+///   blocks still live (the verdict cache keeps some for a while) that are never given back: in
+///   `bench soak` the server grew 9 to 50 % over the second half of 30 000 to 100 000 requests
+///   while its live heap stayed near 85 MiB (docs/benchmarks.md#a-training-run-of-requests);
+/// - at most four heaps: by default every thread that allocates may get one (up to eight a
+///   core), and memory freed in one heap is reused only there. The server's allocations are
+///   small and short (a request, a response), so four heaps do not contend.
+fn allocator_for_a_long_run() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a parameter of the allocator, under its own lock.
+    // SAFETY: mallopt only sets parameters of the allocator, under its own lock.
     unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
         libc::mallopt(libc::M_ARENA_MAX, 4);
     }
 }
