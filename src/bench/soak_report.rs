@@ -101,11 +101,6 @@ pub(crate) fn print(
         outln!("{name}: start {then}, end {now}");
     }
     outln!(
-        "cache pins (one per distinct program, not checked): start {}, end {}",
-        start.pins,
-        end.pins
-    );
-    outln!(
         "mount table lines (the host's, not checked): start {}, end {}",
         start.mounts,
         end.mounts

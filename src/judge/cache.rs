@@ -9,10 +9,12 @@
 //! - **Verified reads.** A reader trusts an entry only when its file matches the manifest: a
 //!   partial or corrupt entry (a crash of an older version, a torn copy) is ignored and replaced.
 //! - **Pins.** A program handed to the judge is first hard-linked into this process's pin folder
-//!   (`.pins/<host>-<pid>-…/<key>`), and the judge runs the pin: when another process trims the
-//!   entry, the pin keeps the file alive until this process is done with it. Pins go with their
-//!   process (on drop; the pins of a dead process on the same host are swept, those of other
-//!   hosts expire after [`PIN_EXPIRY`] without use).
+//!   (`.pins/<host>-<pid>-…/<key>.<n>`), and the judge runs the pin: when another process trims
+//!   the entry, the pin keeps the file alive until this process is done with it. A pin lives as
+//!   long as the [`Executable`] values that carry it (every holder of one program in this process
+//!   shares one pin), so a server running for days holds the programs it is running, not every
+//!   program it ever ran. A dead process's pins go too: those of the same host are swept, those
+//!   of other hosts expire after [`PIN_EXPIRY`] without use.
 //! - **Trimming.** Over the size bound, the least recently used entries go first, but never one
 //!   used within the grace period (an hour), and an entry is renamed away (`.trash-<host>-<pid>-…`)
 //!   before it is deleted, so a reader never sees half of one.
@@ -23,16 +25,18 @@
 //! Hand-written rather than a crate: the caches on crates.io (cacache, …) assume one host and do
 //! not pin what they hand out.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use super::compiled::{CompileError, Compiled};
+use super::compiled::{CompileError, Compiled, Executable};
 
 /// Entries used more recently than this are never trimmed.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
@@ -79,6 +83,34 @@ pub struct CacheStore {
     last: Mutex<Option<Footprint>>,
     /// This process's pin folder, created on first use.
     pins: OnceLock<PathBuf>,
+    /// The pins held now, by key: one link shared by every holder of the same program file.
+    live: Arc<LivePins>,
+    /// Numbers the pins' links, so that a pin never reuses the name of one still held.
+    next_pin: AtomicU64,
+}
+
+type LivePins = Mutex<HashMap<String, Weak<Pin>>>;
+
+/// A program's link in this process's pin folder, removed when its last holder drops it.
+struct Pin {
+    path: PathBuf,
+    key: String,
+    live: Arc<LivePins>,
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        if let Ok(mut live) = self.live.lock() {
+            // The key may name a newer pin by now (the entry was replaced): that one stays.
+            if live
+                .get(&self.key)
+                .is_some_and(|pin| std::ptr::eq(pin.as_ptr(), self))
+            {
+                live.remove(&self.key);
+            }
+        }
+        let _ = fs::remove_file(&self.path);
+    }
 }
 
 impl CacheStore {
@@ -94,6 +126,8 @@ impl CacheStore {
             size: Mutex::new(None),
             last: Mutex::new(None),
             pins: OnceLock::new(),
+            live: Arc::new(Mutex::new(HashMap::new())),
+            next_pin: AtomicU64::new(0),
         };
         store.sweep_leftovers(&|_, _| false);
         Ok(store)
@@ -201,7 +235,8 @@ impl CacheStore {
         Ok(())
     }
 
-    /// Hard-links `program` into this process's pin folder; the judge runs the pin.
+    /// Hard-links `program` into this process's pin folder, or shares the pin held for it; the
+    /// judge runs the pin, which goes when the last holder of the returned program drops it.
     fn pin(&self, key: &str, program: &Path) -> Result<Compiled> {
         let folder = match self.pins.get() {
             Some(folder) => folder.clone(),
@@ -217,20 +252,30 @@ impl CacheStore {
                 self.pins.get_or_init(|| made).clone()
             }
         };
-        let pinned = folder.join(key);
         use std::os::unix::fs::MetadataExt;
         let inode = |p: &Path| fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
-        // A pin of an older copy of the entry (replaced since) is re-linked to the current one.
-        if inode(&pinned).is_none() || inode(&pinned) != inode(program) {
-            let fresh = folder.join(format!(".{key}.{}", std::process::id()));
-            let _ = fs::remove_file(&fresh);
-            fs::hard_link(program, &fresh)
-                .and_then(|_| fs::rename(&fresh, &pinned))
-                .with_context(|| {
-                    format!("cannot link {} to {}", program.display(), pinned.display())
-                })?;
+        let mut live = self
+            .live
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the compile cache's pins are poisoned"))?;
+        // The pin held for this key, unless the entry was replaced since (a newer copy).
+        if let Some(pin) = live.get(key).and_then(Weak::upgrade) {
+            if inode(&pin.path).is_some() && inode(&pin.path) == inode(program) {
+                return Ok(Compiled::Binary(Executable::held(pin.path.clone(), pin)));
+            }
         }
-        Ok(Compiled::Binary(pinned))
+        let n = self.next_pin.fetch_add(1, Ordering::Relaxed);
+        let pinned = folder.join(format!("{key}.{n}"));
+        fs::hard_link(program, &pinned).with_context(|| {
+            format!("cannot link {} to {}", program.display(), pinned.display())
+        })?;
+        let pin = Arc::new(Pin {
+            path: pinned.clone(),
+            key: key.to_string(),
+            live: Arc::clone(&self.live),
+        });
+        live.insert(key.to_string(), Arc::downgrade(&pin));
+        Ok(Compiled::Binary(Executable::held(pinned, pin)))
     }
 
     /// Renames an entry away (readers stop seeing it at once), then deletes it.
@@ -628,6 +673,63 @@ mod tests {
         );
         drop(user);
         assert!(!pinned.exists(), "pins go with their process");
+    }
+
+    /// Holders of one program share one pin; it goes with the last of them, while the process
+    /// and its store live on, and the program trimmed meanwhile goes from the disk with it. A
+    /// program replaced in the cache gets a pin of its own; the older one stays for its holder.
+    #[test]
+    fn a_pin_lives_as_long_as_its_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CacheStore::new(dir.path().to_path_buf(), u64::MAX).unwrap();
+        let pins_held = || {
+            store
+                .pins
+                .get()
+                .map_or(0, |folder| fs::read_dir(folder).unwrap().count())
+        };
+        let Compiled::Binary(first) = store.publish_program("k", &content("k")).unwrap() else {
+            panic!("a program")
+        };
+        let Some(Compiled::Binary(second)) = store.lookup("k") else {
+            panic!("a program")
+        };
+        assert_eq!(first.path(), second.path(), "one pin for both holders");
+        assert_eq!(pins_held(), 1);
+        drop(first);
+        assert!(second.exists(), "the pin stays while one holder is left");
+        let trimmer = CacheStore::new(dir.path().to_path_buf(), 0)
+            .unwrap()
+            .with_grace(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(20));
+        trimmer.trim();
+        assert_eq!(fs::read(second.path()).unwrap(), content("k"));
+        let path = second.path().to_path_buf();
+        drop(second);
+        assert!(!path.exists(), "the last holder took the pin with it");
+        assert_eq!(pins_held(), 0);
+
+        // The entry stored again is a new file: its holder gets a new pin, the old one stays.
+        let Compiled::Binary(old) = store.publish_program("j", &content("j")).unwrap() else {
+            panic!("a program")
+        };
+        trimmer.trim();
+        let Compiled::Binary(new) = store.publish_program("j", &content("j")).unwrap() else {
+            panic!("a program")
+        };
+        assert_ne!(old.path(), new.path());
+        assert_eq!(pins_held(), 2);
+        let old_path = old.path().to_path_buf();
+        drop(old);
+        assert!(!old_path.exists());
+        assert!(
+            new.exists(),
+            "the newer pin is not the older one's to remove"
+        );
+        let Some(Compiled::Binary(again)) = store.lookup("j") else {
+            panic!("a program")
+        };
+        assert_eq!(again.path(), new.path(), "the newer pin is shared");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use ioi_sandbox::{Limits, RunSpec, Sandbox, Stdio, Termination};
 
 use super::cache::CacheStore;
 pub use super::cache::Footprint;
-pub use super::compiled::{CompileError, Compiled};
+pub use super::compiled::{CompileError, Compiled, Executable};
 pub use super::language::Language;
 use super::language::{
     C_PROGRAM_FLAGS, C_SUBMISSION_FLAGS, DEBUG_C_SUBMISSION_FLAGS, IOI_C_SUBMISSION_FLAGS,

@@ -2,15 +2,82 @@
 //! compiler, the compile cache (which stores both) and the precompiled headers all speak these
 //! types, so they sit below all three.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What a compile produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Compiled {
     /// The executable, in the cache.
-    Binary(PathBuf),
+    Binary(Executable),
     /// The compiler failed.
     Error(CompileError),
+}
+
+/// A compiled program's file. One handed out by the compile cache carries its pin, which keeps
+/// the file on disk while any clone of this value lives, however the cache is trimmed meanwhile,
+/// and removes it once the last clone is dropped: a process that runs for days holds the files
+/// of the programs it is running, not of every program it ever ran.
+#[derive(Clone)]
+pub struct Executable {
+    path: PathBuf,
+    /// What keeps the file: the cache's pin (its drop removes the pin's link).
+    _hold: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Executable {
+    /// A program file nothing else removes (built outside the cache, or in a test).
+    pub fn at(path: impl Into<PathBuf>) -> Executable {
+        Executable {
+            path: path.into(),
+            _hold: None,
+        }
+    }
+
+    /// A program file kept while `hold` lives.
+    pub(crate) fn held(path: PathBuf, hold: Arc<dyn std::any::Any + Send + Sync>) -> Executable {
+        Executable {
+            path,
+            _hold: Some(hold),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::ops::Deref for Executable {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Executable {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Executable {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+impl PartialEq for Executable {
+    fn eq(&self, other: &Executable) -> bool {
+        self.path == other.path
+    }
+}
+
+impl Eq for Executable {}
+
+impl std::fmt::Debug for Executable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.path.fmt(f)
+    }
 }
 
 /// A compilation error, whoever compiled (the native judge, the scripts, a tool's build): how

@@ -8,7 +8,6 @@
 //! fail on the judge side.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -124,7 +123,9 @@ impl SubmissionRunner for FakeRunner {
                 format!("scripted error in {code}"),
             )));
         }
-        Ok(Build::Program(Program::Binary(PathBuf::from(code))))
+        Ok(Build::Program(Program::Binary(
+            super::compile::Executable::at(code),
+        )))
     }
 
     fn run_test(

@@ -28,7 +28,6 @@ mod workdir;
 pub(crate) use workdir::read_capped;
 pub use workdir::OUTPUT_CAP;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
@@ -45,8 +44,8 @@ pub use workdir::BoxDir;
 /// Compiled checker and manager of a problem (native runner).
 #[derive(Debug, Clone, Default)]
 pub struct ProblemTools {
-    pub checker: Option<PathBuf>,
-    pub manager: Option<PathBuf>,
+    pub checker: Option<compile::Executable>,
+    pub manager: Option<compile::Executable>,
 }
 
 /// A problem ready to judge: its tests on disk and its tools compiled.
@@ -116,7 +115,7 @@ impl TestVerdict {
 /// A compiled submission.
 #[derive(Clone)]
 pub enum Program {
-    Binary(PathBuf),
+    Binary(compile::Executable),
     ScriptBox(Arc<BoxDir>),
 }
 
@@ -325,7 +324,7 @@ impl Judge {
         problem: &Problem,
         source: &crate::problem::GraderFile,
         what: &str,
-    ) -> Result<PathBuf> {
+    ) -> Result<compile::Executable> {
         match self.cache.tool(&self.sandbox, problem, source)? {
             Compiled::Binary(path) => Ok(path),
             Compiled::Error(error) => Err(ToolDoesNotCompile(format!(

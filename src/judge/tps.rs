@@ -11,14 +11,14 @@
 //! change to any of them makes new tests while an unchanged package is generated once.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use ioi_sandbox::{Bind, Limits, RunSpec, Stdio, Termination};
 use rayon::prelude::*;
 
-use super::compile::Compiled;
+use super::compile::{Compiled, Executable};
 use super::native::{self, PROGRAM};
 use super::Judge;
 use crate::problem::tps::{GenCommand, GenData, GenPlan, GenTest, TpsPackage};
@@ -53,11 +53,11 @@ pub fn load(judge: &Judge, dir: &Path) -> Result<(Problem, TestSet)> {
 /// Compiled programs that make the tests.
 struct Tools {
     /// Generator name → binary.
-    generators: Vec<(String, PathBuf)>,
+    generators: Vec<(String, Executable)>,
     /// Validator source file name (`validator.cpp`) → binary.
-    validators: Vec<(String, PathBuf)>,
-    model: PathBuf,
-    manager: Option<PathBuf>,
+    validators: Vec<(String, Executable)>,
+    model: Executable,
+    manager: Option<Executable>,
 }
 
 fn generate(
@@ -329,7 +329,7 @@ fn compile_makers(
     folder: &Path,
     what: &str,
     makers: impl IntoIterator<Item = (String, String)>,
-) -> Result<Vec<(String, PathBuf)>> {
+) -> Result<Vec<(String, Executable)>> {
     let files: Vec<(&str, &[u8])> = files
         .iter()
         .map(|f| (f.path.as_str(), f.content.as_slice()))

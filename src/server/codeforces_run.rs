@@ -54,7 +54,7 @@ pub(super) const PYTHON_ENV: [(&str, &str); 3] = [
 
 /// The program to run: a compiled binary or a Python source.
 enum Program {
-    Binary(PathBuf),
+    Binary(crate::judge::compile::Executable),
     Python(PathBuf),
 }
 
@@ -120,7 +120,7 @@ impl JudgeExecutor {
         let (argv, program_bind) = match program {
             Program::Binary(path) => (
                 vec![format!("{PROGRAM_DIR}/a.out")],
-                Bind::read_only(path, format!("{PROGRAM_DIR}/a.out")),
+                Bind::read_only(path.path(), format!("{PROGRAM_DIR}/a.out")),
             ),
             Program::Python(path) => (
                 vec!["python3".to_string(), format!("{PROGRAM_DIR}/main.py")],

@@ -49,7 +49,7 @@ pub const FETCH_LIMIT: u64 = PLAIN_OUTPUT_LIMIT;
 
 /// The program to run: a compiled binary or a Python source.
 enum Program {
-    Binary(PathBuf),
+    Binary(crate::judge::compile::Executable),
     Python(PathBuf),
 }
 
@@ -127,7 +127,7 @@ impl JudgeExecutor {
         let (argv, program_bind) = match program {
             Program::Binary(path) => (
                 vec![format!("{PROGRAM_DIR}/program")],
-                Bind::read_only(path, format!("{PROGRAM_DIR}/program")),
+                Bind::read_only(path.path(), format!("{PROGRAM_DIR}/program")),
             ),
             Program::Python(path) => (
                 vec!["python3".to_string(), format!("{PROGRAM_DIR}/main.py")],

@@ -64,6 +64,7 @@ fn a_short_soak_answers_exactly_and_gives_back_what_it_held() {
         "scratch folders",
         "scratch bytes",
         "ioi-run mounts",
+        "compile cache pins",
     ] {
         let (start, end) = held
             .get(name)
