@@ -741,7 +741,70 @@ fn watch_judges_again_when_the_solution_is_saved() {
     wait_until("the second judging", Duration::from_secs(120), || {
         read(&stdout_path).contains("total 100/100")
     });
-    assert!(read(&stderr_path).contains("changed: judging again"));
+    let stderr = read(&stderr_path);
+    assert!(stderr.contains("changed: judging again"));
+    assert!(
+        !stderr.contains('\x1b'),
+        "no terminal, no escape sequence: {stderr:?}"
+    );
+    drop(guard);
+}
+
+/// In a terminal (a pseudo-terminal made by util-linux's `script`), each judgement after a save
+/// clears the screen before it starts, so that it replaces the last one; Ctrl-C stops it.
+#[test]
+fn watch_in_a_terminal_redraws_each_judgement() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    if Command::new("script").arg("--version").output().is_err() {
+        common::skip("util-linux's script (a pseudo-terminal) is not installed");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = sumpairs();
+    let solution = work.path().join("sol.cpp");
+    std::fs::copy(dir.join("solutions/int_overflow.cpp"), &solution).unwrap();
+    let screen = work.path().join("screen");
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache");
+    let command = format!(
+        "IOI_RUN_CACHE={} {} judge {} {} --watch",
+        path(&cache),
+        env!("CARGO_BIN_EXE_ioi-run"),
+        path(&dir),
+        path(&solution)
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("TERM", "xterm")
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&screen).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&screen).unwrap_or_default();
+    let guard = KillOnDrop(&mut child);
+    wait_until("the first judging", Duration::from_secs(120), || {
+        read().contains("watching")
+    });
+    let first = read();
+    assert!(first.contains("total 40/100"), "{first}");
+    assert!(!first.contains("\x1b[2J"), "the first judgement clears nothing");
+    std::fs::copy(dir.join("solutions/ac.cpp"), &solution).unwrap();
+    wait_until("the second judging", Duration::from_secs(120), || {
+        read().contains("total 100/100")
+    });
+    let all = read();
+    let clear = all.find("\x1b[H\x1b[2J").expect("the screen cleared");
+    let again = all.find("changed: judging again").expect("said why");
+    assert!(clear < again && again < all.find("total 100/100").unwrap());
+    assert!(clear > all.find("total 40/100").unwrap());
+    // Ctrl-C, typed into the terminal.
+    use std::io::Write;
+    guard.0.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+    wait_until("Ctrl-C to stop the judge", Duration::from_secs(30), || {
+        read().contains("interrupted")
+    });
     drop(guard);
 }
 

@@ -35,8 +35,26 @@ pub fn run(args: &super::Args, judge_once: impl Fn() -> Result<i32>) -> Result<i
             }
             std::thread::sleep(POLL);
         }
-        eprintln!();
+        clear_terminal();
         eprintln!("{} changed: judging again", solution.display());
+    }
+}
+
+/// In a terminal, clears the screen so that the judgement about to start replaces the last one
+/// instead of adding its thirty lines below it (the scrollback keeps them); elsewhere (a file, a
+/// pipe, a dumb terminal) a blank line separates the two.
+fn clear_terminal() {
+    use std::io::{IsTerminal, Write};
+    let dumb = std::env::var_os("TERM").is_none_or(|term| term == "dumb");
+    let mut stderr = std::io::stderr();
+    match stderr.is_terminal() && !dumb {
+        // Cursor home, then erase the whole screen.
+        true => {
+            let _ = stderr.write_all(b"\x1b[H\x1b[2J");
+        }
+        false => {
+            let _ = stderr.write_all(b"\n");
+        }
     }
 }
 
