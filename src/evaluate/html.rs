@@ -50,7 +50,11 @@ tr.d>td{background:#fafafa;padding:.6em 1em}\
 pre{background:#f4f4f4;border:1px solid #ddd;padding:.5em;max-height:28em;overflow:auto;\
 font-size:13.5px;white-space:pre-wrap;word-break:break-all}\
 .controls{margin:.6em 0}.controls input,.controls select{font:inherit;margin-right:.6em}\
-.over{color:#c62828;font-weight:600}";
+.over{color:#c62828;font-weight:600}\
+.msg{font-size:12.5px;color:#444;white-space:pre-wrap;word-break:break-all;max-width:32em}\
+table.diff{font:12.5px/1.35 ui-monospace,monospace}table.diff td{border:0;padding:0 6px;\
+white-space:pre-wrap;word-break:break-all}table.diff td.del{background:#fde0e0}\
+table.diff td.ins{background:#dff5df}";
 
 /// Sorting (click a column's header) and filtering (by text, by a status any subtask has) of
 /// each problem's grid, and opening a submission by clicking its row. It reads the page's own

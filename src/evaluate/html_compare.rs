@@ -3,10 +3,12 @@
 //! side, each set's score under the 50-submission rule (docs/results.md#round-robin-selection)
 //! and with no limit, its best submission, its subtask solve rates and its distribution of total
 //! scores; then the submissions found in several sets (the same id on the same problem) whose
-//! verdicts differ, each with the tests that differ.
+//! verdicts differ, each with the tests that differ (with each set's checker message), the code
+//! side by side where it changed, and a link to its row on each set's own page.
 //!
-//! As on the dataset's page, every text from the results is escaped and no link leads anywhere
-//! but to the page's own anchors.
+//! As on the dataset's page, every text from the results is escaped, and no link leads anywhere
+//! but to the page's own anchors or to a row of a set's page (`<set>/report.html#s<n>-<k>`, the
+//! set's name percent-encoded).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -15,6 +17,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 
 use super::html::{escape, mean, page_end, page_head, percent, status_legend, table};
+use super::html_submissions::{grid_order, row_anchor};
 use super::overview::{points, problems, ProblemOverview, ResultSet};
 use super::plots::{self, Histogram};
 use super::report_rows::{subtask_cells, JudgedSubmission};
@@ -24,19 +27,29 @@ use crate::score::Verdict;
 
 /// Name of the comparison page inside `reports/`.
 pub const COMPARISON_HTML: &str = "comparison.html";
+/// Characters of a checker's message shown for a test that differs (the results file has all).
+const MESSAGE_CHARS: usize = 300;
+/// Rows of a side-by-side code diff shown at most.
+const DIFF_ROWS: usize = 400;
+/// Unchanged lines shown around each change of a code diff.
+const DIFF_CONTEXT: usize = 3;
+/// The longest a code diff may take; past it the diff is coarser (larger blocks), never absent.
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// One problem as each set has it (`None` where a set has no submission of it).
 struct ProblemAcross<'a> {
     year: i64,
     problem_id: String,
     per_set: Vec<Option<(ProblemOverview, Vec<&'a JudgedSubmission>)>>,
+    /// The problem's number on each set's own page (its anchors' first part).
+    numbers: Vec<Option<usize>>,
 }
 
 /// The problems of every set, newest year first, then by id.
 fn problems_across(sets: &[ResultSet]) -> Vec<ProblemAcross<'_>> {
     let mut by_key: BTreeMap<(std::cmp::Reverse<i64>, String), ProblemAcross> = BTreeMap::new();
     for (i, set) in sets.iter().enumerate() {
-        for (overview, subs) in problems(&set.submissions) {
+        for (number, (overview, subs)) in problems(&set.submissions).into_iter().enumerate() {
             let entry = by_key
                 .entry((
                     std::cmp::Reverse(overview.year),
@@ -46,8 +59,10 @@ fn problems_across(sets: &[ResultSet]) -> Vec<ProblemAcross<'_>> {
                     year: overview.year,
                     problem_id: overview.problem_id.clone(),
                     per_set: (0..sets.len()).map(|_| None).collect(),
+                    numbers: vec![None; sets.len()],
                 });
             entry.per_set[i] = Some((overview, subs));
+            entry.numbers[i] = Some(number);
         }
     }
     by_key.into_values().collect()
@@ -456,8 +471,9 @@ fn differences(
             }
             let _ = write!(
                 out,
-                "<td>{}</td><td class=\"num\">{}</td><td>",
+                "<td>{} {}</td><td class=\"num\">{}</td><td>",
                 escape(&sets[*i].name),
+                row_link(problem, *i, s, sets),
                 points(s.total)
             );
             for cell in &s.subtasks {
@@ -472,8 +488,9 @@ fn differences(
         }
         let _ = writeln!(
             out,
-            "<tr><td colspan=\"3\">{}</td></tr>",
-            test_differences(&present, sets, rows)?
+            "<tr><td colspan=\"3\">{}{}</td></tr>",
+            test_differences(&present, sets, rows)?,
+            code_differences(&present, sets, rows)?
         );
     }
     out.push_str("</table>\n");
@@ -490,8 +507,8 @@ fn test_differences(
     sets: &[ResultSet],
     rows: &ResultsFiles,
 ) -> Result<String> {
-    // per copy: status, score and time where it was judged.
-    type Outcome = (Verdict, f64, Option<f64>);
+    // per copy: status, score, time and message where it was judged.
+    type Outcome = (Verdict, f64, Option<f64>, Option<String>);
     // test → (position of its first subtask, its subtasks, its outcome in each copy).
     type Copies = (usize, Vec<String>, Vec<Option<Outcome>>);
     let mut tests: HashMap<String, Copies> = HashMap::new();
@@ -511,13 +528,13 @@ fn test_differences(
                 }
                 let judged = !matches!(test.status, Verdict::Skipped);
                 if judged && copies[k].is_none() {
-                    copies[k] = Some((test.status, test.score, test.time));
+                    copies[k] = Some((test.status, test.score, test.time, test.feedback));
                 }
             }
         }
     }
     // Times always differ a little between runs: a test differs by its status and score.
-    let verdict = |t: &Option<Outcome>| t.map(|(status, score, _)| (status, score));
+    let verdict = |t: &Option<Outcome>| t.as_ref().map(|(status, score, ..)| (*status, *score));
     let mut differing: Vec<_> = tests
         .into_iter()
         .filter(|(_, (_, _, copies))| {
@@ -528,11 +545,15 @@ fn test_differences(
         .collect();
     differing.sort_by(|(a, (pa, ..)), (b, (pb, ..))| (pa, a).cmp(&(pb, b)));
     let outcome = |t: Option<Outcome>| match t {
-        Some((status, score, time)) => format!(
-            "<span class=\"st st-{0}\">{0}</span> {1}{2}",
+        Some((status, score, time, message)) => format!(
+            "<span class=\"st st-{0}\">{0}</span> {1}{2}{3}",
             status.as_str(),
             points(score),
-            time.map(|t| format!(", {t:.3} s")).unwrap_or_default()
+            time.map(|t| format!(", {t:.3} s")).unwrap_or_default(),
+            message
+                .filter(|m| !m.trim().is_empty())
+                .map(|m| format!("<div class=\"msg\">{}</div>", escape(&shortened(&m))))
+                .unwrap_or_default()
         ),
         None => "not judged".into(),
     };
@@ -552,4 +573,135 @@ fn test_differences(
         rows.len(),
         table(&headers, &[], &rows)
     ))
+}
+
+/// `message` cut to [`MESSAGE_CHARS`] characters, saying so.
+fn shortened(message: &str) -> String {
+    let message = message.trim_end();
+    match message.char_indices().nth(MESSAGE_CHARS) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message.to_string(),
+    }
+}
+
+/// A link to the copy `s` of set `i` in that set's own page: `<set>/report.html#s<problem>-<k>`,
+/// the set's name percent-encoded (a name from a file name never becomes markup, a scheme or
+/// another folder: every byte but letters, digits, `-` and `_` is encoded).
+fn row_link(problem: &ProblemAcross, i: usize, s: &JudgedSubmission, sets: &[ResultSet]) -> String {
+    let (Some(number), Some((_, subs))) = (problem.numbers[i], &problem.per_set[i]) else {
+        return String::new();
+    };
+    let Some(k) = grid_order(subs).iter().position(|t| std::ptr::eq(*t, s)) else {
+        return String::new();
+    };
+    let folder: String = sets[i]
+        .name
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!(
+        "<a class=\"row\" href=\"{folder}/report.html#{}\">row</a>",
+        row_anchor(number, k)
+    )
+}
+
+/// The code of the copies side by side, each later copy against the first, when it differs: a
+/// change of verdict with the same code is the judge's or the settings', one with new code may
+/// be the code's.
+fn code_differences(
+    present: &[(usize, &JudgedSubmission)],
+    sets: &[ResultSet],
+    rows: &ResultsFiles,
+) -> Result<String> {
+    let Some(((first_set, first), later)) = present.split_first() else {
+        return Ok(String::new());
+    };
+    let code = |s: &JudgedSubmission| -> Result<String> {
+        let row = rows.read(s.span)?;
+        Ok(row
+            .get("code")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string())
+    };
+    let old = code(first)?;
+    let mut out = String::new();
+    for (set, s) in later {
+        let new = code(s)?;
+        let (old_name, new_name) = (escape(&sets[*first_set].name), escape(&sets[*set].name));
+        if old == new {
+            let _ = write!(
+                out,
+                "<p class=\"muted\">The same code in {old_name} and {new_name}.</p>"
+            );
+            continue;
+        }
+        let diff = similar::TextDiff::configure()
+            .timeout(DIFF_DEADLINE)
+            .diff_lines(&old, &new);
+        let (rendered, changed) = side_by_side(&diff, (&old_name, &new_name));
+        let _ = write!(
+            out,
+            "<details><summary>The code differs between {old_name} and {new_name}: {changed} \
+             line(s)</summary>{rendered}</details>"
+        );
+    }
+    Ok(out)
+}
+
+/// A line diff as a table of two columns (line numbers beside each), changes and their
+/// context only, at most [`DIFF_ROWS`] rows; and how many lines changed.
+fn side_by_side(diff: &similar::TextDiff<'_, '_, '_, str>, names: (&str, &str)) -> (String, usize) {
+    use similar::DiffTag;
+    let (old, new) = (diff.old_slices(), diff.new_slices());
+    let mut out = format!(
+        "<table class=\"diff\"><tr><th></th><th>{}</th><th></th><th>{}</th></tr>",
+        names.0, names.1
+    );
+    let mut shown = 0;
+    let mut changed = 0;
+    let line = |side: &[&str], at: Option<usize>, class: &str| match at {
+        Some(at) => format!(
+            "<td class=\"num\">{}</td><td class=\"{class}\">{}</td>",
+            at + 1,
+            escape(side[at].trim_end_matches(['\n', '\r']))
+        ),
+        None => "<td></td><td></td>".to_string(),
+    };
+    for (g, group) in diff.grouped_ops(DIFF_CONTEXT).iter().enumerate() {
+        if g > 0 {
+            out.push_str("<tr><td colspan=\"4\" class=\"muted\">⋯</td></tr>");
+        }
+        for op in group {
+            let (tag, olds, news) = op.as_tag_tuple();
+            if tag != DiffTag::Equal {
+                changed += olds.len().max(news.len());
+            }
+            for k in 0..olds.len().max(news.len()) {
+                if shown == DIFF_ROWS {
+                    continue;
+                }
+                shown += 1;
+                let at =
+                    |range: &std::ops::Range<usize>| (k < range.len()).then(|| range.start + k);
+                let (left, right) = match tag {
+                    DiffTag::Equal => (line(old, at(&olds), ""), line(new, at(&news), "")),
+                    _ => (line(old, at(&olds), "del"), line(new, at(&news), "ins")),
+                };
+                let _ = write!(out, "<tr>{left}{right}</tr>");
+            }
+        }
+    }
+    if shown == DIFF_ROWS {
+        let _ = write!(
+            out,
+            "<tr><td colspan=\"4\" class=\"muted\">The first {DIFF_ROWS} rows are shown; the \
+             results files hold both programs whole.</td></tr>"
+        );
+    }
+    out.push_str("</table>");
+    (out, changed)
 }

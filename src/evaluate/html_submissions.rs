@@ -129,12 +129,7 @@ pub fn submission_grid(
     rows: &ResultsFiles,
     budget: &mut DetailsBudget,
 ) -> Result<()> {
-    let mut sorted: Vec<&JudgedSubmission> = subs.to_vec();
-    sorted.sort_by(|a, b| {
-        b.total
-            .partial_cmp(&a.total)
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
+    let sorted = grid_order(subs);
     let subtasks = subtask_names(subs);
     let mut head = String::from(
         "<h3>Submissions</h3>\n<div class=\"controls\"><input class=\"q\" type=\"search\" \
@@ -186,6 +181,22 @@ pub fn submission_grid(
     Ok(())
 }
 
+/// A problem's submissions in the order of its grid: by total, highest first (ties as given).
+pub(super) fn grid_order<'a>(subs: &[&'a JudgedSubmission]) -> Vec<&'a JudgedSubmission> {
+    let mut sorted: Vec<&JudgedSubmission> = subs.to_vec();
+    sorted.sort_by(|a, b| {
+        b.total
+            .partial_cmp(&a.total)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    sorted
+}
+
+/// The anchor of the `k`th submission of the grid of problem `number` on a dataset's page.
+pub(super) fn row_anchor(number: usize, k: usize) -> String {
+    format!("s{number}-{k}")
+}
+
 /// Subtask names in order of first appearance.
 fn subtask_names<'a>(subs: &[&'a JudgedSubmission]) -> Vec<&'a str> {
     let mut names: Vec<&str> = Vec::new();
@@ -205,7 +216,7 @@ fn submission_row(
     subtasks: &[&str],
     stats: &ProblemStats,
 ) -> String {
-    let anchor = format!("s{number}-{k}");
+    let anchor = row_anchor(number, k);
     let mut statuses: Vec<&str> = s.subtasks.iter().map(|c| c.status.as_str()).collect();
     statuses.sort_unstable();
     statuses.dedup();

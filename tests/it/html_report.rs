@@ -360,6 +360,185 @@ fn the_comparison_lists_a_shared_test_once_and_no_test_skipped_by_an_early_stop(
     );
 }
 
+/// A submission that differs is shown with its path to the cause: each copy's checker message on
+/// the test that differs, the code side by side where it changed (or "the same code"), and a
+/// link to its row on each set's own page, which holds that row.
+#[test]
+fn a_difference_shows_both_messages_the_code_that_changed_and_links_to_both_rows() {
+    let work = tempfile::tempdir().unwrap();
+    let one_test = |status: &str, feedback: &str| {
+        let mut t = test("t1", status, 0.1, MIB);
+        t["feedback"] = json!(feedback);
+        t
+    };
+    let solved = |status: &str, feedback: &str, code: &str, id: &str| {
+        let score = if status == "AC" { 1.0 } else { 0.0 };
+        let mut r = row(
+            id,
+            id,
+            vec![subtask(
+                "01-all",
+                score,
+                100,
+                status,
+                vec![one_test(status, feedback)],
+            )],
+        );
+        r["code"] = json!(code);
+        r
+    };
+    let old_code = "int main() {\n  int a, b;\n  return a + b;\n}\n";
+    let new_code = "int main() {\n  long long a, b;\n  return a + b;\n}\n";
+    let sets = [
+        (
+            "before",
+            vec![
+                solved(
+                    "WA",
+                    "Wrong answer: expected 5, found <3>",
+                    old_code,
+                    "changed",
+                ),
+                solved("WA", "1st numbers differ", "same();", "judged"),
+                solved("AC", "ok", "top();", "best"),
+            ],
+        ),
+        (
+            "after",
+            vec![
+                solved("AC", "Output is correct", new_code, "changed"),
+                solved("AC", "Output is correct", "same();", "judged"),
+                solved("AC", "ok", "top();", "best"),
+            ],
+        ),
+    ];
+    let mut files = Vec::new();
+    for (name, rows) in &sets {
+        let path = work.path().join(format!("{name}.jsonl"));
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        files.push(path);
+    }
+    let out_dir = work.path().join("compared");
+    common::ok(
+        bin(work.path())
+            .args(["report", "--out"])
+            .arg(&out_dir)
+            .args(&files)
+            .output()
+            .unwrap(),
+    );
+    let page = std::fs::read_to_string(out_dir.join("reports/comparison.html")).unwrap();
+    // Both messages, escaped.
+    assert!(
+        page.contains("<div class=\"msg\">Wrong answer: expected 5, found &lt;3&gt;</div>"),
+        "{page}"
+    );
+    assert!(page.contains("<div class=\"msg\">Output is correct</div>"));
+    // The code that changed, line against line; the same code said so.
+    assert!(
+        page.contains("The code differs between before and after: 1 line(s)"),
+        "{page}"
+    );
+    assert!(page.contains("<td class=\"num\">2</td><td class=\"del\">  int a, b;</td>"));
+    assert!(page.contains("<td class=\"num\">2</td><td class=\"ins\">  long long a, b;</td>"));
+    assert!(page.contains("The same code in before and after."));
+    // The links lead to the rows on each set's page, which carry those anchors.
+    for set in ["before", "after"] {
+        let own =
+            std::fs::read_to_string(out_dir.join(format!("reports/{set}/report.html"))).unwrap();
+        for id in ["changed", "judged"] {
+            let start = page.find(&format!("<b>{id}</b>")).unwrap();
+            let link = format!("href=\"{set}/report.html#");
+            let at = start + page[start..].find(&link).expect("a link to the row") + link.len();
+            let anchor = &page[at..at + page[at..].find('"').unwrap()];
+            let row = own
+                .find(&format!("id=\"{anchor}\""))
+                .unwrap_or_else(|| panic!("{set}'s page has no row {anchor}"));
+            assert!(
+                own[row..].find(&format!(">{id}</a>")).unwrap() < 400,
+                "{anchor} is the row of {id} in {set}"
+            );
+        }
+    }
+    assert!(
+        !page.contains("<b>best</b>"),
+        "the same verdicts are no difference"
+    );
+}
+
+/// A set named after a hostile file name and hostile code in a diff stay text: the comparison's
+/// links lead only to its own anchors or to a row of a set's page, the name percent-encoded.
+#[test]
+fn the_comparison_links_only_to_its_anchors_and_the_sets_pages() {
+    let work = tempfile::tempdir().unwrap();
+    let mut before = row(
+        "x",
+        "x",
+        vec![subtask(
+            "01",
+            0.0,
+            100,
+            "WA",
+            vec![test("t", "WA", 0.1, MIB)],
+        )],
+    );
+    before["code"] = json!(format!("{HOSTILE}\n"));
+    let mut after = row(
+        "x",
+        "x",
+        vec![subtask(
+            "01",
+            1.0,
+            100,
+            "AC",
+            vec![test("t", "AC", 0.1, MIB)],
+        )],
+    );
+    after["code"] = json!("<a href=\"javascript:alert(1)\">x</a>\n");
+    let names = ["javascript:alert(1)\" onclick=\"x", "..%2f<b>"];
+    let mut files = Vec::new();
+    for (name, r) in names.iter().zip([before, after]) {
+        let path = work.path().join(format!("{name}.jsonl"));
+        std::fs::write(&path, format!("{r}\n")).unwrap();
+        files.push(path);
+    }
+    let out_dir = work.path().join("compared");
+    common::ok(
+        bin(work.path())
+            .args(["report", "--out"])
+            .arg(&out_dir)
+            .args(&files)
+            .output()
+            .unwrap(),
+    );
+    let page = std::fs::read_to_string(out_dir.join("reports/comparison.html")).unwrap();
+    assert!(page.contains("The code differs between"), "{page}");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the page's own: {page}"
+    );
+    assert!(!page.contains("<a href=\"javascript") && !page.contains("<b>\""));
+    let mut to_rows = 0;
+    for href in page.split("href=\"").skip(1) {
+        let target: String = href.chars().take_while(|c| *c != '"').collect();
+        let plain = |t: &str| {
+            t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '%')
+        };
+        let fine = match target.split_once("/report.html#") {
+            Some((folder, anchor)) => {
+                to_rows += 1;
+                plain(folder) && plain(anchor) && !anchor.contains('%')
+            }
+            None => target.starts_with('#') && plain(&target[1..]),
+        };
+        assert!(fine, "a link made of input: {target}");
+    }
+    assert_eq!(to_rows, 2, "one link to each set's row");
+}
+
 fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()

@@ -789,7 +789,10 @@ fn watch_in_a_terminal_redraws_each_judgement() {
     });
     let first = read();
     assert!(first.contains("total 40/100"), "{first}");
-    assert!(!first.contains("\x1b[2J"), "the first judgement clears nothing");
+    assert!(
+        !first.contains("\x1b[2J"),
+        "the first judgement clears nothing"
+    );
     std::fs::copy(dir.join("solutions/ac.cpp"), &solution).unwrap();
     wait_until("the second judging", Duration::from_secs(120), || {
         read().contains("total 100/100")
