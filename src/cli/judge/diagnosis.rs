@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::difference::{first_difference, Difference};
+use super::difference::{at_checker_position, first_difference, Difference};
 use crate::judge::kept::{self, Kept};
 use crate::problem::{TestCase, UserIo};
 use crate::score::{TestResult, Verdict};
@@ -91,10 +91,13 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
     (d.input_head, d.input_lines) = head(&case.input, INPUT_LINES);
     d.input_bytes = std::fs::metadata(&case.input).map(|m| m.len()).unwrap_or(0);
     let output = kept::path(from.kept, &test.test_name, Kept::Output);
-    if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) && output.is_file() {
-        d.first_difference = first_difference(&case.output, &output);
-    }
     let feedback = test.feedback.as_deref().unwrap_or("");
+    // Where a checker's message names the token it rejected, that token; else white-diff's
+    // first difference.
+    if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) && output.is_file() {
+        d.first_difference = at_checker_position(feedback, &case.output, &output)
+            .or_else(|| first_difference(&case.output, &output));
+    }
     if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) {
         d.message = Some(feedback.trim_end().to_string());
     }
@@ -395,6 +398,48 @@ fn cut(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checker_naming_a_token_is_shown_that_token_and_white_diff_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let tests = tempfile::tempdir().unwrap();
+        let input = tests.path().join("01.in");
+        let expected = tests.path().join("01.out");
+        std::fs::write(&input, "3\n").unwrap();
+        std::fs::write(&expected, "1 2 3\n4 5 6\n").unwrap();
+        std::fs::write(kept::path(dir.path(), "01", Kept::Output), "1 2 3\n4 9 6\n").unwrap();
+        let case = TestCase {
+            name: "01".into(),
+            input,
+            output: expected,
+        };
+        let from = Sources {
+            kept: dir.path(),
+            judged_as: "graders/x.cpp",
+            given: "x.cpp",
+            user_io: None,
+            time_limit: 1.0,
+        };
+        let wrong = |feedback: &str| TestResult {
+            status: Verdict::WrongAnswer,
+            feedback: Some(feedback.into()),
+            ..TestResult::skipped("01")
+        };
+        let named = wrong("wrong answer 5th numbers differ - expected: '5', found: '9'");
+        let d = diagnose(&named, &case, &from)
+            .unwrap()
+            .first_difference
+            .unwrap();
+        assert_eq!((d.line, d.token, d.checker_token), (2, 2, Some(5)));
+        assert_eq!(d.yours_token.as_deref(), Some("9"));
+        // A message without a position: white-diff's first difference, the same token here.
+        let plain = wrong("Output isn't correct");
+        let d = diagnose(&plain, &case, &from)
+            .unwrap()
+            .first_difference
+            .unwrap();
+        assert_eq!((d.line, d.token, d.checker_token), (2, 2, None));
+    }
 
     #[test]
     fn signals_and_assertions_are_named() {

@@ -41,6 +41,11 @@ pub struct Difference {
     pub expected_token: Option<String>,
     /// The solution's token at the difference; `None` at the end of its line or output.
     pub yours_token: Option<String>,
+    /// The position a checker's message named (`701st numbers differ`: 701, counted over the
+    /// whole output), when the difference is the checker's rather than white-diff's; `line` and
+    /// `token` are then where that token is in the solution's output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checker_token: Option<usize>,
 }
 
 /// The first difference between `expected` and `yours` under white-diff's rules; `None` when
@@ -52,6 +57,76 @@ pub fn first_difference(expected: &Path, yours: &Path) -> Option<Difference> {
             .map(|f| Lexer::new(f.take(kept::KEPT_BYTES)))
     };
     compare(open(expected)?, open(yours)?).ok().flatten()
+}
+
+/// The difference a checker's message names by position, as testlib's comparers write it
+/// (`701st numbers differ - expected: '5', found: '3'`; words, tokens, integers and doubles
+/// alike): each output's token at that position, counted over the whole output, with the tokens
+/// around it on its line. `None` when the message names no such position or a file cannot be
+/// read.
+pub fn at_checker_position(message: &str, expected: &Path, yours: &Path) -> Option<Difference> {
+    let n = named_position(message)?;
+    let at = |p: &Path| {
+        let file = File::open(p).ok()?;
+        nth_token(Lexer::new(file.take(kept::KEPT_BYTES)), n).ok()
+    };
+    let (expected_at, expected) = at(expected)?;
+    let (yours_at, yours) = at(yours)?;
+    Some(Difference {
+        line: yours_at.line,
+        token: yours_at.token + 1,
+        expected: expected.line(&expected_at),
+        yours: yours.line(&yours_at),
+        expected_token: expected.token,
+        yours_token: yours.token,
+        checker_token: Some(n),
+    })
+}
+
+/// `701` of a message holding `701st numbers differ` (or words, tokens, integers, doubles).
+fn named_position(message: &str) -> Option<usize> {
+    let words: Vec<&str> = message.split_whitespace().collect();
+    words.windows(3).find_map(|w| {
+        let kinds = ["numbers", "words", "tokens", "integers", "doubles"];
+        if !kinds.contains(&w[1]) || !w[2].starts_with("differ") {
+            return None;
+        }
+        let digits = w[0].trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let suffix = &w[0][digits.len()..];
+        match ["st", "nd", "rd", "th"].contains(&suffix) {
+            true => digits.parse().ok().filter(|n| *n > 0),
+            false => None,
+        }
+    })
+}
+
+/// Where the `n`th token of a file is (from 1, counted over the whole file) and that token
+/// with what follows it on its line; a side without a token when the file has fewer.
+fn nth_token<R: Read>(mut lexer: Lexer<R>, n: usize) -> io::Result<(Position, Side)> {
+    let mut at = Position {
+        line: 1,
+        token: 0,
+        before: VecDeque::new(),
+    };
+    let mut count = 0;
+    loop {
+        match lexer.next_item()? {
+            Item::Newline => at.next_line(),
+            Item::End => {
+                let side = Side::read(&mut lexer, Item::End, None, &at)?;
+                return Ok((at, side));
+            }
+            Item::Token => {
+                let token = lexer.token()?;
+                count += 1;
+                if count == n {
+                    let side = Side::read(&mut lexer, Item::Token, Some(token), &at)?;
+                    return Ok((at, side));
+                }
+                at.shared(token.text());
+            }
+        }
+    }
 }
 
 /// What comes next in a file once blanks are skipped.
@@ -357,6 +432,7 @@ fn difference(at: &Position, expected: Side, yours: Side) -> Difference {
         yours: yours.line(at),
         expected_token: expected.token.clone(),
         yours_token: yours.token.clone(),
+        checker_token: None,
     }
 }
 
@@ -394,6 +470,53 @@ mod tests {
             d.yours.as_deref(),
             Some("… 696 697 698 699 700 3 702 703 704 705 706 …")
         );
+    }
+
+    /// A checker's "701st numbers differ" is found over the whole output, whatever its lines:
+    /// the token there on each side and the tokens around it on its line.
+    #[test]
+    fn a_position_a_checker_names_is_shown_with_its_line_and_neighbours() {
+        assert_eq!(
+            named_position("wrong answer 701st numbers differ - expected: '5', found: '3'"),
+            Some(701)
+        );
+        assert_eq!(named_position("2nd words differ - expected"), Some(2));
+        assert_eq!(named_position("1st lines differ"), None, "not a token");
+        assert_eq!(named_position("wrong answer 3 numbers differ"), None);
+        assert_eq!(named_position("Output isn't correct"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: String| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        // 10 numbers a line: the 23rd is the third of line 3.
+        let numbers = |wrong: bool| -> String {
+            (1..=40)
+                .map(|k| match (wrong && k == 23, k % 10) {
+                    (true, _) => "99\n".to_string(),
+                    (false, 0) => format!("{k}\n"),
+                    _ => format!("{k} "),
+                })
+                .collect::<String>()
+                .replace("99\n", "99 ")
+        };
+        let expected = write("expected", numbers(false));
+        let yours = write("yours", numbers(true));
+        let message = "wrong answer 23rd numbers differ - expected: '23', found: '99'";
+        let d = at_checker_position(message, &expected, &yours).unwrap();
+        assert_eq!((d.line, d.token, d.checker_token), (3, 3, Some(23)));
+        assert_eq!(d.expected_token.as_deref(), Some("23"));
+        assert_eq!(d.yours_token.as_deref(), Some("99"));
+        assert_eq!(d.yours.as_deref(), Some("21 22 99 24 25 26 27 28 …"));
+        // Beyond the end of the solution's output.
+        let short = write("short", "1 2\n".to_string());
+        let d = at_checker_position("3rd words differ", &expected, &short).unwrap();
+        assert_eq!(
+            (d.expected_token.as_deref(), d.yours_token),
+            (Some("3"), None)
+        );
+        assert!(at_checker_position("Output isn't correct", &expected, &yours).is_none());
     }
 
     #[test]

@@ -482,8 +482,12 @@ fn show_difference(diff: &Difference, width: Option<usize>) -> Result<()> {
         (None, Some(_)) => "(end of line)".to_string(),
         (None, None) => "(end of output)".to_string(),
     };
+    let named = match diff.checker_token {
+        Some(n) => format!(" (the checker's token {n} of the output)"),
+        None => String::new(),
+    };
     let differs = format!(
-        "  {:<9} line {}, token {}: expected {}, yours {}",
+        "  {:<9} line {}, token {}{named}: expected {}, yours {}",
         "differs",
         diff.line,
         diff.token,
