@@ -326,19 +326,9 @@ fn the_comparison_lists_a_shared_test_once_and_no_test_skipped_by_an_early_stop(
     for (name, rows) in [("one", first), ("two", second)] {
         let dir = work.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("model.jsonl"), format!("{rows}\n")).unwrap();
-        files.push(dir.join("model.jsonl"));
+        files.push(write_set(&dir.join("model.jsonl"), &[rows]));
     }
-    let out_dir = work.path().join("compared");
-    common::ok(
-        bin(work.path())
-            .args(["report", "--out"])
-            .arg(&out_dir)
-            .args(&files)
-            .output()
-            .unwrap(),
-    );
-    let page = std::fs::read_to_string(out_dir.join("reports/comparison.html")).unwrap();
+    let (_, page) = compared(work.path(), &files);
     assert!(page.contains("1 test result(s) differ"), "{page}");
     assert!(
         page.contains("<td>b</td><td>01-small, 02-big</td>"),
@@ -412,23 +402,11 @@ fn a_difference_shows_both_messages_the_code_that_changed_and_links_to_both_rows
             ],
         ),
     ];
-    let mut files = Vec::new();
-    for (name, rows) in &sets {
-        let path = work.path().join(format!("{name}.jsonl"));
-        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-        std::fs::write(&path, text).unwrap();
-        files.push(path);
-    }
-    let out_dir = work.path().join("compared");
-    common::ok(
-        bin(work.path())
-            .args(["report", "--out"])
-            .arg(&out_dir)
-            .args(&files)
-            .output()
-            .unwrap(),
-    );
-    let page = std::fs::read_to_string(out_dir.join("reports/comparison.html")).unwrap();
+    let files: Vec<PathBuf> = sets
+        .iter()
+        .map(|(name, rows)| write_set(&work.path().join(format!("{name}.jsonl")), rows))
+        .collect();
+    let (out_dir, page) = compared(work.path(), &files);
     // Both messages, escaped.
     assert!(
         page.contains("<div class=\"msg\">Wrong answer: expected 5, found &lt;3&gt;</div>"),
@@ -497,22 +475,12 @@ fn the_comparison_links_only_to_its_anchors_and_the_sets_pages() {
     );
     after["code"] = json!("<a href=\"javascript:alert(1)\">x</a>\n");
     let names = ["javascript:alert(1)\" onclick=\"x", "..%2f<b>"];
-    let mut files = Vec::new();
-    for (name, r) in names.iter().zip([before, after]) {
-        let path = work.path().join(format!("{name}.jsonl"));
-        std::fs::write(&path, format!("{r}\n")).unwrap();
-        files.push(path);
-    }
-    let out_dir = work.path().join("compared");
-    common::ok(
-        bin(work.path())
-            .args(["report", "--out"])
-            .arg(&out_dir)
-            .args(&files)
-            .output()
-            .unwrap(),
-    );
-    let page = std::fs::read_to_string(out_dir.join("reports/comparison.html")).unwrap();
+    let files: Vec<PathBuf> = names
+        .iter()
+        .zip([before, after])
+        .map(|(name, r)| write_set(&work.path().join(format!("{name}.jsonl")), &[r]))
+        .collect();
+    let (_, page) = compared(work.path(), &files);
     assert!(page.contains("The code differs between"), "{page}");
     assert_eq!(
         page.matches("<script").count(),
@@ -537,6 +505,28 @@ fn the_comparison_links_only_to_its_anchors_and_the_sets_pages() {
         assert!(fine, "a link made of input: {target}");
     }
     assert_eq!(to_rows, 2, "one link to each set's row");
+}
+
+/// Writes `rows` as a results file at `path`.
+fn write_set(path: &Path, rows: &[Value]) -> PathBuf {
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(path, text).unwrap();
+    path.to_path_buf()
+}
+
+/// `report --out <work>/compared FILES...`: the folder and the comparison page.
+fn compared(work: &Path, files: &[PathBuf]) -> (PathBuf, String) {
+    let out_dir = work.join("compared");
+    common::ok(
+        bin(work)
+            .args(["report", "--out"])
+            .arg(&out_dir)
+            .args(files)
+            .output()
+            .unwrap(),
+    );
+    let page = std::fs::read_to_string(out_dir.join("reports/comparison.html")).unwrap();
+    (out_dir, page)
 }
 
 fn chromium() -> Option<&'static str> {
