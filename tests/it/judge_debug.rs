@@ -505,7 +505,9 @@ fn keep_keeps_a_test_judged_in_one_subtask_and_skipped_in_another() {
     let screen = judge(&[path(&problem), path(&solution), "--keep", path(&kept)]);
     let screen = text(&screen.stdout) + &text(&screen.stderr);
     assert!(
-        screen.contains("03.{in,ans,err,manager.out,manager.err,verdict}"),
+        screen.contains(
+            "03.{in,ans,err,manager.out,manager.err,verdict,conversation.json,u0_to_m,m_to_u0}"
+        ),
         "the kept line names the files there are: {screen}"
     );
 }
