@@ -627,6 +627,11 @@ fn input_runs_the_solution_through_the_grader_and_the_manager() {
         stdout.contains("the manager's verdict: score 0"),
         "{stdout}"
     );
+    // The run is relayed: what was said, in order.
+    assert!(
+        stdout.contains("0 ← 123456789\n0 → 4 21 205 91 7\n1 ← 4 21 205 91 7\n1 → 123456790\n"),
+        "{stdout}"
+    );
 }
 
 #[test]

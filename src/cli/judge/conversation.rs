@@ -124,8 +124,9 @@ pub fn shown_line(said: &Said) -> String {
     format!("{} {arrow} {}", said.process, said.line)
 }
 
-/// The summary of what each process sent and received.
-pub fn summary(c: &Conversation) -> String {
+/// The summary of what each process sent and received, and how the lines read; `replayed`:
+/// from a second run of a judged test.
+pub fn summary(c: &Conversation, replayed: bool) -> String {
     let each: Vec<String> = c
         .processes
         .iter()
@@ -139,10 +140,11 @@ pub fn summary(c: &Conversation) -> String {
             )
         })
         .collect();
-    format!(
-        "{} (a second run, relayed; → to the manager, ← from it)",
-        each.join("; ")
-    )
+    let run = match replayed {
+        true => "a second run, relayed; ",
+        false => "",
+    };
+    format!("{} ({run}→ to the manager, ← from it)", each.join("; "))
 }
 
 /// "process 0 wrote 1234 bytes to its stdout, which nobody reads: "…"", for each process that
@@ -179,7 +181,8 @@ pub fn unread_manager_stdout(kept_dir: &Path, test: &str) -> Option<String> {
     if rest.is_empty() {
         return None;
     }
-    let beyond = total - (text.len() - start.len() + score_end) as u64;
+    let rest_at = text.len() - start[score_end..].trim_start().len();
+    let beyond = total.saturating_sub(rest_at as u64);
     Some(format!(
         "the manager wrote {beyond} byte{} to its stdout after its score, which nobody reads: {}",
         plural(beyond),
@@ -281,6 +284,25 @@ mod tests {
         assert!(unreadable("Output isn't correct: wrong answer").is_none());
         assert!(unreadable("Output isn't correct: unexpected end of communication").is_none());
         assert!(unreadable("Output isn't correct: too many queries").is_none());
+    }
+
+    #[test]
+    fn what_the_manager_wrote_past_its_score_is_named_and_its_score_alone_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = kept::path(dir.path(), "05", Kept::ManagerOut);
+        std::fs::write(&out, "1\n").unwrap();
+        assert_eq!(unread_manager_stdout(dir.path(), "05"), None);
+        std::fs::write(&out, "0\nqueries: 12\n").unwrap();
+        assert_eq!(
+            unread_manager_stdout(dir.path(), "05").as_deref(),
+            Some(
+                "the manager wrote 12 bytes to its stdout after its score, which nobody reads: \
+                 \"queries: 12\""
+            )
+        );
+        // With a checker, the manager's stdout is the output it judges.
+        std::fs::write(kept::path(dir.path(), "05", Kept::Output), "0\n").unwrap();
+        assert_eq!(unread_manager_stdout(dir.path(), "05"), None);
     }
 
     #[test]

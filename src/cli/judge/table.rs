@@ -263,7 +263,7 @@ fn print_reasons(
             print_quoted(&d.stderr_head, d.stderr_head.len(), width)?;
         }
         if let Some(c) = &d.conversation {
-            print_wrapped("messages", &conversation::summary(c), width)?;
+            print_wrapped("messages", &conversation::summary(c, true), width)?;
             let lines: Vec<String> = c.lines.iter().map(conversation::shown_line).collect();
             if c.earlier {
                 outln!("  {:<9} | … (earlier lines left out)", "");
