@@ -983,3 +983,52 @@ fn a_conversation_flood_costs_the_judge_its_bounds_only() {
         "the judge peaked at {peak} KiB"
     );
 }
+
+/// The relay must not change how a conversation ends: every fixture solution of the
+/// Communication tasks that ends at once (no TLE) run relayed (`--input`) ends as it does
+/// judged directly: the same failure of a process, or the same words of the manager.
+#[test]
+fn a_relayed_communication_run_ends_as_the_judged_run() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let cases = [
+        ("relay", "ac", "01"),
+        ("relay", "decimal_pa", "01"),
+        ("relay", "off_by_one_wa", "01"),
+        ("relay", "receiver_segv", "01"),
+        ("relay", "exit_before_open", "01"),
+        ("guess", "linear_pa", "02"),
+        ("guess", "exit0_early", "01"),
+        ("guess", "exit3_early", "01"),
+        ("pingpong", "quit_wa", "02"),
+        ("pingpong", "exit3_re", "02"),
+        ("pingpong", "overflow_wa", "02"),
+    ];
+    for (problem, solution, test) in cases {
+        let dir = problem_dir(problem);
+        let solution = dir.join(format!("solutions/{solution}.cpp"));
+        let report = judge_json(
+            bin_shared_cache(),
+            [path(&dir), path(&solution), "--test", test],
+        );
+        let tests = tests_of(&report);
+        let judged = test_named(&tests, test);
+        let feedback = judged["feedback"].as_str().unwrap();
+        let input = dir.join(format!("tests/{test}.in"));
+        let out = judge(&[path(&dir), path(&solution), "--input", path(&input)]);
+        let relayed = text(&out.stdout);
+        let expected = match judged["status"].as_str().unwrap() {
+            "RE" | "TLE" | "MLE" => feedback.to_string(),
+            _ => format!(
+                "the manager's verdict: score {}, {feedback}",
+                judged["score"].as_f64().unwrap()
+            ),
+        };
+        assert!(
+            relayed.contains(&expected),
+            "{problem}/{}: judged {judged}, relayed:\n{relayed}",
+            solution.display()
+        );
+    }
+}
