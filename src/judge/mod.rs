@@ -464,12 +464,18 @@ impl Judge {
         let Program::Binary(bin) = program else {
             bail!("a conversation is relayed by the native runner only")
         };
+        // Placed as the judged run was, the relay on the same CPU.
+        let lease = match self.placement {
+            placement::Placement::SharedCpu => Some(self.cpus.lease()),
+            placement::Placement::Host => None,
+        };
         native::replay(
             &self.sandbox,
             &loaded.problem,
             &loaded.tools,
             bin,
             test,
+            lease.as_ref().map(placement::CpuLease::cpu),
             &self.debugging,
         )
     }

@@ -466,6 +466,7 @@ pub fn replay(
     tools: &ProblemTools,
     program: &Path,
     test: &TestCase,
+    cpu: Option<usize>,
     debugging: &Debugging,
 ) -> Result<()> {
     let TaskType::Communication(params) = &problem.task else {
@@ -483,7 +484,10 @@ pub fn replay(
         true,
     )?;
     conversation.manager.limits = tool_limits(problem, conversation.users.len());
-    conversation.debug_users(debugging, params.user_io, None)?;
+    for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
+        spec.cpu = cpu;
+    }
+    conversation.debug_users(debugging, params.user_io, cpu)?;
     let ran = conversation.run(sandbox);
     let files = conversation.captured_files();
     let files: Vec<(Kept, &[PathBuf])> = files.iter().map(|(k, p)| (*k, p.as_slice())).collect();
