@@ -876,7 +876,8 @@ impl Conversation {
             debugging.prepare(spec, stderr.clone());
             stderrs.push(stderr);
             if self.fifos.relayed && user_io == UserIo::FifoIo {
-                let (read, write) = nix::unistd::pipe().context("cannot create a pipe")?;
+                let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                    .context("cannot create a pipe")?;
                 spec.stdout = Stdio::Fd(std::sync::Arc::new(write));
                 stdouts.push((i, read));
             }

@@ -202,7 +202,8 @@ impl Relay {
                 to: s.user_to_manager,
             });
         }
-        let (stopped, stop) = nix::unistd::pipe().context("cannot create a pipe")?;
+        let (stopped, stop) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("cannot create a pipe")?;
         Ok(Relay {
             streams,
             stdouts,
