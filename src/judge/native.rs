@@ -150,7 +150,8 @@ fn verdict(score: f64, feedback: String, status: Verdict, runs: &[Outcome]) -> T
 #[derive(Debug, Clone, Default)]
 pub struct Debugging {
     /// Every test's streams are copied here ([`kept`]); the solution's standard error is
-    /// captured only then.
+    /// captured only then, and a Communication run is relayed only then: `--input`'s, and the
+    /// second run [`replay`] makes of a judged test.
     pub keep_dir: Option<PathBuf>,
     /// Added to the environment of every user process.
     pub env: Vec<(String, String)>,

@@ -11,16 +11,20 @@
 //! a program writes.
 //!
 //! A relay is only as faithful as its copies, so it keeps what the processes can observe:
-//! - an `open` blocks until the other side opens, as on one FIFO: each relay thread opens the
-//!   side it reads from first, then the side it writes to, both blocking;
+//! - an `open` blocks until the relay has opened the other side: each relay thread opens the
+//!   side it reads from first (blocking until its writer opens), then the side it writes to
+//!   (blocking until its reader opens), so a process whose counterpart never opens its FIFO
+//!   still blocks, at most one `open` later than on one FIFO;
 //! - the end of file and a closed reader pass through: a writer's close ends the copy and
 //!   closes the other side, and a reader gone (`POLLERR` on the side written to) closes the
 //!   side read from, so the writer gets its `SIGPIPE` at its next write;
 //! - a writer blocks after as many unread bytes as on one FIFO (64 KiB): the manager's FIFO
 //!   holds 32 KiB, the user's 16 KiB, and a copy in flight at most [`CHUNK`];
-//! - the CPU time of a process is its own: the relay runs in the judge, and on the test's CPU
-//!   (docs/judging.md#cpu-placement) so that a message wakes the relay without an interrupt
-//!   charged to the writer.
+//! - the relay runs in the judge, outside every process's cgroup, and on the test's CPU
+//!   (docs/judging.md#cpu-placement) so that a message wakes it without an interrupt charged
+//!   to the writer. Its wake-ups still cost the processes: measured on a loaded 2-core
+//!   machine, a process of 10⁵ round trips was charged 0.23-0.32 s of CPU relayed against
+//!   0.19-0.25 s direct.
 //!
 //! What it adds is latency: every message takes one more wake-up on the way, and the judge's
 //! threads are not among the processes whose waits for a CPU the sandbox forgives. So no
