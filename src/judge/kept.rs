@@ -33,11 +33,21 @@ pub enum Kept {
     ManagerErr,
     /// The verdict, score, times and feedback, as `judge` shows them.
     Verdict,
+    /// Communication: what every user process said and heard, counted, and the end of the
+    /// conversation in the order it passed ([`crate::judge::relay::Transcript`], JSON).
+    Conversation,
+    /// Communication: the last bytes user process I sent the manager (`u{I}_to_m`).
+    Sent(usize),
+    /// Communication: the last bytes the manager sent user process I (`m_to_u{I}`).
+    Received(usize),
+    /// Communication, fifo_io: the first bytes user process I wrote to its standard output,
+    /// which nobody reads.
+    UnreadStdout(usize),
 }
 
 impl Kept {
-    /// Every kind, in the order `judge` lists them.
-    pub const ALL: [Kept; 8] = [
+    /// Every kind of one file a test, in the order `judge` lists them.
+    pub const ALL: [Kept; 9] = [
         Kept::Input,
         Kept::Expected,
         Kept::Output,
@@ -46,20 +56,44 @@ impl Kept {
         Kept::ManagerOut,
         Kept::ManagerErr,
         Kept::Verdict,
+        Kept::Conversation,
     ];
 
     /// The suffix after the test's name.
-    pub fn suffix(self) -> &'static str {
+    pub fn suffix(self) -> String {
         match self {
-            Kept::Input => "in",
-            Kept::Expected => "ans",
-            Kept::Output => "out",
-            Kept::Stderr => "err",
-            Kept::Checker => "checker",
-            Kept::ManagerOut => "manager.out",
-            Kept::ManagerErr => "manager.err",
-            Kept::Verdict => "verdict",
+            Kept::Input => "in".into(),
+            Kept::Expected => "ans".into(),
+            Kept::Output => "out".into(),
+            Kept::Stderr => "err".into(),
+            Kept::Checker => "checker".into(),
+            Kept::ManagerOut => "manager.out".into(),
+            Kept::ManagerErr => "manager.err".into(),
+            Kept::Verdict => "verdict".into(),
+            Kept::Conversation => "conversation.json".into(),
+            Kept::Sent(i) => format!("u{i}_to_m"),
+            Kept::Received(i) => format!("m_to_u{i}"),
+            Kept::UnreadStdout(i) => format!("u{i}.stdout"),
         }
+    }
+
+    /// Whether a file's name is that of a kept file (of any test and process).
+    pub fn is_kept_name(name: &str) -> bool {
+        let numbered = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let mut parts = name.rsplit('.');
+        let (last, before) = (parts.next().unwrap_or(""), parts.next());
+        let Some(before) = before else {
+            return false;
+        };
+        Kept::ALL
+            .iter()
+            .any(|kind| name.ends_with(&format!(".{}", kind.suffix())))
+            || last
+                .strip_prefix('u')
+                .and_then(|r| r.strip_suffix("_to_m"))
+                .is_some_and(numbered)
+            || last.strip_prefix("m_to_u").is_some_and(numbered)
+            || (last == "stdout" && before.strip_prefix('u').is_some_and(numbered))
     }
 }
 
@@ -156,6 +190,25 @@ mod tests {
         assert_eq!(file_stem(""), "_");
         let dir = Path::new("/k");
         assert_eq!(path(dir, "a/b", Kept::Output), Path::new("/k/a_b.out"));
+        assert_eq!(path(dir, "05", Kept::Sent(1)), Path::new("/k/05.u1_to_m"));
+        for name in [
+            "05.u1_to_m",
+            "05.m_to_u12",
+            "05.u0.stdout",
+            "a.conversation.json",
+            "7.in",
+        ] {
+            assert!(Kept::is_kept_name(name), "{name}");
+        }
+        for name in [
+            "05.u_to_m",
+            "05.m_to_ux",
+            "notes.txt",
+            "05.stdout",
+            "u0_to_m",
+        ] {
+            assert!(!Kept::is_kept_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub(crate) mod pch;
 pub(crate) mod phases;
 pub(crate) mod placement;
 pub mod plan;
+pub(crate) mod relay;
 pub mod schedule;
 pub(crate) mod scripts;
 pub mod stop;
@@ -448,6 +449,32 @@ impl Judge {
             &loaded.tools,
             bin,
             input,
+            &self.debugging,
+        )
+    }
+}
+
+impl Judge {
+    /// Runs a Communication test again with its conversation relayed, and keeps what was
+    /// said in the keep folder under the test's name (`judge`, for a test it explains;
+    /// [`native::replay`]). Nothing is judged; a Batch test is left alone.
+    pub fn replay(&self, loaded: &LoadedProblem, program: &Program, test: &TestCase) -> Result<()> {
+        stop::check()?;
+        let Program::Binary(bin) = program else {
+            bail!("a conversation is relayed by the native runner only")
+        };
+        // Placed as the judged run was, the relay on the same CPU.
+        let lease = match self.placement {
+            placement::Placement::SharedCpu => Some(self.cpus.lease()),
+            placement::Placement::Host => None,
+        };
+        native::replay(
+            &self.sandbox,
+            &loaded.problem,
+            &loaded.tools,
+            bin,
+            test,
+            lease.as_ref().map(placement::CpuLease::cpu),
             &self.debugging,
         )
     }

@@ -18,6 +18,7 @@ use ioi_sandbox::{Bind, Limits, Outcome, RunSpec, Sandbox, Stdio, Termination};
 use super::check::{self, CORRECT, WRONG};
 use super::kept::{self, Kept};
 use super::phases::{self, Phase};
+use super::relay::{self, Relay, Tail, Transcript};
 use super::stop;
 use super::workdir::read_capped;
 use super::{ProblemTools, ProcessRun, TestVerdict};
@@ -149,7 +150,8 @@ fn verdict(score: f64, feedback: String, status: Verdict, runs: &[Outcome]) -> T
 #[derive(Debug, Clone, Default)]
 pub struct Debugging {
     /// Every test's streams are copied here ([`kept`]); the solution's standard error is
-    /// captured only then.
+    /// captured only then, and a Communication run is relayed only then: `--input`'s, and the
+    /// second run [`replay`] makes of a judged test.
     pub keep_dir: Option<PathBuf>,
     /// Added to the environment of every user process.
     pub env: Vec<(String, String)>,
@@ -299,38 +301,68 @@ pub(crate) fn private_dir() -> Result<tempfile::TempDir> {
     crate::scratch::tempdir("out")
 }
 
-/// FIFOs of one Communication test: `fifo{i}/u{i}_to_m` and `fifo{i}/m_to_u{i}` per user.
+/// FIFOs of one Communication test: `fifo{i}/u{i}_to_m` and `fifo{i}/m_to_u{i}` per user,
+/// which the manager and the users share; relayed ([`relay`]), the users have FIFOs of their
+/// own under the same names in `user{i}/`.
 struct Fifos {
     root: tempfile::TempDir,
+    count: usize,
+    relayed: bool,
 }
 
 impl Fifos {
-    fn new(count: usize) -> Result<Fifos> {
+    fn new(count: usize, relayed: bool) -> Result<Fifos> {
         use std::os::unix::fs::PermissionsExt;
         let root = crate::scratch::tempdir("fifos")?;
         fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755))?;
-        let fifos = Fifos { root };
+        let fifos = Fifos {
+            root,
+            count,
+            relayed,
+        };
         for i in 0..count {
-            let dir = fifos.dir(i);
-            fs::create_dir(&dir)?;
-            fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))?;
-            for path in [fifos.to_manager(i), fifos.to_user(i)] {
-                nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o666))
-                    .with_context(|| format!("cannot create the FIFO {}", path.display()))?;
-                // The umask may have removed bits: both sandboxes must open it.
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o666))?;
+            for dir in [fifos.dir(i), fifos.user_dir(i)] {
+                if dir.exists() {
+                    continue;
+                }
+                fs::create_dir(&dir)?;
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))?;
+                for name in [to_manager_name(i), to_user_name(i)] {
+                    let path = dir.join(name);
+                    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o666))
+                        .with_context(|| format!("cannot create the FIFO {}", path.display()))?;
+                    // The umask may have removed bits: both sandboxes must open it.
+                    fs::set_permissions(&path, fs::Permissions::from_mode(0o666))?;
+                }
             }
         }
         Ok(fifos)
     }
+    /// The manager's folder of user `i`'s FIFOs.
     fn dir(&self, i: usize) -> PathBuf {
         self.root.path().join(format!("fifo{i}"))
     }
+    /// User `i`'s folder of FIFOs: the manager's, unless relayed.
+    fn user_dir(&self, i: usize) -> PathBuf {
+        match self.relayed {
+            true => self.root.path().join(format!("user{i}")),
+            false => self.dir(i),
+        }
+    }
     fn to_manager(&self, i: usize) -> PathBuf {
-        self.dir(i).join(format!("u{i}_to_m"))
+        self.dir(i).join(to_manager_name(i))
     }
     fn to_user(&self, i: usize) -> PathBuf {
-        self.dir(i).join(format!("m_to_u{i}"))
+        self.dir(i).join(to_user_name(i))
+    }
+    /// What the relay of user `i` copies between.
+    fn sides(&self, i: usize) -> relay::Sides {
+        relay::Sides {
+            manager_to_user: self.to_user(i),
+            user_to_manager: self.to_manager(i),
+            process_to_user: self.user_dir(i).join(to_user_name(i)),
+            process_to_manager: self.user_dir(i).join(to_manager_name(i)),
+        }
     }
 
     /// Opens every FIFO of the first `count` users once for reading and once for writing,
@@ -340,8 +372,12 @@ impl Fifos {
     fn release(&self, count: usize) {
         use nix::fcntl::{open, OFlag};
         let flags = OFlag::O_NONBLOCK | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        for i in 0..count {
-            for path in [self.to_manager(i), self.to_user(i)] {
+        for i in 0..count.min(self.count) {
+            let dirs = [self.dir(i), self.user_dir(i)];
+            let paths = dirs
+                .iter()
+                .flat_map(|d| [d.join(to_manager_name(i)), d.join(to_user_name(i))]);
+            for path in paths.take(if self.relayed { 4 } else { 2 }) {
                 for mode in [OFlag::O_RDONLY, OFlag::O_WRONLY] {
                     // ENXIO (no reader yet) is expected: nobody is blocked on that side.
                     drop(open(&path, flags | mode, nix::sys::stat::Mode::empty()));
@@ -349,6 +385,14 @@ impl Fifos {
             }
         }
     }
+}
+
+/// The names of user `i`'s FIFOs.
+fn to_manager_name(i: usize) -> String {
+    format!("u{i}_to_m")
+}
+fn to_user_name(i: usize) -> String {
+    format!("m_to_u{i}")
 }
 
 /// Communication: the manager and N user processes, each in its own sandbox, connected by
@@ -369,18 +413,20 @@ pub fn run_communication(
         bail!("Communication task {} has no compiled manager", problem.id)
     };
     let setup = phases::now();
+    // Directly connected: a relay would add a wake-up to every message (see `replay`).
     let mut conversation = Conversation::new(
         params,
         manager,
         program,
         &test.input,
         &solution_limits(problem),
+        false,
     )?;
     conversation.manager.limits = tool_limits(problem, conversation.users.len());
     for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
         spec.cpu = cpu;
     }
-    let user_stderr = conversation.debug_users(debugging);
+    let user_stderr = conversation.debug_users(debugging, params.user_io, cpu)?;
     phases::since(Phase::Setup, setup);
     let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
     let at = |name: &str| conversation.private.path().join(name);
@@ -402,6 +448,62 @@ pub fn run_communication(
     verdict
 }
 
+/// Runs a Communication test again with its conversation relayed ([`relay`]), for someone
+/// debugging it, and keeps what was said under the test's name
+/// (docs/debugging.md#the-conversation); nothing is judged, and none of the judged run's files
+/// is replaced.
+///
+/// A test is judged with its processes connected directly, as `evaluate` and `serve` judge
+/// it: a relay adds a wake-up of the judge to every message, and while the judge's thread waits
+/// for a CPU the process waiting for its message is charged wall time (measured on a loaded
+/// 2-core machine: a test of 10⁵ round trips took 1.2-2.6 s of wall time relayed against
+/// 0.4-0.9 s direct, under a wall limit of 4 s). So the verdict and the times always come from
+/// the direct run, and `judge` relays a second run of the tests it explains. A solution that
+/// behaves the same on the same input says the same again; one that does not (randomness,
+/// timing) may say something else, which the explanation says.
+pub fn replay(
+    sandbox: &Sandbox,
+    problem: &Problem,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+    cpu: Option<usize>,
+    debugging: &Debugging,
+) -> Result<()> {
+    let TaskType::Communication(params) = &problem.task else {
+        return Ok(());
+    };
+    let Some(manager) = &tools.manager else {
+        bail!("Communication task {} has no compiled manager", problem.id)
+    };
+    let mut conversation = Conversation::new(
+        params,
+        manager,
+        program,
+        &test.input,
+        &solution_limits(problem),
+        true,
+    )?;
+    conversation.manager.limits = tool_limits(problem, conversation.users.len());
+    for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
+        spec.cpu = cpu;
+    }
+    conversation.debug_users(debugging, params.user_io, cpu)?;
+    let ran = conversation.run(sandbox);
+    let files = conversation.captured_files();
+    let files: Vec<(Kept, &[PathBuf])> = files.iter().map(|(k, p)| (*k, p.as_slice())).collect();
+    let kept = debugging.keep(&test.name, &files);
+    crate::scratch::remove_later(conversation.fifos.root);
+    crate::scratch::remove_later(conversation.private);
+    let (manager_run, user_runs, _) = ran?;
+    kept?;
+    stop::check_outcome(&manager_run)?;
+    for run in &user_runs {
+        stop::check_outcome(run)?;
+    }
+    Ok(())
+}
+
 /// Runs a Communication test's conversation and decides its verdict.
 fn communication_verdict(
     sandbox: &Sandbox,
@@ -410,13 +512,12 @@ fn communication_verdict(
     test: &TestCase,
     conversation: &Conversation,
 ) -> Result<TestVerdict> {
+    let (manager_run, user_runs, released) = conversation.run(sandbox)?;
     let Conversation {
-        fifos,
         private,
-        manager: manager_spec,
         users: user_specs,
+        ..
     } = conversation;
-    let (manager_run, user_runs, released) = converse(sandbox, manager_spec, user_specs, fifos);
     let decide = phases::now();
 
     let usage = user_runs.as_slice();
@@ -467,14 +568,19 @@ fn communication_verdict(
 /// `open`). So once one side has ended for good, the judge opens and closes the other end of
 /// every FIFO until the remaining side ends too: its `open` returns, its reads see end of file
 /// and its writes a broken pipe, and it reaches its verdict at once.
+///
+/// Relayed, the relay runs beside them, and ends once they all have: a relay still blocked
+/// opening a FIFO is released the same way.
 fn converse(
     sandbox: &Sandbox,
     manager_spec: &RunSpec,
     user_specs: &[RunSpec],
     fifos: &Fifos,
-) -> (Outcome, Vec<Outcome>, bool) {
+    relay: Option<&Relay>,
+) -> (Outcome, Vec<Outcome>, bool, Option<Captured>) {
     use std::sync::mpsc;
     std::thread::scope(|s| {
+        let relaying = relay.map(|relay| (relay, s.spawn(|| relay.run())));
         // Each thread says when its run ended: `None` for the manager, `Some(i)` for user i.
         let (ended_tx, ended) = mpsc::channel::<Option<usize>>();
         let users: Vec<_> = user_specs
@@ -524,15 +630,27 @@ fn converse(
             }
         }
         phases::since(Phase::LastProcess, first_end.flatten());
+        let captured = relaying.and_then(|(relay, copying)| {
+            relay.stop();
+            while !copying.is_finished() {
+                fifos.release(user_specs.len());
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            copying.join().ok()
+        });
         let panicked = || Outcome::internal_error("a sandbox thread panicked");
         let manager_run = manager.join().unwrap_or_else(|_| panicked());
         let user_runs = users
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| panicked()))
             .collect();
-        (manager_run, user_runs, released)
+        (manager_run, user_runs, released, captured)
     })
 }
+
+/// What a relay captured: the transcript, and each process's tails (to the manager, to the
+/// process).
+type Captured = (Transcript, Vec<(Tail, Tail)>);
 
 /// `sandbox.run(spec)`, its run and the rest of the call recorded as phases when recording.
 fn timed_run(sandbox: &Sandbox, spec: &RunSpec) -> Outcome {
@@ -614,26 +732,30 @@ pub fn run_input(
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
-    let mut conversation = Conversation::new(params, manager, program, input, &limits)?;
+    // Nothing is judged: the conversation is relayed whenever streams are kept.
+    let mut conversation = Conversation::new(
+        params,
+        manager,
+        program,
+        input,
+        &limits,
+        debugging.keep_dir.is_some(),
+    )?;
     conversation.manager.limits = tool_limits(problem, conversation.users.len());
-    let user_stderr = conversation.debug_users(debugging);
-    let (manager_run, user_runs, _) = converse(
-        sandbox,
-        &conversation.manager,
-        &conversation.users,
-        &conversation.fifos,
-    );
+    let user_stderr = conversation.debug_users(debugging, params.user_io, None)?;
+    let ran = conversation.run(sandbox);
     let at = |name: &str| conversation.private.path().join(name);
-    let kept = debugging.keep(
-        INPUT_RUN,
-        &[
-            (Kept::Stderr, &user_stderr),
-            (Kept::ManagerOut, &[at("manager.out")]),
-            (Kept::ManagerErr, &[at("manager.err")]),
-        ],
-    );
+    let mut files = vec![
+        (Kept::Stderr, user_stderr),
+        (Kept::ManagerOut, vec![at("manager.out")]),
+        (Kept::ManagerErr, vec![at("manager.err")]),
+    ];
+    files.extend(conversation.captured_files());
+    let files: Vec<(Kept, &[PathBuf])> = files.iter().map(|(k, p)| (*k, p.as_slice())).collect();
+    let kept = debugging.keep(INPUT_RUN, &files);
     crate::scratch::remove_later(conversation.fifos.root);
     crate::scratch::remove_later(conversation.private);
+    let (manager_run, user_runs, _) = ran?;
     kept?;
     stop::check_outcome(&manager_run)?;
     for run in &user_runs {
@@ -690,7 +812,8 @@ pub(crate) fn manager_output(
         private,
         manager: mut manager_spec,
         users: user_specs,
-    } = Conversation::new(params, manager, program, input, limits)?;
+        ..
+    } = Conversation::new(params, manager, program, input, limits, false)?;
     manager_spec.limits = limits.clone();
     manager_spec.limits.memory = Some(limits.memory.unwrap_or(0).max(4 << 30));
     let (manager_run, user_runs) = std::thread::scope(|s| {
@@ -726,39 +849,103 @@ pub(crate) fn manager_output(
 }
 
 /// What one Communication run needs, made in one place for the judge and for TPS's expected
-/// outputs: its FIFOs, its root-only folder (the manager's output), and the run specs.
+/// outputs: its FIFOs, its root-only folder (the manager's output), the run specs, and, when
+/// debugging, the relay that captures the conversation.
 struct Conversation {
     fifos: Fifos,
     private: tempfile::TempDir,
     manager: RunSpec,
     users: Vec<RunSpec>,
+    relay: Option<Relay>,
 }
 
 impl Conversation {
-    /// Sets up the user processes for `debugging`; the paths their stderr goes to.
-    fn debug_users(&mut self, debugging: &Debugging) -> Vec<PathBuf> {
+    /// Sets up the user processes for `debugging`; the paths their stderr goes to. Relayed,
+    /// the relay is made here, on the test's `cpu`, and a fifo_io process's standard output
+    /// goes to a pipe it drains.
+    fn debug_users(
+        &mut self,
+        debugging: &Debugging,
+        user_io: UserIo,
+        cpu: Option<usize>,
+    ) -> Result<Vec<PathBuf>> {
         let private = self.private.path().to_path_buf();
-        self.users
-            .iter_mut()
-            .enumerate()
-            .map(|(i, spec)| {
-                let stderr = private.join(format!("u{i}.err"));
-                debugging.prepare(spec, stderr.clone());
-                stderr
-            })
-            .collect()
+        let mut stdouts = Vec::new();
+        let mut stderrs = Vec::new();
+        for (i, spec) in self.users.iter_mut().enumerate() {
+            let stderr = private.join(format!("u{i}.err"));
+            debugging.prepare(spec, stderr.clone());
+            stderrs.push(stderr);
+            if self.fifos.relayed && user_io == UserIo::FifoIo {
+                let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                    .context("cannot create a pipe")?;
+                spec.stdout = Stdio::Fd(std::sync::Arc::new(write));
+                stdouts.push((i, read));
+            }
+        }
+        if self.fifos.relayed {
+            let sides = (0..self.users.len()).map(|i| self.fifos.sides(i)).collect();
+            self.relay = Some(Relay::new(sides, stdouts, cpu)?);
+        }
+        Ok(stderrs)
+    }
+
+    /// Runs the conversation ([`converse`]); relayed, what the relay captured is written to
+    /// the root-only folder ([`Conversation::captured_files`]).
+    fn run(&self, sandbox: &Sandbox) -> Result<(Outcome, Vec<Outcome>, bool)> {
+        let (manager_run, user_runs, released, captured) = converse(
+            sandbox,
+            &self.manager,
+            &self.users,
+            &self.fifos,
+            self.relay.as_ref(),
+        );
+        if let Some((transcript, tails)) = captured {
+            let at = |name: String| self.private.path().join(name);
+            for (i, (to_manager, to_process)) in tails.iter().enumerate() {
+                fs::write(at(to_manager_name(i)), to_manager.bytes())?;
+                fs::write(at(to_user_name(i)), to_process.bytes())?;
+            }
+            for (i, talk) in transcript.processes.iter().enumerate() {
+                if talk.unread_stdout_bytes > 0 {
+                    fs::write(at(format!("u{i}.stdout")), &talk.unread_stdout_head)?;
+                }
+            }
+            fs::write(
+                at("conversation.json".into()),
+                serde_json::to_vec(&transcript)?,
+            )?;
+        }
+        Ok((manager_run, user_runs, released))
+    }
+
+    /// The files of the conversation to keep, by kind (none unless relayed).
+    fn captured_files(&self) -> Vec<(Kept, Vec<PathBuf>)> {
+        if self.relay.is_none() {
+            return Vec::new();
+        }
+        let at = |name: String| vec![self.private.path().join(name)];
+        let mut files = vec![(Kept::Conversation, at("conversation.json".into()))];
+        for i in 0..self.users.len() {
+            files.push((Kept::Sent(i), at(to_manager_name(i))));
+            files.push((Kept::Received(i), at(to_user_name(i))));
+            files.push((Kept::UnreadStdout(i), at(format!("u{i}.stdout"))));
+        }
+        files
     }
 
     /// The FIFOs, folder and specs of a run of `manager` against `program` on `input`, users
-    /// with `user_limits` (see [`communication_specs`]).
+    /// with `user_limits` (see [`communication_specs`]); `relayed`: each user has FIFOs of its
+    /// own, for a relay ([`Conversation::debug_users`]).
     fn new(
         params: &Communication,
         manager: &Path,
         program: &Path,
         input: &Path,
         user_limits: &Limits,
+        relayed: bool,
     ) -> Result<Conversation> {
-        let fifos = Fifos::new(params.num_processes.max(1))?;
+        let fifos = Fifos::new(params.num_processes.max(1), relayed)?;
         let private = private_dir()?;
         let (manager, users) = communication_specs(
             params,
@@ -774,6 +961,7 @@ impl Conversation {
             private,
             manager,
             users,
+            relay: None,
         })
     }
 }
@@ -819,11 +1007,11 @@ fn communication_specs(
             spec.binds.push(Bind::read_only(program, PROGRAM));
             match params.user_io {
                 UserIo::StdIo => {
-                    spec.stdin = Stdio::Existing(fifos.to_user(i));
-                    spec.stdout = Stdio::Existing(fifos.to_manager(i));
+                    spec.stdin = Stdio::Existing(fifos.user_dir(i).join(to_user_name(i)));
+                    spec.stdout = Stdio::Existing(fifos.user_dir(i).join(to_manager_name(i)));
                 }
                 UserIo::FifoIo => {
-                    spec.binds.push(Bind::writable(fifos.dir(i), "/fifo"));
+                    spec.binds.push(Bind::writable(fifos.user_dir(i), "/fifo"));
                     spec.argv.push(format!("/fifo/m_to_u{i}"));
                     spec.argv.push(format!("/fifo/u{i}_to_m"));
                 }

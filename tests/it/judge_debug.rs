@@ -505,7 +505,9 @@ fn keep_keeps_a_test_judged_in_one_subtask_and_skipped_in_another() {
     let screen = judge(&[path(&problem), path(&solution), "--keep", path(&kept)]);
     let screen = text(&screen.stdout) + &text(&screen.stderr);
     assert!(
-        screen.contains("03.{in,ans,err,manager.out,manager.err,verdict}"),
+        screen.contains(
+            "03.{in,ans,err,manager.out,manager.err,verdict,conversation.json,u0_to_m,m_to_u0}"
+        ),
         "the kept line names the files there are: {screen}"
     );
 }
@@ -623,6 +625,11 @@ fn input_runs_the_solution_through_the_grader_and_the_manager() {
     assert!(stdout.contains("your process 1"), "{stdout}");
     assert!(
         stdout.contains("the manager's verdict: score 0"),
+        "{stdout}"
+    );
+    // The run is relayed: what was said, in order.
+    assert!(
+        stdout.contains("0 ← 123456789\n0 → 4 21 205 91 7\n1 ← 4 21 205 91 7\n1 → 123456790\n"),
         "{stdout}"
     );
 }
@@ -874,4 +881,222 @@ fn an_interrupted_judge_says_nothing_of_resuming() {
     let stderr = read();
     assert!(stderr.contains("ioi-run: interrupted"), "{stderr}");
     assert!(!stderr.contains("evaluate"), "{stderr}");
+}
+
+/// The lines of a test's conversation in a `--json` report, as `(process, direction, line)`.
+fn conversation_lines(test: &Value) -> Vec<(u64, String, String)> {
+    test["diagnosis"]["conversation"]["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no conversation in {test}"))
+        .iter()
+        .map(|l| {
+            (
+                l["process"].as_u64().unwrap(),
+                l["direction"].as_str().unwrap().to_string(),
+                l["line"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_failing_communication_test_shows_its_conversation_by_process_and_direction() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let relay = problem_dir("relay");
+    let solution = relay.join("solutions/off_by_one_wa.cpp");
+    let keep = tempfile::tempdir().unwrap();
+    let report = judge_json(
+        bin_shared_cache(),
+        [
+            path(&relay),
+            path(&solution),
+            "--test",
+            "01",
+            "--keep",
+            path(keep.path()),
+        ],
+    );
+    let tests = tests_of(&report);
+    let test = test_named(&tests, "01");
+    // The verdict is the judged run's, as `evaluate` gives it.
+    assert_eq!(test["status"], "WA", "{test}");
+    assert_eq!(test["score"], 0.0, "{test}");
+    let owned = |(p, d, l): (u64, &str, &str)| (p, d.to_string(), l.to_string());
+    assert_eq!(
+        conversation_lines(test),
+        [
+            (0, "to_process", "123456789"),
+            (0, "to_manager", "4 21 205 91 7"),
+            (1, "to_process", "4 21 205 91 7"),
+            (1, "to_manager", "123456790"),
+        ]
+        .map(owned)
+    );
+    let processes = &test["diagnosis"]["conversation"]["processes"];
+    assert_eq!(processes[0]["sent_bytes"], 14, "{processes}");
+    assert_eq!(processes[1]["received_bytes"], 14, "{processes}");
+    // Kept per process and direction.
+    let kept = |name: &str| std::fs::read_to_string(keep.path().join(name)).unwrap();
+    assert_eq!(kept("01.u0_to_m"), "4 21 205 91 7\n");
+    assert_eq!(kept("01.m_to_u0"), "123456789\n");
+    assert_eq!(kept("01.m_to_u1"), "4 21 205 91 7\n");
+    assert_eq!(kept("01.u1_to_m"), "123456790\n");
+
+    let out = judge(&[path(&relay), path(&solution), "--test", "01"]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("messages  process 0 sent 14 bytes, received 10; process 1 sent 10"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| 0 ← 123456789\n"), "{stdout}");
+    assert!(stdout.contains("| 1 → 123456790\n"), "{stdout}");
+}
+
+#[test]
+fn a_communication_process_s_stdout_that_nobody_reads_is_named() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let relay = problem_dir("relay");
+    let solution = relay.join("debug/stdout_wa.cpp");
+    let keep = tempfile::tempdir().unwrap();
+    let out = judge(&[
+        path(&relay),
+        path(&solution),
+        "--test",
+        "01",
+        "--keep",
+        path(keep.path()),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "unread    process 0 wrote 19 bytes to its stdout, which nobody reads (fifo_io: the \
+             manager reads the FIFOs): \"encoding 123456789\\n\""
+        ),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(keep.path().join("01.u0.stdout")).unwrap(),
+        "encoding 123456789\n"
+    );
+    // Process 1 printed nothing: nothing is kept of it.
+    assert!(!keep.path().join("01.u1.stdout").exists());
+}
+
+#[test]
+fn the_stdout_hint_of_a_communication_test_needs_evidence() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let guess = problem_dir("guess");
+    let hint_of = |solution: PathBuf, test: &str| {
+        let report = judge_json(
+            bin_shared_cache(),
+            [path(&guess), path(&solution), "--test", test],
+        );
+        let tests = tests_of(&report);
+        let t = test_named(&tests, test).clone();
+        assert_eq!(t["status"], "WA", "{t}");
+        assert!(t["diagnosis"]["conversation"].is_object(), "{t}");
+        t["diagnosis"]["hint"].as_str().map(str::to_string)
+    };
+    // A debugging printf on the pipe: the manager cannot read it.
+    let hint = hint_of(guess.join("debug/printf_wa.cpp"), "02").expect("a hint");
+    assert!(hint.contains("protocol violation"), "{hint}");
+    assert!(hint.contains("your standard output is the pipe"), "{hint}");
+    // A plain wrong answer (the solution stops after one query): no word of stdout.
+    assert_eq!(hint_of(guess.join("solutions/exit0_early.cpp"), "02"), None);
+    // A wrong guess after a right protocol: none either.
+    assert_eq!(hint_of(guess.join("debug/flood_wa.cpp"), "01"), None);
+}
+
+#[test]
+fn a_conversation_flood_costs_the_judge_its_bounds_only() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let guess = problem_dir("guess");
+    let keep = tempfile::tempdir().unwrap();
+    // 128 MiB of spaces to the manager, which reads them all, then a wrong guess.
+    let mut child = bin_shared_cache()
+        .args([
+            "judge",
+            path(&guess),
+            path(&guess.join("debug/flood_wa.cpp")),
+        ])
+        .args(["--test", "02", "--json", "--keep", path(keep.path())])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peak = peak_rss_kib(&mut child);
+    let out = child.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tests = tests_of(&report);
+    let conversation = &test_named(&tests, "02")["diagnosis"]["conversation"];
+    let sent = conversation["processes"][0]["sent_bytes"].as_u64().unwrap();
+    assert!(sent > 16 << 20, "{conversation}");
+    // Kept: the last 64 KiB each way, and as much of the conversation in order.
+    let size = |name: &str| std::fs::metadata(keep.path().join(name)).unwrap().len();
+    assert_eq!(size("02.u0_to_m"), 64 << 10);
+    assert!(size("02.conversation.json") < 256 << 10);
+    assert!(conversation["earlier"].as_bool().unwrap(), "{conversation}");
+    // Holding the flood would take 128 MiB.
+    assert!(
+        peak > 0 && peak < 96 << 10,
+        "the judge peaked at {peak} KiB"
+    );
+}
+
+/// The relay must not change how a conversation ends: every fixture solution of the
+/// Communication tasks that ends at once (no TLE) run relayed (`--input`) ends as it does
+/// judged directly: the same failure of a process, or the same words of the manager.
+#[test]
+fn a_relayed_communication_run_ends_as_the_judged_run() {
+    if !is_root_or_skip("judging") {
+        return;
+    }
+    let cases = [
+        ("relay", "solutions/ac", "01"),
+        ("relay", "solutions/decimal_pa", "01"),
+        ("relay", "solutions/off_by_one_wa", "01"),
+        ("relay", "solutions/receiver_segv", "01"),
+        ("relay", "solutions/exit_before_open", "01"),
+        ("guess", "solutions/linear_pa", "02"),
+        ("guess", "solutions/exit0_early", "01"),
+        ("guess", "solutions/exit3_early", "01"),
+        // The manager quits while the program writes: SIGPIPE, relayed too.
+        ("guess", "debug/burst_re", "02"),
+        ("pingpong", "solutions/quit_wa", "02"),
+        ("pingpong", "solutions/exit3_re", "02"),
+        ("pingpong", "solutions/overflow_wa", "02"),
+    ];
+    for (problem, solution, test) in cases {
+        let dir = problem_dir(problem);
+        let solution = dir.join(format!("{solution}.cpp"));
+        let report = judge_json(
+            bin_shared_cache(),
+            [path(&dir), path(&solution), "--test", test],
+        );
+        let tests = tests_of(&report);
+        let judged = test_named(&tests, test);
+        let feedback = judged["feedback"].as_str().unwrap();
+        let input = dir.join(format!("tests/{test}.in"));
+        let out = judge(&[path(&dir), path(&solution), "--input", path(&input)]);
+        let relayed = text(&out.stdout);
+        let expected = match judged["status"].as_str().unwrap() {
+            "RE" | "TLE" | "MLE" => feedback.to_string(),
+            _ => format!(
+                "the manager's verdict: score {}, {feedback}",
+                judged["score"].as_f64().unwrap()
+            ),
+        };
+        assert!(
+            relayed.contains(&expected),
+            "{problem}/{}: judged {judged}, relayed:\n{relayed}",
+            solution.display()
+        );
+    }
 }

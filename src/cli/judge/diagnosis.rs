@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::conversation::{self, Conversation};
 use super::difference::{at_checker_position, first_difference, Difference};
 use crate::judge::kept::{self, Kept};
 use crate::problem::{TestCase, UserIo};
@@ -60,6 +61,13 @@ pub struct Diagnosis {
     /// What the verdict or the signal usually means.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meaning: Option<String>,
+    /// Communication: the end of what the processes said, from a second, relayed run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Conversation>,
+    /// Communication: what a process wrote where nobody reads it (a fifo_io process's stdout,
+    /// the manager's stdout past its score), named with its first bytes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -102,7 +110,33 @@ pub fn diagnose(test: &TestResult, case: &TestCase, from: &Sources) -> Option<Di
         d.message = Some(feedback.trim_end().to_string());
     }
     explain_run(&mut d, test, from);
+    if from.user_io.is_some() {
+        explain_conversation(&mut d, test, from);
+    }
     Some(d)
+}
+
+/// What a Communication test's processes said, what they wrote where nobody reads, and, for a
+/// wrong answer, whether that points at the solution's standard output.
+fn explain_conversation(d: &mut Diagnosis, test: &TestResult, from: &Sources) {
+    let name = &test.test_name;
+    d.conversation = conversation::read(from.kept, name);
+    if let Some(c) = &d.conversation {
+        d.unread = conversation::unread_stdouts(c);
+    }
+    d.unread
+        .extend(conversation::unread_manager_stdout(from.kept, name));
+    if matches!(test.status, Verdict::WrongAnswer | Verdict::Partial) && d.hint.is_none() {
+        let stderr = read_lossy(&kept::path(from.kept, name, Kept::ManagerErr), STDERR_BYTES);
+        let message = format!("{}\n{stderr}", test.feedback.as_deref().unwrap_or(""));
+        d.hint = conversation::stdout_hint(
+            from.user_io,
+            &message,
+            d.conversation.as_ref(),
+            from.kept,
+            name,
+        );
+    }
 }
 
 /// What a run's end says, from its standard error and feedback (the part of a diagnosis that
@@ -198,12 +232,6 @@ fn meaning(test: &TestResult, signal: Option<i32>, stderr: &str, from: &Sources)
             }
         }
         (Verdict::MemoryLimit, _) => "the memory limit was reached (the stack counts too)".into(),
-        (Verdict::WrongAnswer, _) if from.user_io == Some(UserIo::StdIo) => {
-            "the manager did not accept the conversation: what it said is the test's feedback \
-             (and the message below, when it said more). Your standard output is the pipe to the manager: anything else written there (a debugging \
-             printf, a prompt) breaks the protocol; print debugging to stderr"
-                .into()
-        }
         (Verdict::WrongAnswer, _) if communication => {
             "the manager did not accept the conversation: what it said is the test's feedback (and \
              the message below, when it said more)"
@@ -388,7 +416,7 @@ pub(super) fn count_lines(path: &Path, limit: u64) -> usize {
 }
 
 /// A line cut to [`LINE_CHARS`] characters, `…` marking the cut.
-fn cut(line: &str) -> String {
+pub(super) fn cut(line: &str) -> String {
     match line.chars().count() > LINE_CHARS {
         true => format!("{}…", line.chars().take(LINE_CHARS - 1).collect::<String>()),
         false => line.to_string(),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::conversation;
 use super::diagnosis::{
     count_lines, explain_run, is_sanitizer_report, read_lossy, Diagnosis, Sources,
 };
@@ -164,6 +165,7 @@ fn show(input: &str, run: &InputRun, from: &Sources) -> Result<i32> {
                 stderr.trim_end()
             ),
         }
+        show_conversation(kept)?;
     } else {
         section("your output", &read_kept(kept, Kept::Output))?;
     }
@@ -202,6 +204,29 @@ fn explain(test: &TestResult, from: &Sources, stderr: &str) -> Result<()> {
         if let Some(text) = text {
             outln!("  {heading:<9} {}", printable(text, false));
         }
+    }
+    Ok(())
+}
+
+/// What the processes and the manager said (the run is relayed), and what a process wrote
+/// where nobody reads it.
+fn show_conversation(kept: &Path) -> Result<()> {
+    let Some(c) = conversation::read(kept, INPUT_RUN) else {
+        return Ok(());
+    };
+    let summary = conversation::summary(&c, false);
+    outln!("--- the conversation: {} ---", printable(&summary, false));
+    if c.earlier {
+        outln!("… (earlier lines left out)");
+    }
+    for said in &c.lines {
+        outln!("{}", printable(&conversation::shown_line(said), false));
+    }
+    for unread in conversation::unread_stdouts(&c)
+        .into_iter()
+        .chain(conversation::unread_manager_stdout(kept, INPUT_RUN))
+    {
+        outln!("{}", printable(&unread, false));
     }
     Ok(())
 }

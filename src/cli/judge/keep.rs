@@ -53,10 +53,7 @@ pub fn prepare(dir: &Path) -> Result<()> {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-        let is_kept = Kept::ALL
-            .iter()
-            .any(|kind| name.ends_with(&format!(".{}", kind.suffix())));
-        if is_file && is_kept {
+        if is_file && Kept::is_kept_name(&name) {
             std::fs::remove_file(entry.path())
                 .with_context(|| format!("cannot remove {}", entry.path().display()))?;
         }
@@ -80,13 +77,21 @@ pub fn write(results: &[SubtaskResult], loaded: &LoadedProblem, dir: &Path) -> R
                 && !matches!(t.status, Verdict::Skipped | Verdict::CompilationError)
         });
         let Some(t) = reported else {
-            for kind in [
+            let processes = match &loaded.problem.task {
+                crate::problem::TaskType::Communication(c) => c.num_processes.max(1),
+                crate::problem::TaskType::Batch => 0,
+            };
+            let per_process = (0..processes)
+                .flat_map(|i| [Kept::Sent(i), Kept::Received(i), Kept::UnreadStdout(i)]);
+            let kinds = [
                 Kept::Output,
                 Kept::Stderr,
                 Kept::Checker,
                 Kept::ManagerOut,
                 Kept::ManagerErr,
-            ] {
+                Kept::Conversation,
+            ];
+            for kind in kinds.into_iter().chain(per_process) {
                 let _ = std::fs::remove_file(kept::path(dir, &first.test_name, kind));
             }
             continue;

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use super::output::outln;
 use crate::error::usage;
+mod conversation;
 mod diagnosis;
 mod difference;
 mod input;
@@ -117,10 +118,14 @@ pub fn run(args: Args) -> Result<i32> {
     }
 }
 
+/// Whether tests run through run scripts, which read the outputs themselves: nothing is kept.
+fn scripts(args: &Args) -> bool {
+    args.run.runner == super::RunnerKind::Scripts || args.run.run_script.is_some()
+}
+
 /// Options of the debugging flags that cannot go together.
 fn check_debugging_args(args: &Args) -> Result<()> {
-    let scripts = args.run.runner == super::RunnerKind::Scripts || args.run.run_script.is_some();
-    if scripts && (args.keep.is_some() || args.input.is_some()) {
+    if scripts(args) && (args.keep.is_some() || args.input.is_some()) {
         bail!(
             "--keep and --input need the native runner: with --runner scripts the run script \
              reads the outputs itself"
@@ -154,6 +159,7 @@ fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
         return input::run(judge, &loaded, code, language, input, solution, kept);
     }
     let key = problem.id.clone();
+    let replayed_code = code.clone();
     let name_width = problem
         .test_names()
         .iter()
@@ -212,6 +218,17 @@ fn judge_once(args: &Args, judge: &Judge, kept: &Path) -> Result<i32> {
     let loaded = &judged.problem;
     let mut results = judged.results;
     name_the_users_file(&mut results, &problem.id, solution);
+    if !scripts(args) {
+        let explained = table::explained(&results, !args.test_names.is_empty());
+        conversation::replay_explained(
+            judge,
+            loaded,
+            &replayed_code,
+            language,
+            &explained,
+            args.json,
+        )?;
+    }
     let diagnoses = diagnose_all(&results, loaded, solution, kept);
     if args.keep.is_some() {
         keep::write(&results, loaded, kept)?;

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 
 use anyhow::Result;
 
+use super::conversation;
 use super::diagnosis::Diagnosis;
 use super::difference::Difference;
 use crate::cli::output::outln;
@@ -166,7 +167,7 @@ pub fn print_human(problem: &Problem, results: &[SubtaskResult], shown: &Shown) 
 }
 
 /// The tests whose reasons are shown: every failing test, or the first of each subtask.
-fn explained(results: &[SubtaskResult], every: bool) -> Vec<&TestResult> {
+pub(super) fn explained(results: &[SubtaskResult], every: bool) -> Vec<&TestResult> {
     let mut shown: Vec<&TestResult> = Vec::new();
     for s in results {
         let failing = s
@@ -261,14 +262,31 @@ fn print_reasons(
             print_wrapped("stderr", &heading, width)?;
             print_quoted(&d.stderr_head, d.stderr_head.len(), width)?;
         }
+        if let Some(c) = &d.conversation {
+            print_wrapped("messages", &conversation::summary(c, true), width)?;
+            let lines: Vec<String> = c.lines.iter().map(conversation::shown_line).collect();
+            if c.earlier {
+                outln!("  {:<9} | … (earlier lines left out)", "");
+            }
+            print_quoted(&lines, lines.len(), width)?;
+        }
+        for (n, unread) in d.unread.iter().enumerate() {
+            print_wrapped(if n == 0 { "unread" } else { "" }, unread, width)?;
+        }
         if let Some(dir) = shown.kept {
             use crate::judge::kept::{self, Kept};
             let stem = kept::file_stem(&t.test_name);
+            let exists = |kind| kept::path(dir, &t.test_name, kind).exists();
             // The files this test left: a Communication test has no `out`, a checker's words
             // are in `checker`, a manager's in `manager.out` and `manager.err`.
-            let suffixes: Vec<&str> = Kept::ALL
-                .iter()
-                .filter(|&&kind| kept::path(dir, &t.test_name, kind).exists())
+            let per_process = (0..)
+                .map(|i| [Kept::Sent(i), Kept::Received(i), Kept::UnreadStdout(i)])
+                .take_while(|kinds| kinds[..2].iter().any(|&k| exists(k)))
+                .flatten();
+            let suffixes: Vec<String> = Kept::ALL
+                .into_iter()
+                .chain(per_process)
+                .filter(|&kind| exists(kind))
                 .map(|kind| kind.suffix())
                 .collect();
             if !suffixes.is_empty() {
