@@ -872,7 +872,9 @@ fn parse_key(text: &str, key: &str) -> Option<u64> {
 /// Joining a cgroup of another cpuset (on cgroup v2, `ioi-run` below the root has the root's
 /// cpuset while a session's processes have their slice's) makes kernels before 6.2 reset the
 /// process's affinity to the cpuset's CPUs: a box placed on one CPU ([`crate::RunSpec::cpu`])
-/// would run on all of them. The affinity is read before and set again after.
+/// would run on all of them. The affinity is read before and set again after. Where the new
+/// cpuset has none of those CPUs (an administrator narrowed it), a box placed on one CPU cannot
+/// run where it was placed and fails (`EINVAL`); any other box runs on the cpuset's CPUs.
 pub(crate) fn join_self(fds: &[i32]) -> Result<(), i32> {
     // SAFETY: sched_getaffinity/sched_setaffinity of the calling process into and from a local
     // set; write(2) of a static buffer on descriptors the caller owns.
@@ -887,7 +889,7 @@ pub(crate) fn join_self(fds: &[i32]) -> Result<(), i32> {
                 return Err(nix::errno::Errno::last_raw());
             }
         }
-        if libc::sched_setaffinity(0, size, &cpus) != 0 {
+        if libc::sched_setaffinity(0, size, &cpus) != 0 && libc::CPU_COUNT(&cpus) == 1 {
             return Err(nix::errno::Errno::last_raw());
         }
     }

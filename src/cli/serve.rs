@@ -222,7 +222,7 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
 ///   which a server's large blocks (checkers' feedback and compilers' messages of tens of KiB to
 ///   a megabyte, request bodies, answers) come from its heaps, where they leave holes between
 ///   blocks still live (the verdict cache keeps some for a while) that are never given back: in
-///   `bench soak` the server grew 9 to 50 % over the second half of 30 000 to 100 000 requests
+///   `bench soak` the server grew 9 to 50 % over the second half of 30 000 and 40 000 requests
 ///   while its live heap stayed near 85 MiB (docs/benchmarks.md#a-training-run-of-requests);
 /// - at most four heaps: by default every thread that allocates may get one (up to eight a
 ///   core), and memory freed in one heap is reused only there. The server's allocations are

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -33,8 +34,21 @@ const MESSAGE_CHARS: usize = 300;
 const DIFF_ROWS: usize = 400;
 /// Unchanged lines shown around each change of a code diff.
 const DIFF_CONTEXT: usize = 3;
-/// The longest a code diff may take; past it the diff is coarser (larger blocks), never absent.
-const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
+/// The longest one code diff may take; past it the diff is coarser (larger blocks).
+const DIFF_DEADLINE: Duration = Duration::from_millis(200);
+/// The longest all the code diffs of a page may take; past it the code is said to differ.
+const DIFF_TIME: Duration = Duration::from_secs(20);
+/// Characters of one line of code shown in a diff.
+const DIFF_LINE_CHARS: usize = 200;
+/// Bytes of the page given to the details of the differing submissions (their tests and code):
+/// past it, the submissions that differ are still listed, without details.
+const DETAILS_BYTES: usize = 32 << 20;
+
+/// What the page may still spend on details: bytes, and time computing code diffs.
+struct Budget {
+    bytes: usize,
+    diff_time: Duration,
+}
 
 /// One problem as each set has it (`None` where a set has no submission of it).
 struct ProblemAcross<'a> {
@@ -88,8 +102,12 @@ pub fn write_comparison(
     page.push_str(&status_legend());
     page.push_str(&difference_summary(sets, &across));
     out.write_all(page.as_bytes()).with_context(context)?;
+    let mut budget = Budget {
+        bytes: DETAILS_BYTES,
+        diff_time: DIFF_TIME,
+    };
     for (number, problem) in across.iter().enumerate() {
-        let section = problem_section(number, problem, sets, rows)?;
+        let section = problem_section(number, problem, sets, rows, &mut budget)?;
         out.write_all(section.as_bytes()).with_context(context)?;
     }
     out.write_all(page_end().as_bytes()).with_context(context)?;
@@ -284,6 +302,7 @@ fn problem_section(
     problem: &ProblemAcross,
     sets: &[ResultSet],
     rows: &ResultsFiles,
+    budget: &mut Budget,
 ) -> Result<String> {
     let mut out = format!(
         "<section id=\"c{number}\"><h2>{}</h2>\n",
@@ -323,7 +342,7 @@ fn problem_section(
     ));
     out.push_str(&solve_rates(problem, sets));
     out.push_str(&distributions(problem, sets)?);
-    out.push_str(&differences(number, problem, sets, rows)?);
+    out.push_str(&differences(number, problem, sets, rows, budget)?);
     out.push_str("</section>\n");
     Ok(out)
 }
@@ -432,6 +451,7 @@ fn differences(
     problem: &ProblemAcross,
     sets: &[ResultSet],
     rows: &ResultsFiles,
+    budget: &mut Budget,
 ) -> Result<String> {
     let shared = shared(problem);
     let differing: Vec<_> = shared.iter().filter(|(_, c)| differ(c)).collect();
@@ -448,6 +468,7 @@ fn differences(
         "<table><tr><th>Submission</th><th>Set</th><th class=\"num\">Total</th>\
          <th>Subtasks</th></tr>\n",
     );
+    let positions = grid_positions(problem);
     for (id, copies) in &differing {
         let present: Vec<(usize, &JudgedSubmission)> = copies
             .iter()
@@ -473,7 +494,7 @@ fn differences(
                 out,
                 "<td>{} {}</td><td class=\"num\">{}</td><td>",
                 escape(&sets[*i].name),
-                row_link(problem, *i, s, sets),
+                row_link(&positions, problem, *i, s, sets),
                 points(s.total)
             );
             for cell in &s.subtasks {
@@ -486,12 +507,27 @@ fn differences(
             }
             out.push_str("</td></tr>\n");
         }
-        let _ = writeln!(
-            out,
-            "<tr><td colspan=\"3\">{}{}</td></tr>",
-            test_differences(&present, sets, rows)?,
-            code_differences(&present, sets, rows)?
-        );
+        let details = match budget.bytes > 0 {
+            true => {
+                let read = present
+                    .iter()
+                    .map(|(_, s)| rows.read(s.span))
+                    .collect::<Result<Vec<_>>>()?;
+                let details = format!(
+                    "{}{}",
+                    test_differences(&present, &read, sets)?,
+                    code_differences(&present, &read, sets, &mut budget.diff_time)
+                );
+                budget.bytes = budget.bytes.saturating_sub(details.len());
+                details
+            }
+            false => format!(
+                "<p class=\"muted\">Its tests and code are left out: the page holds {} MiB of \
+                 details at most. The results files have them all.</p>",
+                DETAILS_BYTES >> 20
+            ),
+        };
+        let _ = writeln!(out, "<tr><td colspan=\"3\">{details}</td></tr>");
     }
     out.push_str("</table>\n");
     Ok(out)
@@ -504,8 +540,8 @@ fn differences(
 /// by one copy and judged by another is no difference: the test that stopped that copy is.
 fn test_differences(
     present: &[(usize, &JudgedSubmission)],
+    read: &[crate::dataset::Row],
     sets: &[ResultSet],
-    rows: &ResultsFiles,
 ) -> Result<String> {
     // per copy: status, score, time and message where it was judged.
     type Outcome = (Verdict, f64, Option<f64>, Option<String>);
@@ -513,9 +549,8 @@ fn test_differences(
     type Copies = (usize, Vec<String>, Vec<Option<Outcome>>);
     let mut tests: HashMap<String, Copies> = HashMap::new();
     let mut order: HashMap<String, usize> = HashMap::new();
-    for (k, (_, s)) in present.iter().enumerate() {
-        let row = rows.read(s.span)?;
-        for cell in subtask_cells(&row)? {
+    for (k, row) in read.iter().enumerate() {
+        for cell in subtask_cells(row)? {
             let next = order.len();
             let position = *order.entry(cell.name.clone()).or_insert(next);
             for test in cell.tests {
@@ -577,21 +612,29 @@ fn test_differences(
 
 /// `message` cut to [`MESSAGE_CHARS`] characters, saying so.
 fn shortened(message: &str) -> String {
-    let message = message.trim_end();
-    match message.char_indices().nth(MESSAGE_CHARS) {
-        Some((at, _)) => format!("{}…", &message[..at]),
-        None => message.to_string(),
+    shortened_to(message.trim_end(), MESSAGE_CHARS)
+}
+
+/// `text` cut to `chars` characters, `…` marking the cut.
+fn shortened_to(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }
 
 /// A link to the copy `s` of set `i` in that set's own page: `<set>/report.html#s<problem>-<k>`,
 /// the set's name percent-encoded (a name from a file name never becomes markup, a scheme or
 /// another folder: every byte but letters, digits, `-` and `_` is encoded).
-fn row_link(problem: &ProblemAcross, i: usize, s: &JudgedSubmission, sets: &[ResultSet]) -> String {
-    let (Some(number), Some((_, subs))) = (problem.numbers[i], &problem.per_set[i]) else {
-        return String::new();
-    };
-    let Some(k) = grid_order(subs).iter().position(|t| std::ptr::eq(*t, s)) else {
+fn row_link(
+    positions: &[HashMap<*const JudgedSubmission, usize>],
+    problem: &ProblemAcross,
+    i: usize,
+    s: &JudgedSubmission,
+    sets: &[ResultSet],
+) -> String {
+    let (Some(number), Some(&k)) = (problem.numbers[i], positions[i].get(&std::ptr::from_ref(s)))
+    else {
         return String::new();
     };
     let folder: String = sets[i]
@@ -608,29 +651,44 @@ fn row_link(problem: &ProblemAcross, i: usize, s: &JudgedSubmission, sets: &[Res
     )
 }
 
+/// Where each submission of the problem stands in each set's grid (its anchor's second part).
+fn grid_positions(problem: &ProblemAcross) -> Vec<HashMap<*const JudgedSubmission, usize>> {
+    problem
+        .per_set
+        .iter()
+        .map(|per_set| match per_set {
+            Some((_, subs)) => grid_order(subs)
+                .into_iter()
+                .enumerate()
+                .map(|(k, s)| (std::ptr::from_ref(s), k))
+                .collect(),
+            None => HashMap::new(),
+        })
+        .collect()
+}
+
 /// The code of the copies side by side, each later copy against the first, when it differs: a
 /// change of verdict with the same code is the judge's or the settings', one with new code may
 /// be the code's.
 fn code_differences(
     present: &[(usize, &JudgedSubmission)],
+    read: &[crate::dataset::Row],
     sets: &[ResultSet],
-    rows: &ResultsFiles,
-) -> Result<String> {
-    let Some(((first_set, first), later)) = present.split_first() else {
-        return Ok(String::new());
-    };
-    let code = |s: &JudgedSubmission| -> Result<String> {
-        let row = rows.read(s.span)?;
-        Ok(row
-            .get("code")
+    time_left: &mut Duration,
+) -> String {
+    let code = |row: &crate::dataset::Row| -> String {
+        row.get("code")
             .and_then(serde_json::Value::as_str)
             .unwrap_or_default()
-            .to_string())
+            .to_string()
     };
-    let old = code(first)?;
+    let Some((first_set, _)) = present.first() else {
+        return String::new();
+    };
+    let old = code(&read[0]);
     let mut out = String::new();
-    for (set, s) in later {
-        let new = code(s)?;
+    for ((set, _), row) in present.iter().zip(read).skip(1) {
+        let new = code(row);
         let (old_name, new_name) = (escape(&sets[*first_set].name), escape(&sets[*set].name));
         if old == new {
             let _ = write!(
@@ -639,17 +697,28 @@ fn code_differences(
             );
             continue;
         }
+        if time_left.is_zero() {
+            let _ = write!(
+                out,
+                "<p class=\"muted\">The code differs between {old_name} and {new_name} (not \
+                 shown: the page spends {} s on code diffs at most).</p>",
+                DIFF_TIME.as_secs()
+            );
+            continue;
+        }
+        let started = Instant::now();
         let diff = similar::TextDiff::configure()
-            .timeout(DIFF_DEADLINE)
+            .timeout(DIFF_DEADLINE.min(*time_left))
             .diff_lines(&old, &new);
         let (rendered, changed) = side_by_side(&diff, (&old_name, &new_name));
+        *time_left = time_left.saturating_sub(started.elapsed());
         let _ = write!(
             out,
             "<details><summary>The code differs between {old_name} and {new_name}: {changed} \
              line(s)</summary>{rendered}</details>"
         );
     }
-    Ok(out)
+    out
 }
 
 /// A line diff as a table of two columns (line numbers beside each), changes and their
@@ -667,7 +736,10 @@ fn side_by_side(diff: &similar::TextDiff<'_, '_, '_, str>, names: (&str, &str)) 
         Some(at) => format!(
             "<td class=\"num\">{}</td><td class=\"{class}\">{}</td>",
             at + 1,
-            escape(side[at].trim_end_matches(['\n', '\r']))
+            escape(&shortened_to(
+                side[at].trim_end_matches(['\n', '\r']),
+                DIFF_LINE_CHARS
+            ))
         ),
         None => "<td></td><td></td>".to_string(),
     };

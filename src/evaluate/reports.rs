@@ -9,7 +9,7 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::html_compare::{write_comparison, COMPARISON_HTML};
 use super::html_report::{write_page, REPORT_HTML};
@@ -255,6 +255,14 @@ pub fn dataset_names(paths: &[PathBuf]) -> Result<Vec<String>> {
         if names.contains(&name) {
             name = format!("{name}-{}", i + 1);
         }
+        // The name is a folder of the reports, and a part of the comparison's links.
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            bail!(
+                "{}: cannot name a dataset {name:?} (its reports would be written outside \
+                 their folder); rename the file",
+                path.display()
+            );
+        }
         names.push(name);
     }
     Ok(names)
@@ -381,6 +389,29 @@ mod tests {
                 vec![sub("01-all", 1.0, json!(100.0), json!(100), "AC")],
             ),
         ]
+    }
+
+    /// A file's stem names its set (the folder stem too when stems repeat); a stem that would
+    /// put the reports outside their folder is refused, naming the file.
+    #[test]
+    fn sets_are_named_after_their_files_and_never_after_dots() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a/model.jsonl");
+        let b = dir.path().join("b/model.jsonl");
+        for p in [&a, &b] {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        assert_eq!(
+            dataset_names(&[a.clone(), b, dir.path().join("c.jsonl")]).unwrap(),
+            ["a-model", "b-model", "c"]
+        );
+        let dots = dir.path().join("...jsonl");
+        let error = dataset_names(&[a, dots]).unwrap_err().to_string();
+        assert!(
+            error.contains("...jsonl") && error.contains("rename"),
+            "{error}"
+        );
     }
 
     #[test]

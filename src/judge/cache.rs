@@ -406,8 +406,15 @@ impl CacheStore {
 }
 
 impl Drop for CacheStore {
+    /// Removes this process's pin folder, unless a program handed out still holds a pin there
+    /// (it outlives the store): that pin goes with its holder, the folder with the process (a
+    /// dead process's pins are swept).
     fn drop(&mut self) {
-        if let Some(pins) = self.pins.get() {
+        let held = self
+            .live
+            .lock()
+            .map_or(true, |live| live.values().any(|pin| pin.strong_count() > 0));
+        if let (Some(pins), false) = (self.pins.get(), held) {
             let _ = fs::remove_dir_all(pins);
         }
     }
@@ -672,7 +679,14 @@ mod tests {
             "the pin still runs"
         );
         drop(user);
-        assert!(!pinned.exists(), "pins go with their process");
+        assert!(pinned.exists(), "a pin held outlives its store");
+        let folder = pinned.parent().unwrap().to_path_buf();
+        drop(pinned);
+        assert_eq!(
+            fs::read_dir(&folder).unwrap().count(),
+            0,
+            "and goes with its holder"
+        );
     }
 
     /// Holders of one program share one pin; it goes with the last of them, while the process
@@ -730,6 +744,13 @@ mod tests {
             panic!("a program")
         };
         assert_eq!(again.path(), new.path(), "the newer pin is shared");
+        let folder = store.pins.get().unwrap().clone();
+        drop((new, again));
+        drop(store);
+        assert!(
+            !folder.exists(),
+            "a store whose pins all went takes its folder with it"
+        );
     }
 
     #[test]

@@ -717,16 +717,34 @@ fn too_large(max_body: u64) -> ApiError {
 
 /// When dropped (and armed), returns freed heap memory to the system: glibc keeps the many
 /// small buffers a large body arrived in, and what its threads' heaps freed over many requests,
-/// and the server would stay bloated.
+/// and the server would stay bloated. At most one trim a [`TRIM_INTERVAL`]: a trim walks every
+/// heap under its lock, and a client sending bodies of unknown length that it never finishes
+/// arms one per request.
 struct GiveMemoryBack(bool);
+
+/// The shortest time between two trims.
+const TRIM_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Drop for GiveMemoryBack {
     fn drop(&mut self) {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         if self.0 {
-            // SAFETY: malloc_trim only walks the allocator's own free lists.
-            unsafe {
-                libc::malloc_trim(0);
+            use std::sync::atomic::{AtomicU64, Ordering};
+            // Milliseconds since the server's first trim, of the last trim (0: none yet).
+            static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+            static LAST: AtomicU64 = AtomicU64::new(0);
+            let now = START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1;
+            let last = LAST.load(Ordering::Relaxed);
+            let due = last == 0 || now.saturating_sub(last) >= TRIM_INTERVAL.as_millis() as u64;
+            if due
+                && LAST
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // SAFETY: malloc_trim only walks the allocator's own free lists.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
             }
         }
     }

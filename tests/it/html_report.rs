@@ -461,7 +461,8 @@ fn the_comparison_links_only_to_its_anchors_and_the_sets_pages() {
             vec![test("t", "WA", 0.1, MIB)],
         )],
     );
-    before["code"] = json!(format!("{HOSTILE}\n"));
+    // A line of a megabyte is shown cut.
+    before["code"] = json!(format!("{HOSTILE}\n{}\n", "y".repeat(1 << 20)));
     let mut after = row(
         "x",
         "x",
@@ -482,6 +483,12 @@ fn the_comparison_links_only_to_its_anchors_and_the_sets_pages() {
         .collect();
     let (_, page) = compared(work.path(), &files);
     assert!(page.contains("The code differs between"), "{page}");
+    assert!(
+        page.len() < 100_000,
+        "a long line is cut: {} bytes",
+        page.len()
+    );
+    assert!(page.contains(&format!("{}…", "y".repeat(200))));
     assert_eq!(
         page.matches("<script").count(),
         1,

@@ -72,6 +72,11 @@ pub fn at_checker_position(message: &str, expected: &Path, yours: &Path) -> Opti
     };
     let (expected_at, expected) = at(expected)?;
     let (yours_at, yours) = at(yours)?;
+    // The same token on both sides: the checker compared another reading of the outputs (or
+    // another answer); white-diff's difference says more.
+    if expected.token.is_some() && expected.token == yours.token {
+        return None;
+    }
     Some(Difference {
         line: yours_at.line,
         token: yours_at.token + 1,
@@ -83,9 +88,12 @@ pub fn at_checker_position(message: &str, expected: &Path, yours: &Path) -> Opti
     })
 }
 
-/// `701` of a message holding `701st numbers differ` (or words, tokens, integers, doubles).
+/// `701` of a message holding `701st numbers differ` (or words, tokens, integers, doubles),
+/// before anything it quotes: testlib quotes the tokens it compared, which the program wrote,
+/// so a program printing "5th numbers differ" never names a position itself.
 fn named_position(message: &str) -> Option<usize> {
-    let words: Vec<&str> = message.split_whitespace().collect();
+    let own = message.split(['\'', '"']).next().unwrap_or_default();
+    let words: Vec<&str> = own.split_whitespace().collect();
     words.windows(3).find_map(|w| {
         let kinds = ["numbers", "words", "tokens", "integers", "doubles"];
         if !kinds.contains(&w[1]) || !w[2].starts_with("differ") {
@@ -484,6 +492,13 @@ mod tests {
         assert_eq!(named_position("1st lines differ"), None, "not a token");
         assert_eq!(named_position("wrong answer 3 numbers differ"), None);
         assert_eq!(named_position("Output isn't correct"), None);
+        // Words the program wrote, quoted by the checker, name nothing.
+        assert_eq!(
+            named_position(
+                "wrong answer 1st lines differ - expected: '1', found: 'x 5th numbers differ'"
+            ),
+            None
+        );
         let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, text: String| {
             let path = dir.path().join(name);
@@ -517,6 +532,8 @@ mod tests {
             (Some("3"), None)
         );
         assert!(at_checker_position("Output isn't correct", &expected, &yours).is_none());
+        // A position where both outputs agree is no lead.
+        assert!(at_checker_position("2nd numbers differ", &expected, &yours).is_none());
     }
 
     #[test]
