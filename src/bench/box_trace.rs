@@ -34,6 +34,7 @@ mod nr {
 /// `CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
 /// CLONE_NEWNET`.
 const CLONE_NEW_ANY: u64 = 0x7E02_0000;
+const CLONE_NEWNET: u64 = 0x4000_0000;
 
 /// A part of a box's life in the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -47,7 +48,10 @@ pub enum Phase {
     /// `clone` with new namespaces (a box's init); `clone3` is counted here too, its flags
     /// being out of the trace's reach.
     NamespacesCreate,
-    /// `unshare` (a network namespace made for the pool).
+    /// `unshare` of a network namespace (made for the pool, ahead or on a run's path when the
+    /// pool is empty).
+    NetnsCreate,
+    /// Another `unshare` (the program's cgroup namespace).
     Unshare,
     /// `setns` (entering a pooled network namespace and back).
     Setns,
@@ -66,11 +70,12 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 12] = [
         Phase::CgroupCreate,
         Phase::CgroupAttach,
         Phase::CgroupRemove,
         Phase::NamespacesCreate,
+        Phase::NetnsCreate,
         Phase::Unshare,
         Phase::Setns,
         Phase::Mount,
@@ -86,7 +91,8 @@ impl Phase {
             Phase::CgroupAttach => "cgroup attach",
             Phase::CgroupRemove => "cgroup rmdir",
             Phase::NamespacesCreate => "clone (new namespaces)",
-            Phase::Unshare => "unshare",
+            Phase::NetnsCreate => "unshare (network)",
+            Phase::Unshare => "unshare (other)",
             Phase::Setns => "setns",
             Phase::Mount => "mount",
             Phase::PivotRoot => "pivot_root",
@@ -111,8 +117,8 @@ impl Phase {
             | Phase::PivotRoot
             | Phase::Unmount
             | Phase::Close => Some("namespace_sem"),
-            Phase::Unshare => Some("rtnl_mutex"),
-            Phase::Setns | Phase::Exit => None,
+            Phase::NetnsCreate => Some("rtnl_mutex"),
+            Phase::Unshare | Phase::Setns | Phase::Exit => None,
         }
     }
 }
@@ -349,6 +355,7 @@ fn pending_of(nr: i64, args: &[u64]) -> Option<Pending> {
         nr::WRITE => Pending::Write,
         nr::CLONE if first & CLONE_NEW_ANY != 0 => Pending::Phase(Phase::NamespacesCreate),
         nr::CLONE3 => Pending::Phase(Phase::NamespacesCreate),
+        nr::UNSHARE if first & CLONE_NEWNET != 0 => Pending::Phase(Phase::NetnsCreate),
         nr::UNSHARE => Pending::Phase(Phase::Unshare),
         nr::SETNS => Pending::Phase(Phase::Setns),
         nr::MOUNT | nr::OPEN_TREE | nr::MOVE_MOUNT | nr::FSMOUNT => Pending::Phase(Phase::Mount),
@@ -603,8 +610,9 @@ mod tests {
 
     /// One box in the layout this kernel prints: its cgroup made (a mkdir that contends once),
     /// a folder's mkdir, the init cloned into new namespaces, two mounts, pivot_root and an
-    /// unmount that sleeps and is preempted, the program joining the cgroup, the exits, the
-    /// cgroup removed, and the kernel's work on the teardown.
+    /// unmount that sleeps and is preempted, a network namespace made for the pool, the
+    /// program's cgroup namespace and its joining the cgroup, the exits, the cgroup removed,
+    /// and the kernel's work on the teardown.
     const SAMPLE: &str = include_str!("box_trace_sample.txt");
 
     #[test]
@@ -651,8 +659,11 @@ mod tests {
         let exit = phase(Phase::Exit);
         assert_eq!((exit.count, exit.on_cpu), (2, 150_000));
         assert_eq!(exit.lock_spin, 5_000);
+        // A network namespace made for the pool, and the program's cgroup namespace.
+        assert_eq!(phase(Phase::NetnsCreate).on_cpu, 400_000);
+        assert_eq!(phase(Phase::Unshare).on_cpu, 5_000);
         // The plain writes and the folder's mkdir are no phase.
-        assert_eq!(trace.phases.len(), 8);
+        assert_eq!(trace.phases.len(), 10);
         assert_eq!(trace.outside.lock_sleep, 10_000);
         assert_eq!(trace.cgroup_mkdirs, 1);
         // cleanup_net: 1.5 ms, of which 1.2 ms asleep (a grace period).
@@ -673,6 +684,11 @@ mod tests {
         // namespace_sem: clone 0.3 + mounts 0.05 + pivot_root 0.02 + umount 0.04.
         assert!(
             (ms_of(&by_lock, "namespace_sem") - 0.41).abs() < 1e-9,
+            "{by_lock:?}"
+        );
+        // rtnl_mutex: the network namespace made, 0.4 ms; not the cgroup namespace.
+        assert!(
+            (ms_of(&by_lock, "rtnl_mutex") - 0.4).abs() < 1e-9,
             "{by_lock:?}"
         );
         // The netns cleanup worker: half of its 0.3 ms on a CPU.
