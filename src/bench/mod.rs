@@ -16,6 +16,9 @@
 //! and spread, alone and under load. `load`: busy loops beside a measurement or a test. `speed`: this host's speed against the
 //! reference workload (`doctor`'s suggested `--time-scale`).
 
+mod box_model;
+mod box_trace;
+pub(crate) mod boxes;
 mod clients;
 pub(crate) mod compile;
 pub(crate) mod evaluate;
@@ -38,3 +41,4 @@ mod soak_probe;
 mod soak_report;
 pub(crate) mod speed;
 pub(crate) mod stress;
+mod tracefs;

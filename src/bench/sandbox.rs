@@ -27,7 +27,7 @@ fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
 /// cleanup): children of `kthreadd` (pid 2). The kernel tears namespaces and memory cgroups down
 /// there, after a run is over and outside its latency, but on the same cores. Threads that exit
 /// in between are missed, so the figure is a lower bound.
-fn kernel_threads_cpu() -> Duration {
+pub(super) fn kernel_threads_cpu() -> Duration {
     let ticks_per_second = match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
         Ok(Some(t)) if t > 0 => t as f64,
         _ => 100.0,
@@ -55,7 +55,7 @@ fn kernel_threads_cpu() -> Duration {
 /// CPU time (user + system) of this process and of its children that were waited for (a
 /// box's init, and through it the program): unlike latency, load on the machine barely
 /// changes it.
-fn own_cpu() -> Duration {
+pub(super) fn own_cpu() -> Duration {
     use nix::sys::resource::{getrusage, UsageWho};
     let cpu = |who| {
         getrusage(who).map_or(Duration::ZERO, |u| {

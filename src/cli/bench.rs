@@ -38,6 +38,25 @@ enum What {
         #[arg(long, value_name = "PATH")]
         isolate: Option<std::path::PathBuf>,
     },
+    /// Many fresh boxes at once (far more loops than cores): boxes per second, where the
+    /// loops' time goes and, traced (root, tracefs), the kernel's serialized part of a box phase
+    /// by phase, projected to many cores.
+    Boxes {
+        /// Numbers of box loops at once.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,16,64")]
+        threads: Vec<usize>,
+        /// Seconds each thread count runs.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Trace the boxes' kernel work with tracefs (lock contention, system calls, switches,
+        /// work items); as root.
+        #[arg(long)]
+        trace: bool,
+        /// Project to many cores with this serialized part of a box (ms), instead of the traced
+        /// one.
+        #[arg(long, value_name = "MS")]
+        serial_ms: Option<f64>,
+    },
     /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
     Judge {
         #[arg(long, default_value_t = 100)]
@@ -252,6 +271,17 @@ pub fn run(args: Args) -> Result<i32> {
             command_runs,
             isolate.as_deref(),
         ),
+        What::Boxes {
+            threads,
+            seconds,
+            trace,
+            serial_ms,
+        } => crate::bench::boxes::run(&crate::bench::boxes::BoxesBench {
+            threads,
+            seconds: seconds.clamp(0.05, 3600.0),
+            trace,
+            serial_ms,
+        }),
         What::Roundtrips {
             tasks,
             jobs,

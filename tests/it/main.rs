@@ -6,6 +6,7 @@
 mod common;
 
 mod architecture;
+mod bench_boxes;
 mod bench_floor;
 mod bench_soak;
 mod cgroup_v2;
