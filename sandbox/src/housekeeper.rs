@@ -13,6 +13,12 @@
 //! - **when idle** (no chore for [`MAX_AGE`]): the threads that clone inits and the network
 //!   namespaces of the pool beyond one, which the busiest moments left, are given back.
 //!
+//! What runs leave is finished here up to [`MAX_UNFINISHED`] at a time: past it, a run finishes
+//! its own. Each leftover holds a uid of the host's shared range, a descriptor and a cgroup, and
+//! one thread finishes a few hundred a second at most (closing a box's mount namespace waits for
+//! an RCU grace period): many runs at once would otherwise pile up leftovers faster than the
+//! thread finishes them, until every uid of the range is held.
+//!
 //! The work is the same as when a run does it all itself; it only moves to another thread. A
 //! box built ahead sees the host's mounts as they were when it was built: when the host's
 //! mount table changes (a mount or unmount anywhere), boxes built before are discarded unused,
@@ -22,7 +28,7 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -163,12 +169,19 @@ enum Chore {
     Prepare,
 }
 
+/// Leftovers the thread may have waiting at once; a run past it finishes its own.
+pub const MAX_UNFINISHED: usize = 32;
+
 /// The thread and what it has ready.
 pub(crate) struct Housekeeper {
     builder: Arc<Builder>,
     chores: Mutex<Option<Sender<Chore>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     shelf: Arc<Shelf>,
+    /// Leftovers sent to the thread and not finished yet.
+    unfinished: Arc<AtomicUsize>,
+    /// The most that were at once.
+    most_unfinished: AtomicUsize,
     /// `/proc/self/mountinfo`, which polls as changed once the host's mount table changes.
     mounts: Mutex<Option<File>>,
 }
@@ -182,15 +195,20 @@ impl Housekeeper {
             all.retain(|r| r.strong_count() > 0);
             all.push(Arc::downgrade(&shelf));
         }
+        let unfinished = Arc::new(AtomicUsize::new(0));
         let thread = {
             let builder = builder.clone();
             let shelf = shelf.clone();
+            let unfinished = unfinished.clone();
             std::thread::Builder::new()
                 .name("ioi-sandbox-housekeeper".into())
                 .spawn(move || loop {
                     // Woken at least every MAX_AGE to throw away boxes nobody took.
                     match inbox.recv_timeout(MAX_AGE) {
-                        Ok(Chore::Finish(leftover)) => leftover.finish(),
+                        Ok(Chore::Finish(leftover)) => {
+                            leftover.finish();
+                            unfinished.fetch_sub(1, Ordering::SeqCst);
+                        }
                         Ok(Chore::Prepare) => prepare(&builder, &shelf),
                         // Nothing to do for MAX_AGE: what bursts made is given back.
                         Err(RecvTimeoutError::Timeout) => crate::keeper::release_idle(&builder),
@@ -207,6 +225,8 @@ impl Housekeeper {
             chores: Mutex::new(thread.is_some().then_some(chores)),
             thread: Mutex::new(thread),
             shelf,
+            unfinished,
+            most_unfinished: AtomicUsize::new(0),
             mounts: Mutex::new(File::open("/proc/self/mountinfo").ok()),
         };
         housekeeper.send(Chore::Prepare);
@@ -315,9 +335,26 @@ impl Housekeeper {
             all.push(leftover.cgroup.clone());
         }
         self.send(Chore::Prepare);
+        let taken = self
+            .unfinished
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_UNFINISHED).then_some(n + 1)
+            });
+        let Ok(before) = taken else {
+            // The thread has enough waiting: this run finishes its own.
+            leftover.finish();
+            return;
+        };
+        self.most_unfinished.fetch_max(before + 1, Ordering::SeqCst);
         if let Some(Chore::Finish(leftover)) = self.send(Chore::Finish(leftover)) {
+            self.unfinished.fetch_sub(1, Ordering::SeqCst);
             leftover.finish();
         }
+    }
+
+    /// The most leftovers that waited for the thread at once (at most [`MAX_UNFINISHED`]).
+    pub(crate) fn most_unfinished(&self) -> usize {
+        self.most_unfinished.load(Ordering::SeqCst)
     }
 
     /// Stops the thread after it has finished every run left to it; discards what it had

@@ -121,6 +121,7 @@ use std::time::Duration;
 
 pub use affinity::allowed_cpus;
 pub use cgroup::{cgroups_of, CgroupVersion, SAMPLE_MEMORY_ENV};
+pub use housekeeper::MAX_UNFINISHED;
 pub use keeper::{abort_all, Sandbox, SandboxOptions};
 pub use sysinfo::UNLIMITED_MEMORY;
 pub use uids::UidRange;

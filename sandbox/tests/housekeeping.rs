@@ -396,6 +396,43 @@ fn a_run_is_not_given_a_box_whose_init_died_while_waiting() {
     assert_eq!(own_children(), vec![], "processes left behind");
 }
 
+/// Many runs at once, far more than the cores: what they leave (a uid of the host's range, a
+/// mount namespace, a cgroup each) waits to be finished off their path at most
+/// [`ioi_sandbox::MAX_UNFINISHED`] at a time, so that a busy host never holds every uid of the
+/// range in leftovers; every run still ends well, and nothing is left once the sandbox goes.
+#[test]
+fn leftovers_waiting_to_be_finished_are_bounded_however_many_runs_at_once() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    let failed = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..48 {
+            scope.spawn(|| {
+                for _ in 0..12 {
+                    if shell(&sandbox, "exit 0", 20.0).status != Termination::Ok {
+                        failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(failed.into_inner(), 0, "every run ends well");
+    let most = sandbox.most_unfinished();
+    assert!(
+        (1..=ioi_sandbox::MAX_UNFINISHED as u64).contains(&most),
+        "{most} leftovers waited at once"
+    );
+    drop(sandbox);
+    assert_eq!(own_children(), vec![], "processes left behind");
+    assert_eq!(
+        own_run_cgroups(),
+        Vec::<PathBuf>::new(),
+        "cgroups left behind"
+    );
+}
+
 /// An idle sandbox lets its boxes go: each waiting init holds a uid, a cgroup and memory, and
 /// shows the host as it was, so none waits more than a few seconds
 /// (2 s, checked at least every 2 s). The next run still gets a box.

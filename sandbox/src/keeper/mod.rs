@@ -243,6 +243,12 @@ impl Sandbox {
         self.housekeeper.ready() as u64
     }
 
+    /// The most runs' leftovers (a uid, a mount namespace, a cgroup each) that waited at once
+    /// to be finished off the runs' path: at most a bound, past which runs finish their own.
+    pub fn most_unfinished(&self) -> u64 {
+        self.housekeeper.most_unfinished() as u64
+    }
+
     /// How many boxes hold a run (the runs in progress); 0 when the sandbox is idle.
     pub fn boxes_in_use(&self) -> u64 {
         self.in_use.load(std::sync::atomic::Ordering::Relaxed)
