@@ -58,7 +58,7 @@ struct Level {
     work_share: f64,
 }
 
-/// One loop's thread: fresh boxes one after another until `deadline`.
+/// One loop's thread: fresh boxes one after another for `seconds`.
 fn box_loop(
     sandbox: &Sandbox,
     spec: &RunSpec,
@@ -69,7 +69,8 @@ fn box_loop(
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let (run0, wait0) = schedstat();
     let mut boxes = 0;
-    while Instant::now() < deadline {
+    // At least one box, however late the thread starts.
+    loop {
         let outcome = sandbox.run(spec);
         anyhow::ensure!(
             outcome.status == Termination::Ok,
@@ -77,6 +78,9 @@ fn box_loop(
             outcome.message
         );
         boxes += 1;
+        if Instant::now() >= deadline {
+            break;
+        }
     }
     let (run1, wait1) = schedstat();
     Ok((boxes, run1 - run0, wait1 - wait0))
