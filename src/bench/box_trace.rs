@@ -215,6 +215,8 @@ pub struct BoxTrace {
     pub cgroup_mkdirs: u64,
     /// The first and last timestamps, in nanoseconds.
     pub span: Option<(u64, u64)>,
+    /// Events read.
+    pub events: u64,
     /// Lines that looked like events but could not be read.
     pub unreadable: u64,
     /// Events the kernel dropped, its buffer full (`CPU:1 [LOST 12 EVENTS]`).
@@ -266,10 +268,10 @@ fn split_line(line: &str) -> Option<Line<'_>> {
     let (task, rest) = line.split_at(open);
     let pid = task.rsplit_once('-')?.1.trim().parse().ok()?;
     let rest = &rest[rest.find(']')? + 1..];
-    let mut words = rest.trim_start().splitn(3, ' ');
-    let _flags = words.next()?;
-    let ts = words.next()?.strip_suffix(':')?;
-    let rest = words.next()?;
+    // Flags, then the time (padded with spaces to a column on some kernels), then the event.
+    let (_flags, rest) = rest.trim_start().split_once(' ')?;
+    let (ts, rest) = rest.trim_start().split_once(' ')?;
+    let ts = ts.strip_suffix(':')?;
     let (event, body) = match rest.trim() {
         "<stack trace>" => ("<stack trace>", ""),
         _ => rest.split_once(':')?,
@@ -410,6 +412,7 @@ pub fn read(traced: &str) -> BoxTrace {
             trace.unreadable += 1;
             continue;
         };
+        trace.events += 1;
         trace.span = Some(match trace.span {
             None => (line.ts, line.ts),
             Some((first, _)) => (first, line.ts),
@@ -629,6 +632,16 @@ mod tests {
                 body: "NR 1 = 2"
             }
         );
+        // Linux 6.1 pads the time to a column.
+        let padded = split_line(
+            "         ioi-run-146     [000] .....    14.696170: sys_enter: NR 3 (1c, 0, 0, 1b6, 0, 0)",
+        )
+        .unwrap();
+        assert_eq!((padded.pid, padded.ts), (146, 14_696_170_000));
+        assert_eq!(
+            (padded.event, padded.body),
+            ("sys_enter", "NR 3 (1c, 0, 0, 1b6, 0, 0)")
+        );
         assert!(split_line("garbage without a cpu").is_none());
         assert_eq!(lost_events("CPU:1 [LOST 12 EVENTS]"), Some(12));
     }
@@ -636,7 +649,7 @@ mod tests {
     #[test]
     fn the_sample_box_has_each_phase_once_with_its_times() {
         let trace = read(SAMPLE);
-        assert_eq!(trace.unreadable, 0);
+        assert_eq!((trace.events, trace.unreadable, trace.lost), (52, 0, 0));
         let phase = |p: Phase| trace.phases.get(&p).copied().unwrap_or_default();
         let create = phase(Phase::CgroupCreate);
         assert_eq!(create.count, 1);

@@ -32,6 +32,8 @@ pub struct BoxesBench {
     pub trace: bool,
     /// Project with this serialized part per box (ms) instead of the traced one.
     pub serial_ms: Option<f64>,
+    /// Also write each thread count's raw traces in this folder.
+    pub keep_trace: Option<std::path::PathBuf>,
 }
 
 /// `run_ns wait_ns slices` of the calling thread.
@@ -56,7 +58,7 @@ struct Level {
     work_share: f64,
 }
 
-/// One loop's thread: fresh boxes one after another until `deadline`.
+/// One loop's thread: fresh boxes one after another for `seconds`.
 fn box_loop(
     sandbox: &Sandbox,
     spec: &RunSpec,
@@ -67,7 +69,8 @@ fn box_loop(
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let (run0, wait0) = schedstat();
     let mut boxes = 0;
-    while Instant::now() < deadline {
+    // At least one box, however late the thread starts.
+    loop {
         let outcome = sandbox.run(spec);
         anyhow::ensure!(
             outcome.status == Termination::Ok,
@@ -75,6 +78,9 @@ fn box_loop(
             outcome.message
         );
         boxes += 1;
+        if Instant::now() >= deadline {
+            break;
+        }
     }
     let (run1, wait1) = schedstat();
     Ok((boxes, run1 - run0, wait1 - wait0))
@@ -128,7 +134,22 @@ fn level(sandbox: &Sandbox, threads: usize, options: &BoxesBench) -> Result<Leve
     let (trace, work_share) = match trace {
         Some(trace) => {
             let recorded = trace.stop()?;
+            if let Some(dir) = &options.keep_trace {
+                for (name, text) in [("tasks", &recorded.tasks), ("work", &recorded.work)] {
+                    let path = dir.join(format!("{name}-{threads}.txt"));
+                    std::fs::write(&path, text)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                }
+            }
             let tasks = box_trace::read(&recorded.tasks);
+            anyhow::ensure!(
+                tasks.events > 0 && tasks.phases.contains_key(&Phase::CgroupCreate),
+                "the trace holds no cgroup made by the boxes ({} events read, {} unreadable): \
+                 this kernel's tracepoints differ from what bench boxes reads \
+                 (--keep-trace DIR keeps the raw trace)",
+                tasks.events,
+                tasks.unreadable
+            );
             let work = box_trace::read(&recorded.work);
             // Work items are the machine's: this run's share is its share of the cgroups made.
             let share = tasks.cgroup_mkdirs as f64 / work.cgroup_mkdirs.max(1) as f64;
@@ -202,13 +223,15 @@ fn print_level(level: &Level) -> Result<()> {
     };
     let waits = trace.lock_waits();
     outln!(
-        "threads {}: lock waits per box {:.4} ms asleep, {:.4} ms spinning, on machine-wide locks {:.4} ms; of the loops' time: asleep on locks {:.2} %, on machine-wide locks {:.2} %; events lost {}",
+        "threads {}: lock waits per box {:.4} ms asleep, {:.4} ms spinning, on machine-wide locks {:.4} ms; of the loops' time: asleep on locks {:.2} %, on machine-wide locks {:.2} %; events {} read, {} unreadable, {} lost",
         level.threads,
         waits.lock_sleep as f64 / 1e6 / boxes as f64,
         waits.lock_spin as f64 / 1e6 / boxes as f64,
         waits.global_lock as f64 / 1e6 / boxes as f64,
         share(waits.lock_sleep),
         share(waits.global_lock),
+        trace.events,
+        trace.unreadable,
         trace.lost,
     );
     let mut locks: Vec<_> = trace.global_locks.iter().collect();

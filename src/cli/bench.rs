@@ -56,6 +56,10 @@ enum What {
         /// one.
         #[arg(long, value_name = "MS")]
         serial_ms: Option<f64>,
+        /// With --trace: also write each thread count's raw traces (tasks-N.txt, work-N.txt)
+        /// in this folder.
+        #[arg(long, value_name = "DIR", requires = "trace")]
+        keep_trace: Option<std::path::PathBuf>,
     },
     /// One submission on ~100 tests of ~10 ms: ioi-run against compile+run per test (Piston).
     Judge {
@@ -276,11 +280,13 @@ pub fn run(args: Args) -> Result<i32> {
             seconds,
             trace,
             serial_ms,
+            keep_trace,
         } => crate::bench::boxes::run(&crate::bench::boxes::BoxesBench {
             threads,
             seconds: seconds.clamp(0.05, 3600.0),
             trace,
             serial_ms,
+            keep_trace,
         }),
         What::Roundtrips {
             tasks,

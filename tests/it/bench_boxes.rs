@@ -74,9 +74,9 @@ fn a_traced_box_loop_finds_every_phase_and_leaves_nothing_behind() {
             .and_then(|rest| rest.split(',').next()?.parse().ok())
             .unwrap_or_else(|| panic!("no box count for {threads} threads in:\n{report}"));
         assert!(boxes > 0, "{report}");
-        // A run's cgroup in each hierarchy (one on cgroup v2), made and removed; one clone
-        // into new namespaces and one pivot_root a box (boxes built ahead and not run yet
-        // make the counts differ a little from whole numbers).
+        // A run's cgroup in each hierarchy (one on cgroup v2), made and removed; a clone into
+        // new namespaces a box, and more for the boxes built ahead and not run yet; one
+        // pivot_root a box, on its run's path.
         assert!(
             calls_per_box(&report, threads, "cgroup mkdir") >= 0.5,
             "{report}"
@@ -86,7 +86,7 @@ fn a_traced_box_loop_finds_every_phase_and_leaves_nothing_behind() {
             "{report}"
         );
         let clones = calls_per_box(&report, threads, "clone (new namespaces)");
-        assert!((0.5..3.0).contains(&clones), "{report}");
+        assert!(clones >= 0.5, "{report}");
         let pivots = calls_per_box(&report, threads, "pivot_root");
         assert!((0.5..1.5).contains(&pivots), "{report}");
     }
