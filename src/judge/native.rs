@@ -409,23 +409,9 @@ pub fn run_communication(
     let TaskType::Communication(params) = &problem.task else {
         bail!("{} is not a Communication task", problem.id)
     };
-    let Some(manager) = &tools.manager else {
-        bail!("Communication task {} has no compiled manager", problem.id)
-    };
     let setup = phases::now();
     // Directly connected: a relay would add a wake-up to every message (see `replay`).
-    let mut conversation = Conversation::new(
-        params,
-        manager,
-        program,
-        &test.input,
-        &solution_limits(problem),
-        false,
-    )?;
-    conversation.manager.limits = tool_limits(problem, conversation.users.len());
-    for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
-        spec.cpu = cpu;
-    }
+    let mut conversation = placed_conversation(params, problem, tools, program, test, cpu, false)?;
     let user_stderr = conversation.debug_users(debugging, params.user_io, cpu)?;
     phases::since(Phase::Setup, setup);
     let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
@@ -446,6 +432,35 @@ pub fn run_communication(
     crate::scratch::remove_later(conversation.private);
     phases::since(Phase::Teardown, teardown);
     verdict
+}
+
+/// The manager and user processes of a Communication test, with their limits, placed on `cpu`:
+/// connected directly, or through a relay (`relayed`).
+fn placed_conversation(
+    params: &Communication,
+    problem: &Problem,
+    tools: &ProblemTools,
+    program: &Path,
+    test: &TestCase,
+    cpu: Option<usize>,
+    relayed: bool,
+) -> Result<Conversation> {
+    let Some(manager) = &tools.manager else {
+        bail!("Communication task {} has no compiled manager", problem.id)
+    };
+    let mut conversation = Conversation::new(
+        params,
+        manager,
+        program,
+        &test.input,
+        &solution_limits(problem),
+        relayed,
+    )?;
+    conversation.manager.limits = tool_limits(problem, conversation.users.len());
+    for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
+        spec.cpu = cpu;
+    }
+    Ok(conversation)
 }
 
 /// Runs a Communication test again with its conversation relayed ([`relay`]), for someone
@@ -473,21 +488,7 @@ pub fn replay(
     let TaskType::Communication(params) = &problem.task else {
         return Ok(());
     };
-    let Some(manager) = &tools.manager else {
-        bail!("Communication task {} has no compiled manager", problem.id)
-    };
-    let mut conversation = Conversation::new(
-        params,
-        manager,
-        program,
-        &test.input,
-        &solution_limits(problem),
-        true,
-    )?;
-    conversation.manager.limits = tool_limits(problem, conversation.users.len());
-    for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
-        spec.cpu = cpu;
-    }
+    let mut conversation = placed_conversation(params, problem, tools, program, test, cpu, true)?;
     conversation.debug_users(debugging, params.user_io, cpu)?;
     let ran = conversation.run(sandbox);
     let files = conversation.captured_files();
