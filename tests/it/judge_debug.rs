@@ -818,11 +818,22 @@ fn watch_in_a_terminal_redraws_each_judgement() {
     drop(guard);
 }
 
-/// Kills the watching child (by its pid) however the test ends.
+/// Stops the child (by its pid) however the test ends, as Ctrl-C does: SIGINT, on which
+/// ioi-run removes its cgroups and scratch folders; SIGKILL only if it is still there after
+/// a liveness bound.
 struct KillOnDrop<'a>(&'a mut std::process::Child);
 
 impl Drop for KillOnDrop<'_> {
     fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
