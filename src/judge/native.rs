@@ -411,7 +411,12 @@ pub fn run_communication(
     };
     let setup = phases::now();
     // Directly connected: a relay would add a wake-up to every message (see `replay`).
-    let mut conversation = placed_conversation(params, problem, tools, program, test, cpu, false)?;
+    let mut conversation = placed_conversation(
+        (params, problem, tools, program),
+        (&test.input, &solution_limits(problem)),
+        cpu,
+        false,
+    )?;
     let user_stderr = conversation.debug_users(debugging, params.user_io, cpu)?;
     phases::since(Phase::Setup, setup);
     let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
@@ -434,28 +439,20 @@ pub fn run_communication(
     verdict
 }
 
-/// The manager and user processes of a Communication test, with their limits, placed on `cpu`:
+/// The manager and user processes of a Communication run on `input`, the users with
+/// `user_limits`, the manager with the task's, placed on `cpu` (or where the host puts them):
 /// connected directly, or through a relay (`relayed`).
 fn placed_conversation(
-    params: &Communication,
-    problem: &Problem,
-    tools: &ProblemTools,
-    program: &Path,
-    test: &TestCase,
+    (params, problem, tools, program): (&Communication, &Problem, &ProblemTools, &Path),
+    (input, user_limits): (&Path, &Limits),
     cpu: Option<usize>,
     relayed: bool,
 ) -> Result<Conversation> {
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
-    let mut conversation = Conversation::new(
-        params,
-        manager,
-        program,
-        &test.input,
-        &solution_limits(problem),
-        relayed,
-    )?;
+    let mut conversation =
+        Conversation::new(params, manager, program, input, user_limits, relayed)?;
     conversation.manager.limits = tool_limits(problem, conversation.users.len());
     for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
         spec.cpu = cpu;
@@ -488,7 +485,12 @@ pub fn replay(
     let TaskType::Communication(params) = &problem.task else {
         return Ok(());
     };
-    let mut conversation = placed_conversation(params, problem, tools, program, test, cpu, true)?;
+    let mut conversation = placed_conversation(
+        (params, problem, tools, program),
+        (&test.input, &solution_limits(problem)),
+        cpu,
+        true,
+    )?;
     conversation.debug_users(debugging, params.user_io, cpu)?;
     let ran = conversation.run(sandbox);
     let files = conversation.captured_files();
@@ -730,19 +732,13 @@ pub fn run_input(
             limits,
         });
     };
-    let Some(manager) = &tools.manager else {
-        bail!("Communication task {} has no compiled manager", problem.id)
-    };
     // Nothing is judged: the conversation is relayed whenever streams are kept.
-    let mut conversation = Conversation::new(
-        params,
-        manager,
-        program,
-        input,
-        &limits,
+    let mut conversation = placed_conversation(
+        (params, problem, tools, program),
+        (input, &limits),
+        None,
         debugging.keep_dir.is_some(),
     )?;
-    conversation.manager.limits = tool_limits(problem, conversation.users.len());
     let user_stderr = conversation.debug_users(debugging, params.user_io, None)?;
     let ran = conversation.run(sandbox);
     let at = |name: &str| conversation.private.path().join(name);

@@ -152,6 +152,15 @@ fn a_difference_inside_a_long_line_names_its_token_and_the_tokens_around_it() {
     assert!(stdout.contains(&line), "{stdout}");
 }
 
+/// Runs `command` with its standard output piped: what it printed, and its peak resident
+/// memory, polled until it ends (a whole-tree figure from `wait4` would count the compiler
+/// too).
+fn output_and_peak_rss_kib(mut command: Command) -> (Output, u64) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let peak = peak_rss_kib(&mut child);
+    (child.wait_with_output().unwrap(), peak)
+}
+
 /// The peak resident memory of a running process, polled until it ends (a whole-tree figure
 /// from `wait4` would count the compiler too).
 fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
@@ -181,13 +190,9 @@ fn a_flood_of_newlines_after_the_right_answer_costs_the_judge_a_buffer() {
                  for (int i = 0; i < 1024; i++) fwrite(blank, 1, sizeof blank, stdout);";
     std::fs::write(&solution, pascal("", flood)).unwrap();
     let dir = problem_dir("wdiff");
-    let mut child = bin_shared_cache()
-        .args(["judge", path(&dir), path(&solution), "--test", "01"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let peak = peak_rss_kib(&mut child);
-    let out = child.wait_with_output().unwrap();
+    let mut command = bin_shared_cache();
+    command.args(["judge", path(&dir), path(&solution), "--test", "01"]);
+    let (out, peak) = output_and_peak_rss_kib(command);
     let stdout = text(&out.stdout);
     assert!(stdout.contains("output limit exceeded"), "{stdout}");
     assert!(stdout.contains("why test 01 (WA"), "{stdout}");
@@ -223,15 +228,12 @@ fn input_streams_from_a_pipe_or_a_fifo_and_refuses_an_endless_one() {
     );
 
     // Standard input that never ends: refused at the bound, with the judge's memory flat.
-    let mut child = bin_shared_cache()
+    let mut command = bin_shared_cache();
+    command
         .args(["judge", path(&dir), path(&solution), "--input", "-"])
         .stdin(std::fs::File::open("/dev/zero").unwrap())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let peak = peak_rss_kib(&mut child);
-    let out = child.wait_with_output().unwrap();
+        .stderr(Stdio::piped());
+    let (out, peak) = output_and_peak_rss_kib(command);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
@@ -1032,18 +1034,15 @@ fn a_conversation_flood_costs_the_judge_its_bounds_only() {
     let guess = problem_dir("guess");
     let keep = tempfile::tempdir().unwrap();
     // 128 MiB of spaces to the manager, which reads them all, then a wrong guess.
-    let mut child = bin_shared_cache()
+    let mut command = bin_shared_cache();
+    command
         .args([
             "judge",
             path(&guess),
             path(&guess.join("debug/flood_wa.cpp")),
         ])
-        .args(["--test", "02", "--json", "--keep", path(keep.path())])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let peak = peak_rss_kib(&mut child);
-    let out = child.wait_with_output().unwrap();
+        .args(["--test", "02", "--json", "--keep", path(keep.path())]);
+    let (out, peak) = output_and_peak_rss_kib(command);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let tests = tests_of(&report);
     let conversation = &test_named(&tests, "02")["diagnosis"]["conversation"];
