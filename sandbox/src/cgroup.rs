@@ -2,6 +2,15 @@
 //! OOM-kill detection, on cgroup v1 (separate `memory`, `cpuacct`, `pids` hierarchies) or v2
 //! (one unified directory).
 //!
+//! On cgroup v1 a box's CPU time and processes are counted in hierarchies of their own
+//! (`cpuacct`, `pids`), whose cgroups hold no state of a run once it is over: their tasks are
+//! gone, and the CPU counter and the limit are written again. Those two are reused by later
+//! runs ([`Accounting`]): making and removing a cgroup is serialized machine-wide
+//! (`cgroup_mutex`), three times a box on v1, once with reuse. The `memory` cgroup is always
+//! new: pages a run left cached (its files in a host folder, the kernel's objects for its
+//! lookups) stay charged to the cgroup after its processes are gone, and would count against
+//! the next run's limit and peak. On v2 the three are one directory, made for each run.
+//!
 //! cgroups-rs finds the hierarchies. A run's limits and counters are written and read by hand,
 //! through descriptors opened when the cgroup is made (ahead of the run, off its path): the
 //! crate opens, writes or reads, and closes a file at every call (three to six system calls,
@@ -49,6 +58,46 @@ pub(crate) enum CgroupRoot {
 
 const GROUP_DIR: &str = "ioi-run";
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// A v1 run's `cpuacct` and `pids` cgroups, empty and reset, waiting for the next run.
+#[derive(Debug)]
+struct Accounting {
+    cpuacct: PathBuf,
+    pids: PathBuf,
+}
+
+/// The [`Accounting`] pairs of finished runs: the process's, whatever sandbox made them (a
+/// process has one cgroup root). At most as many as runs were at once; given back when the
+/// sandbox is idle ([`remove_reusable`]).
+static REUSABLE: std::sync::Mutex<Vec<Accounting>> = std::sync::Mutex::new(Vec::new());
+
+/// How many runs took a reused [`Accounting`] pair.
+static REUSED: AtomicU64 = AtomicU64::new(0);
+
+/// How many runs of this process have taken `cpuacct` and `pids` cgroups a finished run left
+/// (cgroup v1; none on v2).
+pub(crate) fn reused() -> u64 {
+    REUSED.load(Ordering::Relaxed)
+}
+
+/// Removes the reusable cgroups (an idle sandbox, an interrupt, the process's exit).
+pub(crate) fn remove_reusable() {
+    let pairs: Vec<Accounting> = match REUSABLE.lock() {
+        Ok(mut pool) => pool.drain(..).collect(),
+        Err(_) => return,
+    };
+    for pair in pairs {
+        remove_killing_members(&pair.cpuacct);
+        remove_killing_members(&pair.pids);
+    }
+}
+
+/// Whether a finished run's `cpuacct` and `pids` cgroups may serve another run: no task left
+/// in either (`pids.current` 0, `tasks` of `cpuacct` empty). Their counters are then final,
+/// and nothing of the run can act on them any more.
+fn reusable(pids_current: &str, cpuacct_tasks: &str) -> bool {
+    pids_current.trim() == "0" && cpuacct_tasks.trim().is_empty()
+}
 
 /// The inode of this process's pid namespace: the part of a run cgroup's name that says whose
 /// pids its keeper pid is counted in.
@@ -250,12 +299,28 @@ impl CgroupRoot {
     }
 
     /// Creates the cgroup of one future run, without limits yet ([`RunCgroup::limit`] sets
-    /// them when a run takes it). A new cgroup holds no charge, counter or peak of anything:
-    /// made ahead of need, it is still used by one run only.
+    /// them when a run takes it). A new memory cgroup holds no charge, counter or peak of
+    /// anything: made ahead of need, it is still used by one run only. On v1 the `cpuacct` and
+    /// `pids` cgroups are a finished run's when one is waiting ([`Accounting`]): no task in
+    /// them, the CPU counter at zero, the limit written by the run.
     pub(crate) fn create_spare(&self) -> Result<RunCgroup> {
         let name = run_name(NEXT_ID.fetch_add(1, Ordering::Relaxed));
-        let dirs: Vec<PathBuf> = self.parents().iter().map(|p| p.join(&name)).collect();
-        for dir in &dirs {
+        let mut dirs: Vec<PathBuf> = self.parents().iter().map(|p| p.join(&name)).collect();
+        let reused = match self {
+            CgroupRoot::V1 { .. } => REUSABLE.lock().ok().and_then(|mut pool| pool.pop()),
+            CgroupRoot::V2 { .. } => None,
+        };
+        if let Some(pair) = &reused {
+            dirs.truncate(1);
+            dirs.extend([pair.cpuacct.clone(), pair.pids.clone()]);
+            REUSED.fetch_add(1, Ordering::Relaxed);
+        }
+        let made = if reused.is_some() {
+            &dirs[..1]
+        } else {
+            &dirs[..]
+        };
+        for dir in made {
             create_dir_retrying(dir)?;
         }
         // The memory controller's directory is the first; v1 keeps CPU time and processes in
@@ -279,6 +344,7 @@ impl CgroupRoot {
                 }))?,
                 memory_limit: AtomicU64::new(NO_LIMIT),
                 dirs: dirs.clone(),
+                removed: std::sync::atomic::AtomicBool::new(false),
             })
         })();
         if cgroup.is_err() {
@@ -339,7 +405,7 @@ fn run_parents_of(pid: u32) -> Vec<PathBuf> {
 static PARENTS_AT_EXIT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 extern "C" fn remove_parents_at_exit() {
-    // Runs still in progress, runs whose init was still exiting, and spare cgroups.
+    // Runs still in progress, runs whose init was still exiting, spare and reusable cgroups.
     crate::abort_all();
     if let Ok(parents) = PARENTS_AT_EXIT.lock() {
         for parent in parents.iter() {
@@ -556,7 +622,11 @@ impl LimitFiles {
 /// One `write` of a number to a limit file opened by [`LimitFiles::open`] (the value is
 /// written whole at the start: a cgroup file takes each write as one value).
 fn write_value(file: &File, value: u64) -> Result<()> {
-    let text = value.to_string();
+    write_text(file, &value.to_string())
+}
+
+/// One `write` of a word (`max`) to a limit file opened by [`LimitFiles::open`].
+fn write_text(file: &File, text: &str) -> Result<()> {
     let n = file.write_at(text.as_bytes(), 0)?;
     if n != text.len() {
         bail!("short write of {text}");
@@ -609,6 +679,8 @@ pub(crate) struct RunCgroup {
     oom: File,
     /// The memory limit, [`NO_LIMIT`] for none (set once, by [`RunCgroup::limit`]).
     memory_limit: AtomicU64,
+    /// Set by the first [`RunCgroup::remove`]: a pair is given back for reuse once.
+    removed: std::sync::atomic::AtomicBool,
 }
 
 /// [`RunCgroup::memory_limit`] when there is none.
@@ -698,9 +770,12 @@ impl RunCgroup {
                 write_value(swap, swap_bytes).context("cannot set the cgroup swap limit")?;
             }
         }
-        if let Some(n) = processes {
-            write_value(&limits.pids, n).context("cannot set the cgroup pids limit")?;
-        }
+        // Written even without a limit: a reused `pids` cgroup (v1) holds its last run's.
+        let pids = match processes {
+            Some(n) => write_value(&limits.pids, n),
+            None => write_text(&limits.pids, "max"),
+        };
+        pids.context("cannot set the cgroup pids limit")?;
         Ok(())
     }
 
@@ -823,11 +898,48 @@ impl RunCgroup {
         )
     }
 
-    /// Kills whatever is still in the cgroup and removes it.
+    /// Kills whatever is still in the cgroup and removes it; on v1 the `cpuacct` and `pids`
+    /// cgroups of a run with no task left are reset and kept for another run instead.
     pub(crate) fn remove(&self) {
+        if self.removed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if self.version == CgroupVersion::V1 && self.give_back() {
+            remove_killing_members(&self.dirs[0]);
+            return;
+        }
         for dir in &self.dirs {
             remove_killing_members(dir);
         }
+    }
+
+    /// Resets the `cpuacct` and `pids` cgroups (v1) of a run with no task left and keeps them
+    /// for another run; false when a task is left or a reset fails.
+    fn give_back(&self) -> bool {
+        let [_, cpuacct, pids] = &self.dirs[..] else {
+            return false;
+        };
+        let pids_current = read_counter(&self.processes).unwrap_or_default();
+        let tasks = fs::read_to_string(cpuacct.join("tasks")).unwrap_or_else(|_| "?".into());
+        if !reusable(&pids_current, &tasks) {
+            return false;
+        }
+        // CPU time from zero (the kernel takes only 0 here); the limit is the next run's.
+        let reset = OpenOptions::new()
+            .write(true)
+            .open(cpuacct.join("cpuacct.usage"))
+            .and_then(|file| file.write_at(b"0", 0));
+        if reset.is_err() {
+            return false;
+        }
+        let Ok(mut pool) = REUSABLE.lock() else {
+            return false;
+        };
+        pool.push(Accounting {
+            cpuacct: cpuacct.clone(),
+            pids: pids.clone(),
+        });
+        true
     }
 
     #[cfg(test)]
@@ -1004,6 +1116,17 @@ mod tests {
         assert_eq!(keeper_of(&run_name(3)), Some(std::process::id() as i32));
         assert_eq!(keeper_of(&format!("{}-5-3", ns + 1)), None);
         assert_eq!(keeper_of(&format!("{ns}-5")), None);
+    }
+
+    /// A finished run's `cpuacct` and `pids` cgroups are reused only with no task left in
+    /// either; an unreadable count is not an empty one.
+    #[test]
+    fn only_cgroups_without_tasks_are_reused() {
+        assert!(reusable("0\n", ""));
+        assert!(!reusable("1\n", ""));
+        assert!(!reusable("0\n", "4242\n"));
+        assert!(!reusable("", ""));
+        assert!(!reusable("0\n", "?"));
     }
 
     #[test]

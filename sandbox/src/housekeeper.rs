@@ -2,7 +2,8 @@
 //! - **ahead of need**: boxes built as far as they go without their run (see `handover`: the
 //!   cgroup, a uid, a network namespace, the init in its namespaces with the common part of
 //!   the root), a spare cgroup for a box built on demand, and a network namespace when the
-//!   pool has none free. Each box and cgroup is used by one run only, then removed.
+//!   pool has none free. Each box and memory cgroup is used by one run only, then removed
+//!   (v1's `cpuacct` and `pids` cgroups are reset and reused, see `cgroup`).
 //! - **after the outcome**: the keeper reads the counters once every task of the run's cgroup
 //!   has exited and been accounted (the init reports after it reaped the program; when tasks
 //!   are left, the keeper reaps the init first, whose exit kills them). It holds a descriptor of

@@ -45,10 +45,12 @@
 //! is reaped, so that no other thread writes the `errno` the init, sharing its memory, reads),
 //! and with the init the whole pid namespace, so no process survives the caller,
 //! even after a crash; mounts live in the box's private mount namespace and vanish
-//! with it. Every box, with its cgroup, uid and init, serves one run only; boxes built ahead
-//! and not used are discarded (see `housekeeper`). Cgroups are removed after every run, by
-//! [`abort_all`] on an interrupt, and stale ones of dead keepers are removed when the next
-//! [`Sandbox`] starts.
+//! with it. Every box, with its memory cgroup, uid and init, serves one run only; boxes built
+//! ahead and not used are discarded (see `housekeeper`). Memory cgroups are removed after
+//! every run; on cgroup v1 the `cpuacct` and `pids` cgroups of a run whose tasks are all gone
+//! are reset and serve a later run (see `cgroup`), and removed when the sandbox is idle. By
+//! [`abort_all`] on an interrupt everything is removed, and stale cgroups of dead keepers are
+//! removed when the next [`Sandbox`] starts.
 //!
 //! Between `clone` and `execve` the child only makes raw system calls on data prepared before
 //! the clone, or received into room reserved before it (see `handover`): it shares the memory

@@ -597,3 +597,58 @@ fn an_output_file_made_for_the_run_is_not_truncated_again() {
     assert!(!modified.contains(&"stdout".to_string()), "{modified:?}");
     assert_eq!(b.read("stderr"), "");
 }
+
+/// On cgroup v1 a run's `cpuacct` and `pids` cgroups serve later runs once its tasks are gone;
+/// each run still counts only its own CPU time and has only its own process limit. Runs that
+/// burn CPU under a limit of one process come first, so the runs after them take their
+/// cgroups: those start several processes with no process limit and burn almost nothing.
+/// Fails if a reused CPU counter is not reset (a later run would report the burners' CPU time)
+/// or a reused `pids` limit is kept (its processes could not start).
+#[test]
+fn reused_cgroups_count_and_limit_each_run_alone() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    if sandbox.cgroup_version() != ioi_sandbox::CgroupVersion::V1 {
+        skip("cgroup v2 makes a run's cgroup anew each time");
+        return;
+    }
+    let run = |script: &str, processes: Option<u64>| {
+        let mut spec = RunSpec::in_tmpfs(16 << 20, ["/bin/sh", "-c", script]);
+        spec.limits = Limits {
+            cpu_time: Some(Duration::from_secs(10)),
+            wall_time: Some(Duration::from_secs_f64(30.0 * time_scale())),
+            memory: Some(64 << 20),
+            processes,
+            ..Limits::default()
+        };
+        sandbox.run(&spec)
+    };
+    let reused_before = sandbox.cgroups_reused();
+    let mut burnt = 0.0;
+    for _ in 0..6 {
+        let o = run("i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done", Some(1));
+        assert_eq!(o.status, Termination::Ok, "{o:?}");
+        burnt += o.cpu_time;
+    }
+    for _ in 0..6 {
+        let o = run("/bin/true; /bin/true; /bin/true | /bin/true", None);
+        assert_eq!(
+            o.status,
+            Termination::Ok,
+            "a reused limit of one process: {o:?}"
+        );
+        assert!(
+            o.cpu_time < burnt / 6.0 / 2.0,
+            "{} s of CPU for four /bin/true, where a burner took {} s: a reused counter \
+             kept an earlier run's time",
+            o.cpu_time,
+            burnt / 6.0
+        );
+    }
+    assert!(
+        sandbox.cgroups_reused() > reused_before,
+        "no run took a finished run's cgroups"
+    );
+}

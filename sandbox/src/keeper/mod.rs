@@ -97,12 +97,14 @@ pub fn abort_all() {
     }
     crate::housekeeper::discard_everything_ready();
     crate::housekeeper::remove_leftover_cgroups();
+    crate::cgroup::remove_reusable();
 }
 
 /// Gives back what the busiest moments of an idle sandbox made and kept for reuse: the threads
-/// that clone inits, and the network namespaces of its pool beyond one.
+/// that clone inits, the reusable cgroups, and the network namespaces of its pool beyond one.
 pub(crate) fn release_idle(builder: &Builder) {
     init::let_free_threads_go();
+    crate::cgroup::remove_reusable();
     if let Some(networks) = builder.networks() {
         networks.trim(1);
     }
@@ -235,6 +237,12 @@ impl Sandbox {
         self.builder
             .built
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many runs of this process (every sandbox of it) took the `cpuacct` and `pids`
+    /// cgroups of a finished run, reset, instead of new ones (cgroup v1; see `cgroup`).
+    pub fn cgroups_reused(&self) -> u64 {
+        crate::cgroup::reused()
     }
 
     /// How many boxes built ahead wait for a run (at most
@@ -388,6 +396,7 @@ impl Drop for InUse<'_> {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.housekeeper.stop();
+        crate::cgroup::remove_reusable();
         self.builder.cgroups.release();
     }
 }
