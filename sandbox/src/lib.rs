@@ -109,6 +109,7 @@ mod handover;
 pub mod host;
 mod housekeeper;
 mod keeper;
+mod mount_template;
 mod mounts;
 mod namespaces;
 mod privilege;

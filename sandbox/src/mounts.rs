@@ -431,6 +431,14 @@ impl Plan<'_> {
                 .host
                 .canonicalize()
                 .with_context(|| format!("bind source {} does not exist", bind.host.display()))?;
+            if let Some(kind) = crate::mount_template::kernel_file_system(&source) {
+                bail!(
+                    "cannot bind {} at {}: it is on the kernel's own file system {kind}, which \
+                     boxes do not see",
+                    bind.host.display(),
+                    bind.inside.display()
+                );
+            }
             let dir = source.is_dir();
             let target = under(self.root, &bind.inside)?;
             // Parent directories of a bind target inside the box's own bind are the box's
@@ -645,5 +653,19 @@ mod tests {
         let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
         spec.binds.push(crate::Bind::read_only(&host, "/data"));
         assert!(run_plan(root, &spec, 1 << 20).is_ok());
+    }
+
+    /// A bind from the kernel's own file systems (`/sys`, the cgroups) is refused with its
+    /// paths and the file system named: no box sees them (see `mount_template`).
+    #[test]
+    fn binds_from_kernel_file_systems_are_refused() {
+        let root = Path::new("/tmp/ioi-sandbox-root");
+        let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
+        spec.binds.push(crate::Bind::read_only("/sys/kernel", "/k"));
+        let error = run_plan(root, &spec, 1 << 20).unwrap_err().to_string();
+        assert!(
+            error.contains("/sys/kernel") && error.contains("/k") && error.contains("sysfs"),
+            "{error}"
+        );
     }
 }

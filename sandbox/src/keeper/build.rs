@@ -17,6 +17,7 @@ use super::{aborted, active, forget};
 use crate::cgroup::{self, CgroupRoot, RunCgroup};
 use crate::child::{self, InitPlan};
 use crate::handover::{self, Inbox, RunParts, StdioPlan};
+use crate::mount_template::MountTemplate;
 use crate::mounts::{self, MountOp};
 use crate::namespaces;
 use crate::sysinfo;
@@ -34,6 +35,8 @@ pub(crate) struct Builder {
     pub(super) options: SandboxOptions,
     pub(super) keeper_is_root: bool,
     pub(super) networks: Option<Arc<namespaces::NetworkPool>>,
+    /// What a box's mount namespace is copied from (root only; see `mount_template`).
+    pub(super) mount_template: Option<MountTemplate>,
     /// Host uids for runs (root only).
     pub(super) uids: Option<UidPool>,
     pub(super) range: UidRange,
@@ -159,7 +162,8 @@ impl Builder {
             procs,
         };
         let mut memory = self.init_memory(&ends, fds)?;
-        let pid = match clone_on_a_thread_of_its_own(&mut memory, network.as_ref()) {
+        let mounts = self.mount_template.as_ref().map(|t| t.for_clone());
+        let pid = match clone_on_a_thread_of_its_own(&mut memory, network.as_ref(), mounts) {
             Ok(pid) => pid,
             Err(e) => {
                 // No init runs on it.

@@ -1,9 +1,11 @@
 //! The init's threads and memory: an init is cloned sharing the keeper's address space, on a
 //! thread of its own, and what it runs on ([`InitMemory`]) stays allocated until it is reaped.
 
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
+use nix::sched::{setns, unshare, CloneFlags};
 
 use super::Builder;
 use crate::child::{self, InitPlan};
@@ -72,12 +74,14 @@ impl Drop for InitMemory {
 pub(super) fn clone_on_a_thread_of_its_own(
     memory: &mut InitMemory,
     network: Option<&namespaces::LentNetwork>,
+    mounts: Option<Arc<OwnedFd>>,
 ) -> Result<i32> {
     let (answer, cloned) = std::sync::mpsc::sync_channel::<Result<i32>>(1);
     let (release, released) = std::sync::mpsc::channel::<()>();
     let job = CloneJob {
         memory,
         network: network.map(|network| network as *const _),
+        mounts,
         answer,
         released,
     };
@@ -114,6 +118,9 @@ pub(super) fn clone_on_a_thread_of_its_own(
 struct CloneJob {
     memory: *mut InitMemory,
     network: Option<*const namespaces::LentNetwork>,
+    /// The mount namespace the box's is copied from (see `mount_template`), entered by the
+    /// thread for the clone; `None`: the thread's own.
+    mounts: Option<Arc<OwnedFd>>,
     answer: std::sync::mpsc::SyncSender<Result<i32>>,
     /// Ends (its sender dropped) once the init is reaped.
     released: std::sync::mpsc::Receiver<()>,
@@ -145,9 +152,21 @@ pub(super) fn let_free_threads_go() {
 /// A thread of [`clone_on_a_thread_of_its_own`]: clones one init at a time, and waits until it
 /// is reaped before it offers itself for the next.
 fn init_thread(me: InitThread, jobs: std::sync::mpsc::Receiver<Option<CloneJob>>) {
+    // Its own root and working directory, so that it may enter another mount namespace (which
+    // a thread sharing them with the process may not) without moving the process's.
+    let own_files = unshare(CloneFlags::CLONE_FS);
     while let Ok(Some(job)) = jobs.recv() {
+        let result = match (&job.mounts, own_files) {
+            (Some(mounts), Ok(())) => setns(mounts.as_fd(), CloneFlags::CLONE_NEWNS)
+                .context("cannot enter the boxes' mount template"),
+            (Some(_), Err(e)) => Err(anyhow::anyhow!(
+                "cannot give the thread of a box's init a root of its own: {e}"
+            )),
+            (None, _) => Ok(()),
+        };
         // SAFETY: see `CloneJob`.
-        let result = unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) };
+        let result =
+            result.and_then(|()| unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) });
         let alive = result.is_ok();
         let _ = job.answer.send(result);
         if alive {

@@ -22,6 +22,7 @@ use watch::Exit;
 
 use crate::cgroup::{CgroupRoot, CgroupVersion, RunCgroup};
 use crate::housekeeper::{Housekeeper, Leftover};
+use crate::mount_template::MountTemplate;
 use crate::mounts::{self, MountOp, SystemLayout};
 use crate::namespaces;
 use crate::uids::{UidPool, UidRange};
@@ -101,10 +102,14 @@ pub fn abort_all() {
 }
 
 /// Gives back what the busiest moments of an idle sandbox made and kept for reuse: the threads
-/// that clone inits, the reusable cgroups, and the network namespaces of its pool beyond one.
+/// that clone inits, the reusable cgroups, the mount template, and the network namespaces of
+/// its pool beyond one.
 pub(crate) fn release_idle(builder: &Builder) {
     init::let_free_threads_go();
     crate::cgroup::remove_reusable();
+    if let Some(template) = &builder.mount_template {
+        template.release();
+    }
     if let Some(networks) = builder.networks() {
         networks.trim(1);
     }
@@ -156,6 +161,10 @@ impl Sandbox {
             options,
             keeper_is_root,
             networks,
+            mount_template: match keeper_is_root {
+                true => MountTemplate::new(),
+                false => None,
+            },
             uids,
             range,
             built: Default::default(),
@@ -165,6 +174,7 @@ impl Sandbox {
             root = builder.keeper_is_root,
             uids = format!("{}-{}", builder.range.first, builder.range.last),
             network_pool = builder.networks.is_some(),
+            mount_template = builder.mount_template.is_some(),
             ready_boxes = builder.options.ready_boxes,
             "sandbox ready"
         );
