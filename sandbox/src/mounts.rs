@@ -33,7 +33,8 @@ pub(crate) enum MountOp {
         data: CString,
     },
     /// Bind `source` onto `path` (created as a directory or an empty file), then remount with
-    /// `flags` (which repeat the source's locked flags, as a user namespace requires).
+    /// `flags` (which repeat the source's locked flags, as a user namespace requires), unless
+    /// they are zero (the bind has them already).
     Bind {
         source: CString,
         path: CString,
@@ -187,7 +188,7 @@ impl SystemLayout {
                 entries.push(SystemEntry::Bind {
                     path: path.into(),
                     dir: meta.is_dir(),
-                    flags: remount_flags(path, false)?,
+                    flags: remount_flags(path, false, false)?,
                 });
             }
         }
@@ -201,7 +202,7 @@ impl SystemLayout {
             .iter()
             .map(|dev| {
                 let host = PathBuf::from("/dev").join(dev);
-                let flags = remount_flags(&host, true)? & !libc::MS_NODEV;
+                let flags = remount_flags(&host, true, true)?;
                 Ok((host, flags))
             })
             .collect::<Result<_>>()?;
@@ -226,12 +227,18 @@ fn proc_subset_supported(release: &str) -> bool {
 }
 
 /// Flags for the read-only (or read-write) remount of a bind of `source`: the source mount's
-/// nosuid/nodev/noexec/atime flags must be kept, since a user namespace may not clear them.
-fn remount_flags(source: &Path, writable: bool) -> Result<libc::c_ulong> {
+/// nosuid/nodev/noexec/atime flags must be kept, since a user namespace may not clear them;
+/// `devices` keeps device nodes usable (no nodev). Zero when the bind needs no remount: it
+/// takes the source mount's flags, and they already hold what the remount would set (every
+/// remount is a call under the mount locks, see `mount_template`).
+fn remount_flags(source: &Path, writable: bool, devices: bool) -> Result<libc::c_ulong> {
     let st = statvfs(source)
         .with_context(|| format!("cannot stat the filesystem of {}", source.display()))?;
     let f = st.flags();
-    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NODEV;
+    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID;
+    if !devices {
+        flags |= libc::MS_NODEV;
+    }
     if !writable {
         flags |= libc::MS_RDONLY;
     }
@@ -246,7 +253,14 @@ fn remount_flags(source: &Path, writable: bool) -> Result<libc::c_ulong> {
             flags |= ms_flag;
         }
     }
-    Ok(flags)
+    let held = [
+        (libc::MS_NOSUID, FsFlags::ST_NOSUID),
+        (libc::MS_NODEV, FsFlags::ST_NODEV),
+        (libc::MS_RDONLY, FsFlags::ST_RDONLY),
+    ]
+    .iter()
+    .all(|&(wanted, has)| flags & wanted == 0 || f.contains(has));
+    Ok(if held { 0 } else { flags })
 }
 
 fn cstr(p: &Path) -> Result<CString> {
@@ -405,7 +419,7 @@ impl Plan<'_> {
                     source: cstr(&source)?,
                     path: self.inside(BOX_PATH)?,
                     dir: true,
-                    flags: remount_flags(&source, true)?,
+                    flags: remount_flags(&source, true, false)?,
                 });
             }
             BoxSource::Tmpfs(size) => {
@@ -456,7 +470,7 @@ impl Plan<'_> {
                 source: cstr(&source)?,
                 path: cstr(&target)?,
                 dir,
-                flags: remount_flags(&source, bind.writable)?,
+                flags: remount_flags(&source, bind.writable, false)?,
             });
         }
         Ok(())
@@ -509,7 +523,7 @@ impl Plan<'_> {
         }
         // A device node on a mount without devices: opening it fails (EACCES) for everyone.
         let null = Path::new("/dev/null");
-        let flags = remount_flags(null, false)? | libc::MS_NODEV;
+        let flags = remount_flags(null, false, false)?;
         for file in PROC_MASKED_FILES {
             if host_proc.join(file).is_file() {
                 self.ops.push(MountOp::Bind {
@@ -606,6 +620,10 @@ pub(crate) fn apply(op: MountStep) -> Result<(), i32> {
                     libc::MS_BIND | libc::MS_REC,
                     null(),
                 ))?;
+                // Zero: the bind has the flags already (see `remount_flags`).
+                if flags == 0 {
+                    return Ok(());
+                }
                 check(libc::mount(null(), path, null(), flags, null()))
             }
             MountStep::Proc { path, data } => check(libc::mount(
@@ -653,6 +671,37 @@ mod tests {
         let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
         spec.binds.push(crate::Bind::read_only(&host, "/data"));
         assert!(run_plan(root, &spec, 1 << 20).is_ok());
+    }
+
+    /// A bind is remounted only when its source mount lacks a flag the box needs: `/dev`'s
+    /// devices (nosuid already, devices kept) need none; `/usr` read-only and a writable
+    /// folder without nosuid do, with the flags the box needs.
+    #[test]
+    fn binds_are_remounted_only_to_add_a_flag() {
+        let dev = statvfs("/dev/null").unwrap().flags();
+        if dev.contains(FsFlags::ST_NOSUID) {
+            assert_eq!(
+                remount_flags(Path::new("/dev/null"), true, true).unwrap(),
+                0
+            );
+        }
+        let usr = remount_flags(Path::new("/usr"), false, false).unwrap();
+        if !statvfs("/usr")
+            .unwrap()
+            .flags()
+            .contains(FsFlags::ST_RDONLY)
+        {
+            assert_ne!(usr, 0);
+            assert_eq!(usr & libc::MS_RDONLY, libc::MS_RDONLY);
+        }
+        let tmp = std::env::temp_dir();
+        let host = statvfs(&tmp).unwrap().flags();
+        let writable = remount_flags(&tmp, true, false).unwrap();
+        if !host.contains(FsFlags::ST_NOSUID) || !host.contains(FsFlags::ST_NODEV) {
+            let wanted = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_BIND | libc::MS_REMOUNT;
+            assert_eq!(writable & wanted, wanted);
+            assert_eq!(writable & libc::MS_RDONLY, 0);
+        }
     }
 
     /// A bind from the kernel's own file systems (`/sys`, the cgroups) is refused with its
