@@ -27,6 +27,9 @@ pub(crate) struct InitPlan {
     pub keep_fds: Vec<libc::c_int>,
     /// The mounts every box starts with (pointing into the keeper's [`MountOp`]s).
     pub mounts: Vec<MountStep>,
+    /// Whether the mounts the box's namespace is copied from are private already (the mount
+    /// template's, see `mount_template`), or must be made so (the host's).
+    pub mounts_private: bool,
     pub new_root: CString,
     /// The host path of the box's [`STDIO_STAGE`], under `new_root`.
     pub stdio_stage: CString,
@@ -48,9 +51,10 @@ pub(crate) struct InitPlan {
 
 /// Inside the box, the folder on which the host's stdio files are bound while the init opens
 /// them (see [`bind_hidden_stdio`]): a tmpfs of its own, detached with every bind on it by one
-/// unmount. Each unmount waits for an RCU grace period, several milliseconds on a busy host,
+/// unmount, on the root's tmpfs (writable until the root is made read-only), which is the
+/// box's own. Each unmount waits for an RCU grace period, several milliseconds on a busy host,
 /// so one for all the streams, not one each.
-pub(crate) const STDIO_STAGE: &CStr = c"/dev/.stdio";
+pub(crate) const STDIO_STAGE: &CStr = c"/.stdio";
 
 /// What the init tells the keeper, as fixed-size bytes on the report pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,20 +439,22 @@ fn create_host_file(plan: &InitPlan, i: usize, host: *const libc::c_char) -> boo
     made
 }
 
-/// The box's own host name, and mounts that no longer propagate to or from the host.
+/// The box's own host name, and mounts that no longer propagate to or from the host (copies
+/// of private mounts are private).
 fn name_the_host_and_privatise_mounts(plan: &InitPlan) {
     // SAFETY: raw system calls on static strings.
     unsafe {
         if libc::sethostname(c"ioi-box".as_ptr(), 7) != 0 {
             fail(plan, Step::Hostname, errno());
         }
-        if libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) != 0
+        if !plan.mounts_private
+            && libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
         {
             fail(plan, Step::PrivateMounts, errno());
         }
@@ -494,7 +500,7 @@ fn bind_hidden_stdio(plan: &InitPlan, run: &RunSteps) {
     if !has_hidden_stdio(run) {
         return;
     }
-    // SAFETY: mkdir/mount of a prepared path in the box's /dev, static arguments.
+    // SAFETY: mkdir/mount of a prepared path in the box's root, static arguments.
     unsafe {
         if libc::mkdir(plan.stdio_stage.as_ptr(), 0o700) != 0
             || libc::mount(

@@ -12,19 +12,35 @@
 //! unshares its mount namespace, makes it private and detaches the kernel mounts; each thread
 //! that clones inits enters it before the clone (see `keeper::init`).
 //!
+//! The template also holds the part of a box that is the same for every box, made once (see
+//! `mounts::skeleton_plan`): a read-only tmpfs with the binds of the system directories, the
+//! `/etc` files and the devices. A box binds its three folders whole, where it would otherwise
+//! bind and remount each file and device: a dozen mount calls fewer a box, each under the
+//! machine-wide mount locks.
+//!
 //! The template shows the host as it was when it was made: when the host's mount table changes
-//! (a mount or unmount anywhere), the next box is cloned from a new one. An idle sandbox lets
-//! it go (it holds the host's file systems as busy as a box does). A keeper that is not root
-//! cannot make one (a mount namespace needs a user namespace of its own then) and copies the
-//! host's mounts.
+//! (a mount or unmount anywhere), the next box is cloned from a new one, and a template is
+//! never older than [`MAX_AGE`] (a package manager replaces an `/etc` file by renaming a new
+//! one over it, which a bind made before does not see). An idle sandbox lets it go (it holds
+//! the host's file systems as busy as a box does). A keeper that is not root cannot make one
+//! (a mount namespace needs a user namespace of its own then) and copies the host's mounts.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use nix::mount::MsFlags;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sched::{unshare, CloneFlags};
+
+use crate::mounts::{self, MountOp};
+
+/// The oldest a template gets before the next box makes a new one (making one costs a few
+/// milliseconds of one thread).
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(2);
 
 /// File systems of the kernel's own, detached from the template with everything under them,
 /// and their magic numbers (`statfs`), by which a bind from one is refused up front (see
@@ -64,6 +80,9 @@ pub(crate) fn kernel_file_system(path: &std::path::Path) -> Option<&'static str>
 /// The template and what tells that the host's mounts changed since it was made.
 pub(crate) struct MountTemplate {
     state: Mutex<State>,
+    /// Where the common part of every box is made in the template, and its operations.
+    skeleton: PathBuf,
+    skeleton_ops: Vec<MountOp>,
     /// The keeper's own mount namespace: what boxes are copied from when no template can be
     /// made (the error is logged; the box is then as it was without templates).
     host: Arc<OwnedFd>,
@@ -76,30 +95,55 @@ struct State {
     /// The keeper's `/proc/self/mountinfo`, opened when the template was made: it polls as
     /// changed once the host's mount table changes.
     watch: Option<File>,
+    made: Option<Instant>,
 }
+
+// SAFETY: the operations' raw pointers point into their own `CString`s, owned here and never
+// changed; they are read by one thread at a time (under `state`'s lock).
+unsafe impl Send for MountTemplate {}
+unsafe impl Sync for MountTemplate {}
 
 impl MountTemplate {
     /// A template maker, when this process may make mount namespaces (root); `None` otherwise.
-    pub(crate) fn new() -> Option<MountTemplate> {
+    /// `skeleton` is an empty host folder on which the template mounts the common part of
+    /// every box (see `mounts::skeleton_plan`).
+    pub(crate) fn new(skeleton: PathBuf, system: &mounts::SystemLayout) -> Option<MountTemplate> {
         let host = File::open("/proc/self/ns/mnt").ok()?;
         let template = MountTemplate {
             state: Mutex::new(State::default()),
+            skeleton_ops: mounts::skeleton_plan(&skeleton, system).ok()?,
+            skeleton,
             host: Arc::new(host.into()),
         };
-        template.current().ok()?;
+        if let Err(e) = template.current() {
+            tracing::debug!(
+                error = format!("{e:#}"),
+                "no mount template: boxes copy the host's mounts"
+            );
+            return None;
+        }
         Some(template)
     }
 
-    /// What the next box is copied from: the template as the host's mounts are now, or the
-    /// host's own mounts when no template can be made.
-    pub(crate) fn for_clone(&self) -> Arc<OwnedFd> {
-        self.current().unwrap_or_else(|e| {
-            tracing::debug!(
-                error = format!("{e:#}"),
-                "no mount template: the box copies the host's mounts"
-            );
-            self.host.clone()
-        })
+    /// Where the template holds the common part of every box.
+    pub(crate) fn skeleton(&self) -> &std::path::Path {
+        &self.skeleton
+    }
+
+    /// What the next box is copied from: the template as the host's mounts are now (true), or
+    /// the host's own mounts when no template can be made (false: the box then builds its
+    /// common part from the host's files, see `mounts::base_plan`).
+    pub(crate) fn for_clone(&self) -> (Arc<OwnedFd>, bool) {
+        match self.current() {
+            Ok(template) => (template, true),
+            Err(e) => {
+                tracing::debug!(
+                    error = format!("{e:#}"),
+                    "no mount template: the box copies the host's mounts"
+                );
+                (self.host.clone(), false)
+            }
+        }
     }
 
     /// The template as the host's mounts are now: the one made before, or a new one when the
@@ -109,19 +153,23 @@ impl MountTemplate {
             .state
             .lock()
             .map_err(|_| anyhow::anyhow!("mount template lock poisoned"))?;
-        if let (Some(namespace), Some(watch)) = (&state.namespace, &state.watch) {
+        if let (Some(namespace), Some(watch), Some(made)) =
+            (&state.namespace, &state.watch, state.made)
+        {
             let mut fds = [PollFd::new(watch.as_fd(), PollFlags::POLLPRI)];
-            if matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0)) {
+            if made.elapsed() < MAX_AGE && matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0)) {
                 return Ok(namespace.clone());
             }
         }
         // Opened first: a change while the template is made shows at the next call.
         let watch =
             File::open("/proc/self/mountinfo").context("cannot open /proc/self/mountinfo")?;
-        let namespace = Arc::new(make()?);
+        let made = Instant::now();
+        let namespace = Arc::new(make(&self.skeleton, &self.skeleton_ops)?);
         *state = State {
             namespace: Some(namespace.clone()),
             watch: Some(watch),
+            made: Some(made),
         };
         Ok(namespace)
     }
@@ -136,25 +184,27 @@ impl MountTemplate {
 
 /// Makes a template on a thread of its own, which ends once it is made (a thread may leave the
 /// process's mount namespace, the process must not).
-fn make() -> Result<OwnedFd> {
-    std::thread::Builder::new()
-        .name("ioi-sandbox-mounts".into())
-        .spawn(make_here)
-        .context("cannot start a thread to make the boxes' mount template")?
-        .join()
-        .map_err(|_| anyhow::anyhow!("the thread making the boxes' mount template panicked"))?
+fn make(skeleton: &std::path::Path, ops: &[MountOp]) -> Result<OwnedFd> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("ioi-sandbox-mounts".into())
+            .spawn_scoped(scope, || make_here(skeleton, ops))
+            .context("cannot start a thread to make the boxes' mount template")?
+            .join()
+            .map_err(|_| anyhow::anyhow!("the thread making the boxes' mount template panicked"))?
+    })
 }
 
 /// On the calling thread, which stays in it: a private copy of the host's mounts, the kernel's
-/// detached.
-fn make_here() -> Result<OwnedFd> {
+/// detached, and the common part of every box at `skeleton`, read-only.
+fn make_here(skeleton: &std::path::Path, ops: &[MountOp]) -> Result<OwnedFd> {
     unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS)
         .context("cannot make a mount namespace for the boxes' template")?;
     nix::mount::mount(
         None::<&str>,
         "/",
         None::<&str>,
-        nix::mount::MsFlags::MS_REC | nix::mount::MsFlags::MS_PRIVATE,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None::<&str>,
     )
     .context("cannot make the boxes' mount template private")?;
@@ -164,6 +214,25 @@ fn make_here() -> Result<OwnedFd> {
         // Gone already when a mount above it was detached first: not an error.
         let _ = nix::mount::umount2(point.as_str(), nix::mount::MntFlags::MNT_DETACH);
     }
+    for op in ops {
+        mounts::apply(op.step()).map_err(|errno| {
+            anyhow::anyhow!(
+                "cannot {} in the boxes' mount template: {}",
+                op.describe(),
+                nix::errno::Errno::from_raw(errno)
+            )
+        })?;
+    }
+    // Shared by every box (one file system): no box may write to it, nor make it writable
+    // (a box's copy of a read-only mount of another user namespace stays read-only).
+    nix::mount::mount(
+        None::<&str>,
+        skeleton,
+        None::<&str>,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        None::<&str>,
+    )
+    .context("cannot make the boxes' common part read-only")?;
     File::open("/proc/thread-self/ns/mnt")
         .map(OwnedFd::from)
         .context("cannot open the boxes' mount template")
@@ -262,6 +331,59 @@ mod tests {
         for ordinary in ["/", "/proc", "/dev", "/usr", "/tmp"] {
             assert_eq!(kernel_file_system(Path::new(ordinary)), None, "{ordinary}");
         }
+    }
+
+    /// As root: the template holds no kernel mount, and the common part of every box in it
+    /// is read-only, with the system's files (`usr`, `etc`, `dev`) under it.
+    #[test]
+    fn the_template_holds_the_read_only_common_part_and_no_kernel_mount() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: a mount template needs root");
+            return;
+        }
+        let skeleton = tempfile_dir();
+        let system = mounts::SystemLayout::detect().unwrap();
+        let template = MountTemplate::new(skeleton.clone(), &system).expect("a template as root");
+        let (namespace, is_template) = template.for_clone();
+        assert!(is_template);
+        let table = std::thread::spawn(move || {
+            unshare(CloneFlags::CLONE_FS).unwrap();
+            nix::sched::setns(namespace.as_fd(), CloneFlags::CLONE_NEWNS).unwrap();
+            std::fs::read_to_string("/proc/thread-self/mountinfo").unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(
+            !table.contains(" - sysfs ") && !table.contains(" - cgroup"),
+            "kernel mounts left in the template:\n{table}"
+        );
+        let at = |point: String| {
+            table
+                .lines()
+                .find(|line| line.split(' ').nth(4) == Some(point.as_str()))
+                .unwrap_or_else(|| panic!("no mount on {point} in\n{table}"))
+                .to_string()
+        };
+        let root = skeleton.to_string_lossy();
+        let top = at(root.to_string());
+        assert!(top.split(' ').nth(5).unwrap().starts_with("ro,"), "{top}");
+        assert!(at(format!("{root}/usr"))
+            .split(' ')
+            .nth(5)
+            .unwrap()
+            .starts_with("ro,"));
+        at(format!("{root}/dev/null"));
+        at(format!("{root}/etc/ld.so.cache"));
+        drop(template);
+        let _ = std::fs::remove_dir(&skeleton);
+    }
+
+    /// An empty folder of its own for a test's skeleton.
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("ioi-sandbox-skeleton-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 
     #[test]

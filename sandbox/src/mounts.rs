@@ -302,6 +302,80 @@ pub(crate) fn base_plan(root: &Path, system: &SystemLayout) -> Result<Vec<MountO
     Ok(plan.ops)
 }
 
+/// The common part of every box made once, at `skeleton` in the mount template (see
+/// `mount_template`): a tmpfs holding the read-only binds of the system directories, an `etc`
+/// of the `/etc` files the toolchain reads, and a `dev` of the devices, their links and a
+/// `shm` to mount on. The template makes the tmpfs read-only once these are applied; a box
+/// then binds `usr` (and the other system directories), `etc` and `dev` whole (see
+/// [`base_plan_on_skeleton`]): three binds where each file and device would be a bind and a
+/// remount of its own.
+pub(crate) fn skeleton_plan(skeleton: &Path, system: &SystemLayout) -> Result<Vec<MountOp>> {
+    let mut plan = Plan {
+        root: skeleton,
+        ops: Vec::new(),
+    };
+    plan.ops.push(MountOp::Tmpfs {
+        path: cstr(skeleton)?,
+        data: CString::new("mode=0755,size=1m")?,
+    });
+    plan.mkdir("/etc")?;
+    for entry in &system.entries {
+        match entry {
+            // Links outside `/etc` are made in each box's root, whose top level is its own.
+            SystemEntry::Symlink { path, .. } if !path.starts_with("/etc") => {}
+            entry => plan.ops.push(plan.system_entry(entry)?),
+        }
+    }
+    plan.dev(system)?;
+    plan.mkdir("/dev/shm")?;
+    Ok(plan.ops)
+}
+
+/// [`base_plan`] for a box copied from the mount template, whose `skeleton` holds the
+/// system's part made once (see [`skeleton_plan`]): the root's tmpfs, the system directories,
+/// `/etc` and `/dev` bound whole from it, the top-level links, `/proc`.
+pub(crate) fn base_plan_on_skeleton(
+    root: &Path,
+    skeleton: &Path,
+    system: &SystemLayout,
+) -> Result<Vec<MountOp>> {
+    let mut plan = Plan {
+        root,
+        ops: Vec::new(),
+    };
+    plan.root_tmpfs()?;
+    let whole = |plan: &Plan, inside: &Path| -> Result<MountOp> {
+        Ok(MountOp::Bind {
+            source: cstr(&under(skeleton, inside)?)?,
+            path: cstr(&under(plan.root, inside)?)?,
+            dir: true,
+            // The skeleton's mounts are read-only, without setuid and devices (but its
+            // devices'), as the box's copies of them stay: nothing to remount.
+            flags: 0,
+        })
+    };
+    for entry in &system.entries {
+        match entry {
+            SystemEntry::Symlink { path, .. } | SystemEntry::Bind { path, .. }
+                if path.starts_with("/etc") => {}
+            SystemEntry::Symlink { .. } => plan.ops.push(plan.system_entry(entry)?),
+            SystemEntry::Bind {
+                path, dir: true, ..
+            } => plan.ops.push(whole(&plan, path)?),
+            // A top-level file (no such entry on a usual host) is bound from the host itself.
+            SystemEntry::Bind { .. } => plan.ops.push(plan.system_entry(entry)?),
+        }
+    }
+    for dir in ["/etc", "/dev"] {
+        plan.ops.push(whole(&plan, Path::new(dir))?);
+    }
+    plan.proc(system.proc_subset)?;
+    if !system.proc_subset {
+        plan.mask_proc()?;
+    }
+    Ok(plan.ops)
+}
+
 /// Entries of `/proc` that are the host's, not the box's: counters every box reads and
 /// changes (free memory, load, forks, open files, kernel aio contexts, pressure, file-system
 /// statistics, locks, keys). Through them two boxes could talk. A kernel that mounts `proc`
@@ -391,20 +465,26 @@ impl Plan<'_> {
     fn system_files(&mut self, system: &SystemLayout) -> Result<()> {
         self.mkdir("/etc")?;
         for entry in &system.entries {
-            self.ops.push(match entry {
-                SystemEntry::Symlink { path, target } => MountOp::Symlink {
-                    target: cstr(target)?,
-                    path: cstr(&under(self.root, path)?)?,
-                },
-                SystemEntry::Bind { path, dir, flags } => MountOp::Bind {
-                    source: cstr(path)?,
-                    path: cstr(&under(self.root, path)?)?,
-                    dir: *dir,
-                    flags: *flags,
-                },
-            });
+            let op = self.system_entry(entry)?;
+            self.ops.push(op);
         }
         Ok(())
+    }
+
+    /// A system directory or file bound read-only from the host, or a link, under the root.
+    fn system_entry(&self, entry: &SystemEntry) -> Result<MountOp> {
+        Ok(match entry {
+            SystemEntry::Symlink { path, target } => MountOp::Symlink {
+                target: cstr(target)?,
+                path: cstr(&under(self.root, path)?)?,
+            },
+            SystemEntry::Bind { path, dir, flags } => MountOp::Bind {
+                source: cstr(path)?,
+                path: cstr(&under(self.root, path)?)?,
+                dir: *dir,
+                flags: *flags,
+            },
+        })
     }
 
     /// [`BOX_PATH`]: the host directory bound read-write, or a private tmpfs owned by the

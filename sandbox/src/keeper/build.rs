@@ -30,6 +30,8 @@ pub(crate) struct Builder {
     pub(crate) cgroups: CgroupRoot,
     /// The mounts every box starts with (the same for every box: made once).
     pub(super) base: Vec<MountOp>,
+    /// The same for a box copied from the mount template, whose common part is made there.
+    pub(super) base_on_template: Vec<MountOp>,
     pub(super) filters: Arc<seccomp::Filters>,
     pub(super) root_mountpoint: PathBuf,
     pub(super) options: SandboxOptions,
@@ -161,8 +163,14 @@ impl Builder {
             program_socket,
             procs,
         };
-        let mut memory = self.init_memory(&ends, fds)?;
-        let mounts = self.mount_template.as_ref().map(|t| t.for_clone());
+        let (mounts, on_template) = match &self.mount_template {
+            Some(template) => {
+                let (namespace, is_template) = template.for_clone();
+                (Some(namespace), is_template)
+            }
+            None => (None, false),
+        };
+        let mut memory = self.init_memory(&ends, fds, on_template)?;
         let pid = match clone_on_a_thread_of_its_own(&mut memory, network.as_ref(), mounts) {
             Ok(pid) => pid,
             Err(e) => {
@@ -195,8 +203,14 @@ impl Builder {
     }
 
     /// What an init runs on: its plan, keeping the descriptors `ends` and `fds` of the
-    /// caller, and the stacks of the init and of the program until its execve.
-    fn init_memory(self: &Arc<Self>, ends: &InitEnds, fds: &[i32]) -> Result<InitMemory> {
+    /// caller, and the stacks of the init and of the program until its execve; the box's
+    /// common part is bound from the mount template's when it is copied from it.
+    fn init_memory(
+        self: &Arc<Self>,
+        ends: &InitEnds,
+        fds: &[i32],
+        on_template: bool,
+    ) -> Result<InitMemory> {
         // Not zeroed: only the child writes a stack, before it reads it, and zeroing would
         // fault in pages that are never used.
         let mut program_stack: Vec<u8> = Vec::with_capacity(256 << 10);
@@ -222,7 +236,14 @@ impl Builder {
             run_read: ends.run_read.as_raw_fd(),
             report_write: ends.report_write.as_raw_fd(),
             keep_fds,
-            mounts: self.base.iter().map(MountOp::step).collect(),
+            mounts: match on_template {
+                true => &self.base_on_template,
+                false => &self.base,
+            }
+            .iter()
+            .map(MountOp::step)
+            .collect(),
+            mounts_private: on_template,
             new_root: CString::new(self.root_mountpoint.as_os_str().as_bytes())?,
             stdio_stage: CString::new(
                 self.root_mountpoint

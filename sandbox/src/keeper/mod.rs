@@ -153,18 +153,31 @@ impl Sandbox {
             0 => None,
             _ => namespaces::NetworkPool::new(),
         };
+        let mount_template = match keeper_is_root {
+            true => {
+                let skeleton = std::env::temp_dir().join("ioi-sandbox-skeleton");
+                std::fs::create_dir_all(&skeleton)
+                    .with_context(|| format!("cannot create {}", skeleton.display()))?;
+                MountTemplate::new(skeleton, &system)
+            }
+            false => None,
+        };
+        let base_on_template = match &mount_template {
+            Some(template) => {
+                mounts::base_plan_on_skeleton(&root_mountpoint, template.skeleton(), &system)?
+            }
+            None => Vec::new(),
+        };
         let builder = Arc::new(Builder {
             cgroups,
             base,
+            base_on_template,
             filters: Arc::new(filters),
             root_mountpoint,
             options,
             keeper_is_root,
             networks,
-            mount_template: match keeper_is_root {
-                true => MountTemplate::new(),
-                false => None,
-            },
+            mount_template,
             uids,
             range,
             built: Default::default(),

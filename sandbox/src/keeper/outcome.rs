@@ -268,7 +268,7 @@ mod tests {
                 )
             },
             Row {
-                message: "sandbox setup failed: cannot detach the folder /dev/.stdio",
+                message: "sandbox setup failed: cannot detach the folder /.stdio",
                 ..row(
                     "the streams' stage not detached (a busy unmount): never the program's",
                     Some(SetupFailed {
