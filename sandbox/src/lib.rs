@@ -8,11 +8,14 @@
 //! ──────────────────────────────          ─────────────────────────────────────────
 //! cgroup (made ahead), uid lease
 //! [enter a pooled network namespace]
+//! [enter the mount template (as root)]
 //! clone(CLONE_NEW*) ───────────────────▶  init (pid 1): waits for "go"
 //! [back to its own network namespace]
 //! write uid_map/gid_map, send "go"        builds the part every box has: a tmpfs root with
-//!                                         ro binds of /usr, /lib*, /etc files; /dev, /proc;
-//!                                         then waits for its run
+//!                                         ro binds of /usr, /lib*, /etc files, /dev (as
+//!                                         root: the template's three folders, made once,
+//!                                         see `mount_template`), /proc; then waits for its
+//!                                         run
 //! ── the run (keeper: the run's thread) ─────────────────────────────────────────────────
 //! set the cgroup's limits [and the
 //! init's CPU, see `affinity`]
