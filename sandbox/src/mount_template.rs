@@ -7,16 +7,16 @@
 //! machine-wide `namespace_sem`, mount by mount; the init then detaches the copy from the box's
 //! root (`umount2` after `pivot_root`), again mount by mount under that lock, and the box's
 //! teardown frees them. A host with systemd has two or three dozen kernel mounts (a dozen
-//! cgroup v1 hierarchies alone), so copying the host's whole table costs every box most of its
-//! serialized part for mounts it never uses. The template is made once: a thread of its own
+//! cgroup v1 hierarchies alone), which every box would copy and unmount under that lock without
+//! ever using them. The template is made once: a thread of its own
 //! unshares its mount namespace, makes it private and detaches the kernel mounts; each thread
 //! that clones inits enters it before the clone (see `keeper::init`).
 //!
 //! The template also holds the part of a box that is the same for every box, made once (see
 //! `mounts::skeleton_plan`): a read-only tmpfs with the binds of the system directories, the
 //! `/etc` files and the devices. A box binds its three folders whole, where it would otherwise
-//! bind and remount each file and device: a dozen mount calls fewer a box, each under the
-//! machine-wide mount locks.
+//! bind and remount each file and device: 10 mount calls a box where there were 30, each under
+//! the machine-wide mount locks (`ioi-run bench boxes --trace` counts them).
 //!
 //! The template shows the host as it was when it was made: when the host's mount table changes
 //! (a mount or unmount anywhere), the next box is cloned from a new one, and a template is
@@ -41,41 +41,6 @@ use crate::mounts::{self, MountOp};
 /// The oldest a template gets before the next box makes a new one (making one costs a few
 /// milliseconds of one thread).
 pub(crate) const MAX_AGE: Duration = Duration::from_secs(2);
-
-/// File systems of the kernel's own, detached from the template with everything under them,
-/// and their magic numbers (`statfs`), by which a bind from one is refused up front (see
-/// [`kernel_file_system`]).
-const KERNEL_FILE_SYSTEMS: &[(&str, i64)] = &[
-    ("sysfs", 0x6265_6572),
-    ("cgroup", 0x0027_e0eb),
-    ("cgroup2", 0x6367_7270),
-    ("debugfs", 0x6462_6720),
-    ("tracefs", 0x7472_6163),
-    ("securityfs", 0x7363_6673),
-    ("pstore", 0x6165_676c),
-    ("bpf", 0xcafe_4a11),
-    ("configfs", 0x6265_6570),
-    ("fusectl", 0x6573_5543),
-    ("efivarfs", 0xde5e_81e4),
-    ("mqueue", 0x1980_0202),
-    ("hugetlbfs", 0x9584_58f6),
-    ("binfmt_misc", 0x4249_4e4d),
-    ("autofs", 0x0187),
-    ("rpc_pipefs", 0x6759_6969),
-    ("nsfs", 0x6e73_6673),
-    ("selinuxfs", 0xf97c_ff8c),
-];
-
-/// The kernel file system `path` is on (see [`KERNEL_FILE_SYSTEMS`]), if any: no box sees it,
-/// so a bind from it is refused, whatever the keeper (a box copied from the template would not
-/// find it).
-pub(crate) fn kernel_file_system(path: &std::path::Path) -> Option<&'static str> {
-    let magic = nix::sys::statfs::statfs(path).ok()?.filesystem_type().0 as i64;
-    KERNEL_FILE_SYSTEMS
-        .iter()
-        .find(|(_, m)| *m == magic)
-        .map(|(name, _)| *name)
-}
 
 /// The template and what tells that the host's mounts changed since it was made.
 pub(crate) struct MountTemplate {
@@ -247,7 +212,7 @@ fn kernel_mounts(table: &str) -> Vec<String> {
             let (left, right) = line.split_once(" - ")?;
             let point = left.split(' ').nth(4)?;
             let kind = right.split(' ').next()?;
-            KERNEL_FILE_SYSTEMS
+            mounts::KERNEL_FILE_SYSTEMS
                 .iter()
                 .any(|(name, _)| *name == kind)
                 .then(|| unescape(point))
@@ -294,7 +259,6 @@ fn unescape(field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     /// The development VM's table (cgroup v1, no systemd) with a path holding a space: the
     /// kernel mounts are `/sys` (its cgroup mounts go with it) and one under a space; `/proc`,
@@ -318,19 +282,6 @@ mod tests {
             kernel_mounts(table),
             vec!["/sys".to_string(), "/mnt/a b".into()]
         );
-    }
-
-    /// The kernel's file systems of this host are known by their magic numbers; the others
-    /// are not taken for one.
-    #[test]
-    fn kernel_file_systems_are_known_by_their_magic() {
-        assert_eq!(kernel_file_system(Path::new("/sys")), Some("sysfs"));
-        let cgroup = kernel_file_system(Path::new("/sys/fs/cgroup/pids"))
-            .or_else(|| kernel_file_system(Path::new("/sys/fs/cgroup")));
-        assert!(matches!(cgroup, Some("cgroup" | "cgroup2")), "{cgroup:?}");
-        for ordinary in ["/", "/proc", "/dev", "/usr", "/tmp"] {
-            assert_eq!(kernel_file_system(Path::new(ordinary)), None, "{ordinary}");
-        }
     }
 
     /// As root: the template holds no kernel mount, and the common part of every box in it

@@ -127,6 +127,41 @@ impl MountOp {
     }
 }
 
+/// File systems of the kernel's own, which no box sees (the mount template detaches them with
+/// everything under them, see `mount_template`), and their magic numbers (`statfs`), by which
+/// a bind from one is refused up front (see [`kernel_file_system`]).
+pub(crate) const KERNEL_FILE_SYSTEMS: &[(&str, i64)] = &[
+    ("sysfs", 0x6265_6572),
+    ("cgroup", 0x0027_e0eb),
+    ("cgroup2", 0x6367_7270),
+    ("debugfs", 0x6462_6720),
+    ("tracefs", 0x7472_6163),
+    ("securityfs", 0x7363_6673),
+    ("pstore", 0x6165_676c),
+    ("bpf", 0xcafe_4a11),
+    ("configfs", 0x6265_6570),
+    ("fusectl", 0x6573_5543),
+    ("efivarfs", 0xde5e_81e4),
+    ("mqueue", 0x1980_0202),
+    ("hugetlbfs", 0x9584_58f6),
+    ("binfmt_misc", 0x4249_4e4d),
+    ("autofs", 0x0187),
+    ("rpc_pipefs", 0x6759_6969),
+    ("nsfs", 0x6e73_6673),
+    ("selinuxfs", 0xf97c_ff8c),
+];
+
+/// The kernel file system `path` is on (see [`KERNEL_FILE_SYSTEMS`]), if any: no box sees it,
+/// so a bind from it is refused, whatever the keeper (a box copied from the mount template
+/// would not find it).
+pub(crate) fn kernel_file_system(path: &std::path::Path) -> Option<&'static str> {
+    let magic = nix::sys::statfs::statfs(path).ok()?.filesystem_type().0 as i64;
+    KERNEL_FILE_SYSTEMS
+        .iter()
+        .find(|(_, m)| *m == magic)
+        .map(|(name, _)| *name)
+}
+
 /// Host paths shared by every box: computed once per [`crate::Sandbox`].
 #[derive(Debug, Clone)]
 pub(crate) struct SystemLayout {
@@ -525,7 +560,7 @@ impl Plan<'_> {
                 .host
                 .canonicalize()
                 .with_context(|| format!("bind source {} does not exist", bind.host.display()))?;
-            if let Some(kind) = crate::mount_template::kernel_file_system(&source) {
+            if let Some(kind) = kernel_file_system(&source) {
                 bail!(
                     "cannot bind {} at {}: it is on the kernel's own file system {kind}, which \
                      boxes do not see",
@@ -751,6 +786,19 @@ mod tests {
         let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
         spec.binds.push(crate::Bind::read_only(&host, "/data"));
         assert!(run_plan(root, &spec, 1 << 20).is_ok());
+    }
+
+    /// The kernel's file systems of this host are known by their magic numbers; the others
+    /// are not taken for one.
+    #[test]
+    fn kernel_file_systems_are_known_by_their_magic() {
+        assert_eq!(kernel_file_system(Path::new("/sys")), Some("sysfs"));
+        let cgroup = kernel_file_system(Path::new("/sys/fs/cgroup/pids"))
+            .or_else(|| kernel_file_system(Path::new("/sys/fs/cgroup")));
+        assert!(matches!(cgroup, Some("cgroup" | "cgroup2")), "{cgroup:?}");
+        for ordinary in ["/", "/proc", "/dev", "/usr", "/tmp"] {
+            assert_eq!(kernel_file_system(Path::new(ordinary)), None, "{ordinary}");
+        }
     }
 
     /// A bind is remounted only when its source mount lacks a flag the box needs: `/dev`'s
