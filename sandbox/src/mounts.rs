@@ -549,11 +549,19 @@ impl Plan<'_> {
     /// which every box has of its own.
     fn binds(&mut self, binds: &[crate::Bind]) -> Result<()> {
         for bind in binds {
-            if bind.inside.starts_with("/dev") || bind.inside.starts_with("/proc") {
+            // The streams' stage too: the init mounts it for the run (see `child`).
+            let stage = Path::new(std::ffi::OsStr::from_bytes(
+                crate::child::STDIO_STAGE.to_bytes(),
+            ));
+            if [Path::new("/dev"), Path::new("/proc"), stage]
+                .iter()
+                .any(|own| bind.inside.starts_with(own))
+            {
                 bail!(
-                    "cannot bind {} at {}: /dev and /proc are the box's own",
+                    "cannot bind {} at {}: /dev, /proc and {} are the box's own",
                     bind.host.display(),
-                    bind.inside.display()
+                    bind.inside.display(),
+                    stage.display()
                 );
             }
             let source = bind
@@ -771,13 +779,13 @@ mod tests {
         }
     }
 
-    /// `/dev` and `/proc` are the box's own: a bind there is refused with its paths named; a
-    /// bind elsewhere is planned.
+    /// `/dev`, `/proc` and the streams' stage are the box's own: a bind there is refused with
+    /// its paths named; a bind elsewhere is planned.
     #[test]
-    fn binds_under_dev_or_proc_are_refused() {
+    fn binds_under_the_boxs_own_folders_are_refused() {
         let root = Path::new("/tmp/ioi-sandbox-root");
         let host = std::env::temp_dir();
-        for inside in ["/dev/shm/x", "/proc/self", "/dev"] {
+        for inside in ["/dev/shm/x", "/proc/self", "/dev", "/.stdio", "/.stdio/1"] {
             let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
             spec.binds.push(crate::Bind::read_only(&host, inside));
             let error = run_plan(root, &spec, 1 << 20).unwrap_err().to_string();
