@@ -23,7 +23,9 @@
 //! never older than [`MAX_AGE`] (a package manager replaces an `/etc` file by renaming a new
 //! one over it, which a bind made before does not see). An idle sandbox lets it go (it holds
 //! the host's file systems as busy as a box does). A keeper that is not root cannot make one
-//! (a mount namespace needs a user namespace of its own then) and copies the host's mounts.
+//! (a mount namespace needs a user namespace of its own then) and copies the host's mounts, as
+//! does a sandbox that runs once (no boxes built ahead), for which a template costs more than
+//! its one box saves.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};

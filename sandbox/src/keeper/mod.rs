@@ -153,7 +153,9 @@ impl Sandbox {
             0 => None,
             _ => namespaces::NetworkPool::new(),
         };
-        let mount_template = match keeper_is_root {
+        // Likewise the mount template: made once for many boxes, it costs a sandbox that runs
+        // once more than its one box saves.
+        let mount_template = match keeper_is_root && options.ready_boxes > 0 {
             true => {
                 let skeleton = std::env::temp_dir().join("ioi-sandbox-skeleton");
                 std::fs::create_dir_all(&skeleton)
