@@ -101,7 +101,7 @@ fn reusable(pids_current: &str, cpuacct_tasks: &str) -> bool {
 
 /// The inode of this process's pid namespace: the part of a run cgroup's name that says whose
 /// pids its keeper pid is counted in.
-fn pid_namespace() -> u64 {
+pub(crate) fn pid_namespace() -> u64 {
     use std::os::unix::fs::MetadataExt;
     static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *NS.get_or_init(|| fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino()))
@@ -919,6 +919,10 @@ impl RunCgroup {
         let [_, cpuacct, pids] = &self.dirs[..] else {
             return false;
         };
+        // The process is stopping: whatever is kept now would outlive it.
+        if crate::keeper::aborted() {
+            return false;
+        }
         let pids_current = read_counter(&self.processes).unwrap_or_default();
         let tasks = fs::read_to_string(cpuacct.join("tasks")).unwrap_or_else(|_| "?".into());
         if !reusable(&pids_current, &tasks) {

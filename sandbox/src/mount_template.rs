@@ -132,6 +132,10 @@ impl MountTemplate {
         let watch =
             File::open("/proc/self/mountinfo").context("cannot open /proc/self/mountinfo")?;
         let made = Instant::now();
+        // The change that made this one due is read from the watch: on a failure, no older
+        // template may serve again (the next box copies the host's mounts, the next call
+        // tries anew).
+        *state = State::default();
         let namespace = Arc::new(make(&self.skeleton, &self.skeleton_ops)?);
         *state = State {
             namespace: Some(namespace.clone()),
@@ -206,28 +210,39 @@ fn make_here(skeleton: &std::path::Path, ops: &[MountOp]) -> Result<OwnedFd> {
 }
 
 /// The topmost mount points of kernel file systems in a `mountinfo` table (one under another
-/// goes with it), outermost first.
+/// goes with it), outermost first; never one with a mount of another file system below it (a
+/// tmpfs or a network file system mounted on a kernel one stays reachable, with what holds it),
+/// except under `/sys`, which is the kernel's whole (the tmpfs that holds cgroup v1's
+/// hierarchies goes with it; binds from `/sys` are refused, see `mounts::kernel_file_system`).
 fn kernel_mounts(table: &str) -> Vec<String> {
-    let mut points: Vec<String> = table
+    let mounts: Vec<(String, bool)> = table
         .lines()
         .filter_map(|line| {
             let (left, right) = line.split_once(" - ")?;
             let point = left.split(' ').nth(4)?;
             let kind = right.split(' ').next()?;
-            mounts::KERNEL_FILE_SYSTEMS
+            let kernel = mounts::KERNEL_FILE_SYSTEMS
                 .iter()
-                .any(|(name, _)| *name == kind)
-                .then(|| unescape(point))
+                .any(|(name, _)| *name == kind);
+            Some((unescape(point), kernel))
         })
+        .collect();
+    let below = |point: &str, other: &str| point == "/" || other.starts_with(&format!("{point}/"));
+    let mut points: Vec<&String> = mounts
+        .iter()
+        .filter(|(point, kernel)| {
+            *kernel
+                && !mounts.iter().any(|(other, kernel)| {
+                    !kernel && below(point, other) && !other.starts_with("/sys/")
+                })
+        })
+        .map(|(point, _)| point)
         .collect();
     points.sort_by_key(|p| p.len());
     let mut top: Vec<String> = Vec::new();
     for point in points {
-        let under = top
-            .iter()
-            .any(|t| t == "/" || point == *t || point.starts_with(&format!("{t}/")));
-        if !under {
-            top.push(point);
+        if !top.iter().any(|t| t == point || below(t, point)) {
+            top.push(point.clone());
         }
     }
     top
@@ -264,7 +279,8 @@ mod tests {
 
     /// The development VM's table (cgroup v1, no systemd) with a path holding a space: the
     /// kernel mounts are `/sys` (its cgroup mounts go with it) and one under a space; `/proc`,
-    /// `/dev`, `/dev/pts`, `/dev/shm` and the disk stay.
+    /// `/dev`, `/dev/pts`, `/dev/shm` and the disk stay. A kernel mount with another file system
+    /// below it (a tmpfs on a `configfs`) stays, and so does the file system below it.
     #[test]
     fn only_the_topmost_kernel_mounts_are_detached() {
         let table = "\
@@ -279,10 +295,17 @@ mod tests {
 32 30 0:26 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw
 33 27 0:27 / /mnt/a\\040b rw - mqueue mqueue rw
 34 27 254:0 /run/netns /run/netns rw - ext4 /dev/vda rw
+35 27 0:28 / /cfg rw - configfs configfs rw
+36 35 0:29 / /cfg/kept rw - tmpfs tmpfs rw
+37 36 0:30 / /cfg/kept/deeper rw - debugfs debugfs rw
 ";
         assert_eq!(
             kernel_mounts(table),
-            vec!["/sys".to_string(), "/mnt/a b".into()]
+            vec![
+                "/sys".to_string(),
+                "/mnt/a b".into(),
+                "/cfg/kept/deeper".into()
+            ]
         );
     }
 
@@ -294,7 +317,12 @@ mod tests {
             eprintln!("skipped: a mount template needs root");
             return;
         }
-        let skeleton = tempfile_dir();
+        // Removed when the test ends, passed or not.
+        let folder = tempfile::Builder::new()
+            .prefix("ioi-sandbox-skeleton-test-")
+            .tempdir()
+            .unwrap();
+        let skeleton = folder.path().to_path_buf();
         let system = mounts::SystemLayout::detect().unwrap();
         let template = MountTemplate::new(skeleton.clone(), &system).expect("a template as root");
         let (namespace, is_template) = template.for_clone();
@@ -328,15 +356,6 @@ mod tests {
         at(format!("{root}/dev/null"));
         at(format!("{root}/etc/ld.so.cache"));
         drop(template);
-        let _ = std::fs::remove_dir(&skeleton);
-    }
-
-    /// An empty folder of its own for a test's skeleton.
-    fn tempfile_dir() -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("ioi-sandbox-skeleton-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
     }
 
     #[test]

@@ -145,7 +145,6 @@ pub(crate) const KERNEL_FILE_SYSTEMS: &[(&str, i64)] = &[
     ("mqueue", 0x1980_0202),
     ("hugetlbfs", 0x9584_58f6),
     ("binfmt_misc", 0x4249_4e4d),
-    ("autofs", 0x0187),
     ("rpc_pipefs", 0x6759_6969),
     ("nsfs", 0x6e73_6673),
     ("selinuxfs", 0xf97c_ff8c),
@@ -155,6 +154,15 @@ pub(crate) const KERNEL_FILE_SYSTEMS: &[(&str, i64)] = &[
 /// so a bind from it is refused, whatever the keeper (a box copied from the mount template
 /// would not find it).
 pub(crate) fn kernel_file_system(path: &std::path::Path) -> Option<&'static str> {
+    // Whatever is mounted below `/sys` (a tmpfs holding cgroup v1's hierarchies) goes with it.
+    if path.starts_with("/sys") {
+        return Some("sysfs");
+    }
+    file_system_by_magic(path)
+}
+
+/// The kernel file system `path` is on by its magic number (see [`KERNEL_FILE_SYSTEMS`]).
+fn file_system_by_magic(path: &std::path::Path) -> Option<&'static str> {
     let magic = nix::sys::statfs::statfs(path).ok()?.filesystem_type().0 as i64;
     KERNEL_FILE_SYSTEMS
         .iter()
@@ -237,7 +245,9 @@ impl SystemLayout {
             .iter()
             .map(|dev| {
                 let host = PathBuf::from("/dev").join(dev);
-                let flags = remount_flags(&host, true, true)?;
+                // Read-only: writing to a device needs no write access to its mount, while
+                // changing its times or owner (which every box would see) does.
+                let flags = remount_flags(&host, false, true)?;
                 Ok((host, flags))
             })
             .collect::<Result<_>>()?;
@@ -263,10 +273,23 @@ fn proc_subset_supported(release: &str) -> bool {
 
 /// Flags for the read-only (or read-write) remount of a bind of `source`: the source mount's
 /// nosuid/nodev/noexec/atime flags must be kept, since a user namespace may not clear them;
-/// `devices` keeps device nodes usable (no nodev). Zero when the bind needs no remount: it
-/// takes the source mount's flags, and they already hold what the remount would set (every
-/// remount is a call under the mount locks, see `mount_template`).
+/// `devices` keeps device nodes usable (no nodev).
 fn remount_flags(source: &Path, writable: bool, devices: bool) -> Result<libc::c_ulong> {
+    Ok(remount(source, writable, devices)?.0)
+}
+
+/// [`remount_flags`] for a writable bind planned on its run's path: zero when the bind needs no
+/// remount (it takes the source mount's flags, and they hold nosuid and nodev already; every
+/// remount is a call under the mount locks, see `mount_template`). Read-only binds and the
+/// binds planned once for every box are always remounted: a source read once must not decide
+/// for later boxes, nor its read-only state (which an administrator may change) for any.
+fn writable_remount_flags(source: &Path) -> Result<libc::c_ulong> {
+    let (flags, held) = remount(source, true, false)?;
+    Ok(if held { 0 } else { flags })
+}
+
+/// The remount's flags, and whether the source mount holds them already.
+fn remount(source: &Path, writable: bool, devices: bool) -> Result<(libc::c_ulong, bool)> {
     let st = statvfs(source)
         .with_context(|| format!("cannot stat the filesystem of {}", source.display()))?;
     let f = st.flags();
@@ -295,7 +318,7 @@ fn remount_flags(source: &Path, writable: bool, devices: bool) -> Result<libc::c
     ]
     .iter()
     .all(|&(wanted, has)| flags & wanted == 0 || f.contains(has));
-    Ok(if held { 0 } else { flags })
+    Ok((flags, held))
 }
 
 fn cstr(p: &Path) -> Result<CString> {
@@ -534,7 +557,7 @@ impl Plan<'_> {
                     source: cstr(&source)?,
                     path: self.inside(BOX_PATH)?,
                     dir: true,
-                    flags: remount_flags(&source, true, false)?,
+                    flags: writable_remount_flags(&source)?,
                 });
             }
             BoxSource::Tmpfs(size) => {
@@ -562,6 +585,19 @@ impl Plan<'_> {
                     bind.host.display(),
                     bind.inside.display(),
                     stage.display()
+                );
+            }
+            // The system's folders are the host's, read-only and shared by every box.
+            if let Some(system) = SYSTEM_DIRS
+                .iter()
+                .chain(&["/etc"])
+                .find(|dir| bind.inside.starts_with(dir))
+            {
+                bail!(
+                    "cannot bind {} at {}: {system} is the host's, read-only in every box; \
+                     bind it elsewhere (under /box, or a folder of its own)",
+                    bind.host.display(),
+                    bind.inside.display()
                 );
             }
             let source = bind
@@ -593,7 +629,10 @@ impl Plan<'_> {
                 source: cstr(&source)?,
                 path: cstr(&target)?,
                 dir,
-                flags: remount_flags(&source, bind.writable, false)?,
+                flags: match bind.writable {
+                    true => writable_remount_flags(&source)?,
+                    false => remount_flags(&source, false, false)?,
+                },
             });
         }
         Ok(())
@@ -779,13 +818,23 @@ mod tests {
         }
     }
 
-    /// `/dev`, `/proc` and the streams' stage are the box's own: a bind there is refused with
-    /// its paths named; a bind elsewhere is planned.
+    /// `/dev`, `/proc` and the streams' stage are the box's own, `/etc` and the system's
+    /// folders the host's: a bind there is refused with its paths named; a bind elsewhere is
+    /// planned.
     #[test]
     fn binds_under_the_boxs_own_folders_are_refused() {
         let root = Path::new("/tmp/ioi-sandbox-root");
         let host = std::env::temp_dir();
-        for inside in ["/dev/shm/x", "/proc/self", "/dev", "/.stdio", "/.stdio/1"] {
+        for inside in [
+            "/dev/shm/x",
+            "/proc/self",
+            "/dev",
+            "/.stdio",
+            "/.stdio/1",
+            "/etc/extra",
+            "/usr/local/x",
+            "/lib/x",
+        ] {
             let mut spec = RunSpec::in_tmpfs(1 << 20, ["/bin/true"]);
             spec.binds.push(crate::Bind::read_only(&host, inside));
             let error = run_plan(root, &spec, 1 << 20).unwrap_err().to_string();
@@ -800,44 +849,44 @@ mod tests {
     /// are not taken for one.
     #[test]
     fn kernel_file_systems_are_known_by_their_magic() {
-        assert_eq!(kernel_file_system(Path::new("/sys")), Some("sysfs"));
-        let cgroup = kernel_file_system(Path::new("/sys/fs/cgroup/pids"))
-            .or_else(|| kernel_file_system(Path::new("/sys/fs/cgroup")));
+        assert_eq!(file_system_by_magic(Path::new("/sys")), Some("sysfs"));
+        let cgroup = file_system_by_magic(Path::new("/sys/fs/cgroup/pids"))
+            .or_else(|| file_system_by_magic(Path::new("/sys/fs/cgroup")));
         assert!(matches!(cgroup, Some("cgroup" | "cgroup2")), "{cgroup:?}");
+        // Below `/sys`, whatever the file system (a tmpfs holds v1's hierarchies).
+        assert_eq!(
+            kernel_file_system(Path::new("/sys/fs/cgroup")),
+            Some("sysfs")
+        );
         for ordinary in ["/", "/proc", "/dev", "/usr", "/tmp"] {
             assert_eq!(kernel_file_system(Path::new(ordinary)), None, "{ordinary}");
         }
     }
 
-    /// A bind is remounted only when its source mount lacks a flag the box needs: `/dev`'s
-    /// devices (nosuid already, devices kept) need none; `/usr` read-only and a writable
-    /// folder without nosuid do, with the flags the box needs.
+    /// A writable bind of the run is remounted only when its source mount lacks nosuid or
+    /// nodev; a read-only one always is, as are the devices (read-only, devices kept).
     #[test]
     fn binds_are_remounted_only_to_add_a_flag() {
-        let dev = statvfs("/dev/null").unwrap().flags();
-        if dev.contains(FsFlags::ST_NOSUID) {
-            assert_eq!(
-                remount_flags(Path::new("/dev/null"), true, true).unwrap(),
-                0
-            );
-        }
-        let usr = remount_flags(Path::new("/usr"), false, false).unwrap();
-        if !statvfs("/usr")
+        let shm = Path::new("/dev/shm");
+        let held = statvfs(shm)
             .unwrap()
             .flags()
-            .contains(FsFlags::ST_RDONLY)
-        {
-            assert_ne!(usr, 0);
-            assert_eq!(usr & libc::MS_RDONLY, libc::MS_RDONLY);
-        }
+            .contains(FsFlags::ST_NOSUID | FsFlags::ST_NODEV);
+        assert_eq!(writable_remount_flags(shm).unwrap() == 0, held);
         let tmp = std::env::temp_dir();
         let host = statvfs(&tmp).unwrap().flags();
-        let writable = remount_flags(&tmp, true, false).unwrap();
+        let writable = writable_remount_flags(&tmp).unwrap();
         if !host.contains(FsFlags::ST_NOSUID) || !host.contains(FsFlags::ST_NODEV) {
             let wanted = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_BIND | libc::MS_REMOUNT;
             assert_eq!(writable & wanted, wanted);
             assert_eq!(writable & libc::MS_RDONLY, 0);
         }
+        for read_only in [shm, Path::new("/usr")] {
+            let flags = remount_flags(read_only, false, false).unwrap();
+            assert_eq!(flags & libc::MS_RDONLY, libc::MS_RDONLY, "{read_only:?}");
+        }
+        let device = remount_flags(Path::new("/dev/null"), false, true).unwrap();
+        assert_eq!(device & (libc::MS_RDONLY | libc::MS_NODEV), libc::MS_RDONLY);
     }
 
     /// A bind from the kernel's own file systems (`/sys`, the cgroups) is refused with its

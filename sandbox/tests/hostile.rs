@@ -356,9 +356,10 @@ fn writing_outside_the_box_fails() {
     assert!(b.path().join("inside").exists());
 }
 
-/// A box's `/dev` is a folder of its read-only root, whoever asks: nothing can be created there
-/// (the file system refuses, before any permission is weighed), while `/dev/shm` below it stays
-/// the box's own writable tmpfs.
+/// A box's `/dev` is read-only, whoever asks: nothing can be created there (the file system
+/// refuses, before any permission is weighed), and a device's times cannot be changed (every
+/// box sees the same device nodes: a time set by one would be read by another), while its
+/// devices are written as usual and `/dev/shm` below it stays the box's own writable tmpfs.
 #[test]
 fn dev_is_read_only_and_dev_shm_writable() {
     if sandbox_missing() {
@@ -377,13 +378,17 @@ fn dev_is_read_only_and_dev_shm_writable() {
             printf("folder: %s\n", mkdir("/dev/planted.d", 0755) != 0 ? strerror(errno) : "created");
             fd = open("/dev/shm/ok", O_CREAT | O_WRONLY, 0644);
             printf("shm: %s\n", fd < 0 ? strerror(errno) : "created");
+            printf("times: %s\n", utimensat(AT_FDCWD, "/dev/null", nullptr, 0) != 0 ? strerror(errno) : "changed");
+            fd = open("/dev/null", O_WRONLY);
+            printf("null: %s\n", fd >= 0 && write(fd, "x", 1) == 1 ? "written" : strerror(errno));
         }"#,
         limits(1.0, 64),
     );
     assert_eq!(o.status, Termination::Ok, "{o:?}");
     assert_eq!(
         out,
-        "file: Read-only file system\nfolder: Read-only file system\nshm: created\n"
+        "file: Read-only file system\nfolder: Read-only file system\nshm: created\n\
+         times: Read-only file system\nnull: written\n"
     );
 }
 

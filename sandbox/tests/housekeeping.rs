@@ -652,3 +652,99 @@ fn reused_cgroups_count_and_limit_each_run_alone() {
         "no run took a finished run's cgroups"
     );
 }
+
+/// The folders of this process's sandboxes' mount points (see `keeper::mount_points`).
+fn own_mount_point_folders() -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let prefix = format!("ioi-sandbox-{ns}-{}-", std::process::id());
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// A box's mounts are made on paths in a folder of its sandbox's own, which no other user may
+/// change (in a folder such as `/tmp` itself, another user could put a folder of theirs in place
+/// of a mount point between two of a box's mounts, and the box would bind it as its `/usr`):
+/// owned by the keeper, `rwx--x--x`, removed with the sandbox. A folder that a dead keeper of
+/// this pid namespace left is removed by the next sandbox.
+#[test]
+fn the_boxes_mount_points_are_in_a_folder_no_other_user_can_change() {
+    use std::os::unix::fs::MetadataExt;
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = Sandbox::new(SandboxOptions::default()).unwrap();
+    let o = shell(&sandbox, "exit 0", 5.0);
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    let folders = own_mount_point_folders();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let meta = std::fs::symlink_metadata(&folders[0]).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(meta.uid(), nix::unistd::geteuid().as_raw());
+    assert_eq!(meta.mode() & 0o7777, 0o711, "{:o}", meta.mode());
+    // A dead keeper's: the pid of a child reaped just now.
+    let dead = std::process::Command::new("true")
+        .spawn()
+        .and_then(|mut child| child.wait().map(|_| child.id()))
+        .unwrap();
+    let ns = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let stale = std::env::temp_dir().join(format!("ioi-sandbox-{ns}-{dead}-test"));
+    for inner in ["root", "skeleton"] {
+        std::fs::create_dir_all(stale.join(inner)).unwrap();
+    }
+    let second = Sandbox::new(SandboxOptions::default()).unwrap();
+    let left = stale.exists();
+    let _ = std::fs::remove_dir_all(&stale);
+    assert!(!left, "the folder of a dead keeper was kept");
+    assert_eq!(own_mount_point_folders().len(), 2);
+    drop(second);
+    drop(sandbox);
+    assert_eq!(own_mount_point_folders(), Vec::<PathBuf>::new());
+}
+
+/// A host file system unmounted while a sandbox runs boxes is not held by the sandbox's
+/// threads: the threads that clone inits enter the mount template (a copy of the host's mounts)
+/// only for each clone, so that none keeps an old template, and with it the unmounted file
+/// system, busy while it waits.
+#[test]
+fn no_thread_keeps_a_host_mount_after_the_host_unmounts_it() {
+    if sandbox_missing() {
+        return;
+    }
+    let sandbox = std::sync::Arc::new(Sandbox::new(SandboxOptions::default()).unwrap());
+    let data = tempfile::tempdir().unwrap();
+    let mounted = Mounted::tmpfs(data.path());
+    // Several at once, so that several threads clone inits from the template holding it.
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            let sandbox = sandbox.clone();
+            std::thread::spawn(move || shell(&sandbox, "exit 0", 5.0))
+        })
+        .collect();
+    for run in runs {
+        let o = run.join().unwrap();
+        assert_eq!(o.status, Termination::Ok, "{o:?}");
+    }
+    drop(mounted);
+    // A box after the unmount: the template is made again without it.
+    let o = shell(&sandbox, "exit 0", 5.0);
+    assert_eq!(o.status, Termination::Ok, "{o:?}");
+    let point = data.path().to_string_lossy().into_owned();
+    let holders: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("mountinfo"))
+                .is_ok_and(|table| table.lines().any(|l| l.split(' ').nth(4) == Some(&point)))
+        })
+        .map(|task| task.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        holders.is_empty(),
+        "threads {holders:?} still see {point}, unmounted on the host"
+    );
+}

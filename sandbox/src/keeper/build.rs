@@ -34,6 +34,9 @@ pub(crate) struct Builder {
     pub(super) base_on_template: Vec<MountOp>,
     pub(super) filters: Arc<seccomp::Filters>,
     pub(super) root_mountpoint: PathBuf,
+    /// The folder of `root_mountpoint` and of the mount template's skeleton, removed with the
+    /// builder (see `keeper::mount_points`).
+    pub(super) _mount_points: tempfile::TempDir,
     pub(super) options: SandboxOptions,
     pub(super) keeper_is_root: bool,
     pub(super) networks: Option<Arc<namespaces::NetworkPool>>,
@@ -65,6 +68,9 @@ pub(crate) struct Prepared {
     /// What the init runs on, released once it is reaped.
     pub(super) memory: InitMemory,
     pub(super) built: Instant,
+    /// Whether the box was copied from the mount template (its common mounts are then
+    /// [`Builder::base_on_template`]'s).
+    pub(super) on_template: bool,
 }
 
 impl Prepared {
@@ -198,6 +204,7 @@ impl Builder {
             mount_ns,
             memory,
             built: Instant::now(),
+            on_template,
         };
         Ok((prepared, go_write))
     }

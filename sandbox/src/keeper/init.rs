@@ -153,20 +153,32 @@ pub(super) fn let_free_threads_go() {
 /// is reaped before it offers itself for the next.
 fn init_thread(me: InitThread, jobs: std::sync::mpsc::Receiver<Option<CloneJob>>) {
     // Its own root and working directory, so that it may enter another mount namespace (which
-    // a thread sharing them with the process may not) without moving the process's.
-    let own_files = unshare(CloneFlags::CLONE_FS);
+    // a thread sharing them with the process may not) without moving the process's; and the
+    // namespace it comes back to after each clone, so that it holds no template (and the host
+    // file systems a template holds busy) while it waits.
+    let own = unshare(CloneFlags::CLONE_FS)
+        .context("cannot give the thread of a box's init a root of its own")
+        .and_then(|()| {
+            std::fs::File::open("/proc/thread-self/ns/mnt")
+                .context("cannot open the thread's mount namespace")
+        });
     while let Ok(Some(job)) = jobs.recv() {
-        let result = match (&job.mounts, own_files) {
-            (Some(mounts), Ok(())) => setns(mounts.as_fd(), CloneFlags::CLONE_NEWNS)
+        let entered = match (&job.mounts, &own) {
+            (Some(mounts), Ok(_)) => setns(mounts.as_fd(), CloneFlags::CLONE_NEWNS)
                 .context("cannot enter the boxes' mount template"),
-            (Some(_), Err(e)) => Err(anyhow::anyhow!(
-                "cannot give the thread of a box's init a root of its own: {e}"
-            )),
+            (Some(_), Err(e)) => Err(anyhow::anyhow!("{e:#}")),
             (None, _) => Ok(()),
         };
         // SAFETY: see `CloneJob`.
-        let result =
-            result.and_then(|()| unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) });
+        let result = entered
+            .and_then(|()| unsafe { clone_init(&mut *job.memory, job.network.map(|n| &*n)) });
+        if let (Some(_), Ok(own)) = (&job.mounts, &own) {
+            if let Err(e) = setns(own.as_fd(), CloneFlags::CLONE_NEWNS) {
+                // A thread left in a template would clone the next init from it, whatever
+                // that init's job says: better to stop.
+                panic!("cannot return to the keeper's mount namespace: {e}");
+            }
+        }
         let alive = result.is_ok();
         let _ = job.answer.send(result);
         if alive {

@@ -99,6 +99,30 @@ pub fn abort_all() {
     crate::housekeeper::discard_everything_ready();
     crate::housekeeper::remove_leftover_cgroups();
     crate::cgroup::remove_reusable();
+    remove_mount_point_folders();
+}
+
+/// The folders of mount points of this process's sandboxes (see [`mount_points`]), removed
+/// when it stops even if a sandbox is never dropped (one kept in a static).
+static MOUNT_POINT_FOLDERS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes the folders of [`MOUNT_POINT_FOLDERS`] (empty folders only: never what a box left).
+fn remove_mount_point_folders() {
+    let folders = match MOUNT_POINT_FOLDERS.lock() {
+        Ok(mut folders) => std::mem::take(&mut *folders),
+        Err(_) => return,
+    };
+    for folder in folders {
+        remove_empty_mount_points(&folder);
+    }
+}
+
+/// Removes a folder of mount points and its two mount points, if empty.
+fn remove_empty_mount_points(folder: &Path) {
+    for inner in ["root", "skeleton"] {
+        let _ = std::fs::remove_dir(folder.join(inner));
+    }
+    let _ = std::fs::remove_dir(folder);
 }
 
 /// Gives back what the busiest moments of an idle sandbox made and kept for reuse: the threads
@@ -112,6 +136,74 @@ pub(crate) fn release_idle(builder: &Builder) {
     }
     if let Some(networks) = builder.networks() {
         networks.trim(1);
+    }
+}
+
+/// The folder of a sandbox's mount points (`root`, on which each box mounts its root, and
+/// `skeleton`, on which the mount template mounts the boxes' common part): a new one of this
+/// process, owned by it, that no other user may change (`rwx--x--x`: the boxes' inits, whose
+/// ids are not its owner's, only pass through it). A box's mounts are made on these paths: in a
+/// folder another user could write, such as `/tmp` itself, that user could rename a mount
+/// point away and put a folder of theirs in its place between two of a box's mounts, and the
+/// box would bind that folder as its `/usr` or `/etc`. Named with this process's pid namespace
+/// and pid, so that the folders of a keeper that died are removed by the next of its pid
+/// namespace (see [`remove_stale_folders`]).
+fn mount_points() -> Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    remove_stale_folders();
+    let folder = tempfile::Builder::new()
+        .prefix(&format!(
+            "{MOUNT_POINTS_PREFIX}{}-{}-",
+            crate::cgroup::pid_namespace(),
+            std::process::id()
+        ))
+        .tempdir()
+        .context("cannot create the sandbox's folder of mount points")?;
+    std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o711))
+        .with_context(|| format!("cannot set the permissions of {}", folder.path().display()))?;
+    for name in ["root", "skeleton"] {
+        let path = folder.path().join(name);
+        std::fs::create_dir(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    }
+    if let Ok(mut folders) = MOUNT_POINT_FOLDERS.lock() {
+        folders.push(folder.path().to_path_buf());
+    }
+    Ok(folder)
+}
+
+const MOUNT_POINTS_PREFIX: &str = "ioi-sandbox-";
+
+/// Removes the (empty) folders of mount points that keepers of this pid namespace left when
+/// they died, owned by this process's user: never a folder with anything else in it, nor one
+/// of another pid namespace (whose pid means nothing here).
+fn remove_stale_folders() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let mut parts = name
+            .strip_prefix(MOUNT_POINTS_PREFIX)
+            .unwrap_or_default()
+            .split('-');
+        let (Some(ns), Some(pid)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let (Ok(ns), Ok(pid)) = (ns.parse::<u64>(), pid.parse::<i32>()) else {
+            continue;
+        };
+        if !name.starts_with(MOUNT_POINTS_PREFIX) || ns != crate::cgroup::pid_namespace() {
+            continue;
+        }
+        let owned = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == me && !m.file_type().is_symlink());
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+        if owned && !alive {
+            remove_empty_mount_points(&entry.path());
+        }
     }
 }
 
@@ -132,9 +224,8 @@ impl Sandbox {
         cgroups.release_at_exit();
         let system = SystemLayout::detect()?;
         let filters = seccomp::build()?;
-        let root_mountpoint = std::env::temp_dir().join("ioi-sandbox-root");
-        std::fs::create_dir_all(&root_mountpoint)
-            .with_context(|| format!("cannot create {}", root_mountpoint.display()))?;
+        let folder = mount_points()?;
+        let root_mountpoint = folder.path().join("root");
         let base = mounts::base_plan(&root_mountpoint, &system)?;
         let keeper_is_root = nix::unistd::geteuid().is_root();
         let range = match options.uids {
@@ -156,12 +247,7 @@ impl Sandbox {
         // Likewise the mount template: made once for many boxes, it costs a sandbox that runs
         // once more than its one box saves.
         let mount_template = match keeper_is_root && options.ready_boxes > 0 {
-            true => {
-                let skeleton = std::env::temp_dir().join("ioi-sandbox-skeleton");
-                std::fs::create_dir_all(&skeleton)
-                    .with_context(|| format!("cannot create {}", skeleton.display()))?;
-                MountTemplate::new(skeleton, &system)
-            }
+            true => MountTemplate::new(folder.path().join("skeleton"), &system),
             false => None,
         };
         let base_on_template = match &mount_template {
@@ -176,6 +262,7 @@ impl Sandbox {
             base_on_template,
             filters: Arc::new(filters),
             root_mountpoint,
+            _mount_points: folder,
             options,
             keeper_is_root,
             networks,
@@ -340,6 +427,7 @@ impl Sandbox {
             mount_ns,
             memory,
             built: _,
+            on_template,
         } = prepared;
         // Whether `watch` took the init over (it reaps it on every path): before that, a failure
         // leaves the init waiting for its run, to be killed and reaped here. Never both: a pid
@@ -351,7 +439,11 @@ impl Sandbox {
                 crate::affinity::pin(pid, cpu)?;
             }
             let run = self.builder.run_parts(spec)?;
-            let mut described: Vec<&MountOp> = self.builder.base.iter().collect();
+            let base = match on_template {
+                true => &self.builder.base_on_template,
+                false => &self.builder.base,
+            };
+            let mut described: Vec<&MountOp> = base.iter().collect();
             described.extend(&run.mounts);
             let bytes = run.encode();
             if !run.fits(&bytes) {
@@ -422,6 +514,8 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         self.housekeeper.stop();
         crate::cgroup::remove_reusable();
+        // Each may still be in this sandbox's mount template.
+        init::let_free_threads_go();
         self.builder.cgroups.release();
     }
 }
