@@ -413,7 +413,9 @@ pub fn scratch_folders_of(pid: u32, dirs: &[PathBuf]) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("ioi-") && name.contains(&infix)
+            // Not the sandbox's folder of mount points (`ioi-sandbox-<pid ns>-<pid>-…`): empty
+            // of files, it lives as long as the process, as its cgroup parents do.
+            name.starts_with("ioi-") && name.contains(&infix) && !name.starts_with("ioi-sandbox-")
         })
         .collect()
 }
