@@ -353,10 +353,7 @@ pub(crate) fn base_plan(root: &Path, system: &SystemLayout) -> Result<Vec<MountO
     plan.root_tmpfs()?;
     plan.system_files(system)?;
     plan.dev(system)?;
-    plan.proc(system.proc_subset)?;
-    if !system.proc_subset {
-        plan.mask_proc()?;
-    }
+    plan.own_proc(system)?;
     Ok(plan.ops)
 }
 
@@ -427,10 +424,7 @@ pub(crate) fn base_plan_on_skeleton(
     for dir in ["/etc", "/dev"] {
         plan.ops.push(whole(&plan, Path::new(dir))?);
     }
-    plan.proc(system.proc_subset)?;
-    if !system.proc_subset {
-        plan.mask_proc()?;
-    }
+    plan.own_proc(system)?;
     Ok(plan.ops)
 }
 
@@ -695,6 +689,15 @@ impl Plan<'_> {
                     flags,
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// The box's `/proc`, with the host-wide entries masked where the kernel shows them.
+    fn own_proc(&mut self, system: &SystemLayout) -> Result<()> {
+        self.proc(system.proc_subset)?;
+        if !system.proc_subset {
+            self.mask_proc()?;
         }
         Ok(())
     }

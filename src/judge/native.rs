@@ -411,13 +411,12 @@ pub fn run_communication(
     };
     let setup = phases::now();
     // Directly connected: a relay would add a wake-up to every message (see `replay`).
-    let mut conversation = placed_conversation(
+    let (conversation, user_stderr) = placed_conversation(
         (params, problem, tools, program),
         (&test.input, &solution_limits(problem)),
-        cpu,
+        (cpu, debugging),
         false,
     )?;
-    let user_stderr = conversation.debug_users(debugging, params.user_io, cpu)?;
     phases::since(Phase::Setup, setup);
     let verdict = communication_verdict(sandbox, problem, tools, test, &conversation);
     let at = |name: &str| conversation.private.path().join(name);
@@ -441,13 +440,14 @@ pub fn run_communication(
 
 /// The manager and user processes of a Communication run on `input`, the users with
 /// `user_limits`, the manager with the task's, placed on `cpu` (or where the host puts them):
-/// connected directly, or through a relay (`relayed`).
+/// connected directly, or through a relay (`relayed`); with the files where the users'
+/// standard errors go for `debugging` (see [`Conversation::debug_users`]).
 fn placed_conversation(
     (params, problem, tools, program): (&Communication, &Problem, &ProblemTools, &Path),
     (input, user_limits): (&Path, &Limits),
-    cpu: Option<usize>,
+    (cpu, debugging): (Option<usize>, &Debugging),
     relayed: bool,
-) -> Result<Conversation> {
+) -> Result<(Conversation, Vec<PathBuf>)> {
     let Some(manager) = &tools.manager else {
         bail!("Communication task {} has no compiled manager", problem.id)
     };
@@ -457,7 +457,8 @@ fn placed_conversation(
     for spec in std::iter::once(&mut conversation.manager).chain(&mut conversation.users) {
         spec.cpu = cpu;
     }
-    Ok(conversation)
+    let user_stderr = conversation.debug_users(debugging, params.user_io, cpu)?;
+    Ok((conversation, user_stderr))
 }
 
 /// Runs a Communication test again with its conversation relayed ([`relay`]), for someone
@@ -485,13 +486,12 @@ pub fn replay(
     let TaskType::Communication(params) = &problem.task else {
         return Ok(());
     };
-    let mut conversation = placed_conversation(
+    let (conversation, _) = placed_conversation(
         (params, problem, tools, program),
         (&test.input, &solution_limits(problem)),
-        cpu,
+        (cpu, debugging),
         true,
     )?;
-    conversation.debug_users(debugging, params.user_io, cpu)?;
     let ran = conversation.run(sandbox);
     let files = conversation.captured_files();
     let files: Vec<(Kept, &[PathBuf])> = files.iter().map(|(k, p)| (*k, p.as_slice())).collect();
@@ -733,13 +733,12 @@ pub fn run_input(
         });
     };
     // Nothing is judged: the conversation is relayed whenever streams are kept.
-    let mut conversation = placed_conversation(
+    let (conversation, user_stderr) = placed_conversation(
         (params, problem, tools, program),
         (input, &limits),
-        None,
+        (None, debugging),
         debugging.keep_dir.is_some(),
     )?;
-    let user_stderr = conversation.debug_users(debugging, params.user_io, None)?;
     let ran = conversation.run(sandbox);
     let at = |name: &str| conversation.private.path().join(name);
     let mut files = vec![

@@ -345,32 +345,12 @@ fn copy(stream: &Stream, turns: &Mutex<Turns>) -> Tail {
     set_pipe_size(manager_side, MANAGER_PIPE);
     set_pipe_size(user_side, USER_PIPE);
     let mut buffer = vec![0u8; CHUNK];
-    loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: from.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            // No events asked: poll reports POLLERR once the reader has gone.
-            libc::pollfd {
-                fd: to.as_raw_fd(),
-                events: 0,
-                revents: 0,
-            },
-        ];
-        // SAFETY: two pollfds of descriptors open for the whole call.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if ready < 0 {
-            match std::io::Error::last_os_error().kind() {
-                std::io::ErrorKind::Interrupted => continue,
-                _ => break,
-            }
-        }
-        if fds[1].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+    // No events asked of `to`: poll reports POLLERR once its reader has gone.
+    while let Some((readable, gone)) = poll_pair((&from, libc::POLLIN), (&to, 0), -1) {
+        if gone & (libc::POLLERR | libc::POLLHUP) != 0 {
             break;
         }
-        if fds[0].revents == 0 {
+        if readable == 0 {
             continue;
         }
         let n = match from.read(&mut buffer) {
@@ -397,30 +377,15 @@ fn drain(fd: &OwnedFd, stopped: &OwnedFd) -> (u64, Vec<u8>) {
     let mut buffer = vec![0u8; CHUNK];
     let mut stopping = false;
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: stopped.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
         // Once stopping, only what is already in the pipe is read.
         let timeout = if stopping { 0 } else { -1 };
-        // SAFETY: two pollfds of descriptors open for the whole call.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
-        if ready < 0 {
-            match std::io::Error::last_os_error().kind() {
-                std::io::ErrorKind::Interrupted => continue,
-                _ => break,
-            }
-        }
-        if fds[0].revents == 0 {
-            stopping |= fds[1].revents != 0;
+        let Some((readable, stop)) =
+            poll_pair((fd, libc::POLLIN), (stopped, libc::POLLIN), timeout)
+        else {
+            break;
+        };
+        if readable == 0 {
+            stopping |= stop != 0;
             match stopping {
                 true => break,
                 false => continue,
@@ -440,6 +405,30 @@ fn drain(fd: &OwnedFd, stopped: &OwnedFd) -> (u64, Vec<u8>) {
         head.extend_from_slice(&buffer[..n.min(room)]);
     }
     (total, head)
+}
+
+/// Waits for `events` on two descriptors, at most `timeout` ms (-1: without end), again when
+/// a signal interrupts it; the events seen on each, or `None` when `poll` fails.
+fn poll_pair(
+    (first, first_events): (&dyn AsRawFd, libc::c_short),
+    (second, second_events): (&dyn AsRawFd, libc::c_short),
+    timeout: libc::c_int,
+) -> Option<(libc::c_short, libc::c_short)> {
+    let pollfd = |fd: &dyn AsRawFd, events| libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    let mut fds = [pollfd(first, first_events), pollfd(second, second_events)];
+    loop {
+        // SAFETY: two pollfds of descriptors open for the whole call.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) } >= 0 {
+            return Some((fds[0].revents, fds[1].revents));
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return None;
+        }
+    }
 }
 
 #[cfg(test)]

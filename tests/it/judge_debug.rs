@@ -179,6 +179,14 @@ fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
     peak
 }
 
+/// The judge's peak resident memory was measured (above zero) and stayed below `mib` MiB.
+fn assert_peak_below(peak_kib: u64, mib: u64) {
+    assert!(
+        peak_kib > 0 && peak_kib < mib << 10,
+        "the judge peaked at {peak_kib} KiB"
+    );
+}
+
 #[test]
 fn a_flood_of_newlines_after_the_right_answer_costs_the_judge_a_buffer() {
     if !is_root_or_skip("judging") {
@@ -197,10 +205,7 @@ fn a_flood_of_newlines_after_the_right_answer_costs_the_judge_a_buffer() {
     assert!(stdout.contains("output limit exceeded"), "{stdout}");
     assert!(stdout.contains("why test 01 (WA"), "{stdout}");
     // The kept output is 64 MiB of newlines: explaining it must not hold it.
-    assert!(
-        peak > 0 && peak < 256 << 10,
-        "the judge peaked at {peak} KiB"
-    );
+    assert_peak_below(peak, 256);
 }
 
 #[test]
@@ -240,10 +245,7 @@ fn input_streams_from_a_pipe_or_a_fifo_and_refuses_an_endless_one() {
         stderr.contains("standard input (--input -): more than 256 MiB"),
         "{stderr}"
     );
-    assert!(
-        peak > 0 && peak < 64 << 10,
-        "the judge peaked at {peak} KiB"
-    );
+    assert_peak_below(peak, 64);
     // A folder is named as one.
     let out = judge(&[path(&dir), path(&solution), "--input", path(work.path())]);
     assert!(
@@ -1054,10 +1056,7 @@ fn a_conversation_flood_costs_the_judge_its_bounds_only() {
     assert!(size("02.conversation.json") < 256 << 10);
     assert!(conversation["earlier"].as_bool().unwrap(), "{conversation}");
     // Holding the flood would take 128 MiB.
-    assert!(
-        peak > 0 && peak < 96 << 10,
-        "the judge peaked at {peak} KiB"
-    );
+    assert_peak_below(peak, 96);
 }
 
 /// The relay must not change how a conversation ends: every fixture solution of the
